@@ -1,0 +1,17 @@
+export type {
+  Agent,
+  AgentOptions,
+  ContentBlock,
+  SessionHeader,
+  SessionId,
+  StructuredOutputSchema,
+  SubagentCapabilities,
+  SubagentProvider,
+  SubagentResult,
+  SubagentRun,
+  SubagentStartRequest,
+  SubagentStopReason,
+  SubagentStopReasonMap,
+  TextContentBlock,
+  ToolRestriction,
+} from './types.ts'

@@ -1,0 +1,28 @@
+import { defineConfig } from 'vitest/config'
+
+// One vitest process for the whole repo. Pure tests (`*.test.ts`) and integration tests against
+// real Redis and Postgres (`*.int.test.ts`) are separate projects; the integration project gets
+// its services from REDIS_URL/DATABASE_URL, or from testcontainers where Docker exists.
+export default defineConfig({
+  test: {
+    projects: [
+      {
+        test: {
+          name: 'unit',
+          include: ['{apps,libs}/*/src/**/*.test.ts'],
+          exclude: ['**/*.int.test.ts', '**/node_modules/**'],
+        },
+      },
+      {
+        test: {
+          name: 'integration',
+          include: ['{apps,libs}/*/src/**/*.int.test.ts'],
+          globalSetup: ['libs/testing/src/global-setup.ts'],
+          testTimeout: 30_000,
+          hookTimeout: 60_000,
+          fileParallelism: false,
+        },
+      },
+    ],
+  },
+})

@@ -1,1 +1,36 @@
-export {}
+export { BatonError, ErrorCode } from './errors.ts'
+export type { BatonErrorOptions, ErrorBody } from './errors.ts'
+export { canonicalJson, resultDigest, terminalFingerprint } from './digest.ts'
+export type { TerminalProjection } from './digest.ts'
+export {
+  ATTEMPT_STATUSES,
+  FailureCategory,
+  STOP_REASONS,
+  isTerminalView,
+  stopReasonSchema,
+} from './attempt.ts'
+export type {
+  AnyAttemptView,
+  AttemptStatus,
+  AttemptView,
+  StopReason,
+  TerminalAttemptView,
+} from './attempt.ts'
+export {
+  Limits,
+  cancelRequestSchema,
+  delegationAcceptedSchema,
+  delegationMetadataSchema,
+  delegationRequestSchema,
+  promptSchema,
+  promptToBlocks,
+  sessionIdSchema,
+  subagentNameSchema,
+  textBlockSchema,
+  uuidSchema,
+  waitOptionsSchema,
+  waitQuerySchema,
+} from './delegation.ts'
+export type { DelegationAccepted, DelegationMetadata, DelegationRequest, Prompt } from './delegation.ts'
+export { ATTEMPT_JOB_NAME, CONTROL_EVENT_NAMES, QueueName, attemptJobSchema, controlEventSchema } from './jobs.ts'
+export type { AttemptJob, ControlEvent, ControlEventName } from './jobs.ts'

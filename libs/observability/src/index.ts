@@ -1,1 +1,2 @@
-export {}
+export { createLogger } from './logger.ts'
+export type { CreateLoggerOptions, Logger } from './logger.ts'

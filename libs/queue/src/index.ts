@@ -1,1 +1,7 @@
-export {}
+export { createRedisConnection } from './connection.ts'
+export { createAttemptQueue, enqueueAttempt, ensureAttemptsEnqueued } from './attempt-queue.ts'
+export type { AttemptQueue, QueueOptions } from './attempt-queue.ts'
+export { createControlListener, createControlPublisher } from './control-events.ts'
+export type { ControlListener, ControlPublisher } from './control-events.ts'
+export { createCompletionDoorbell } from './completion-doorbell.ts'
+export type { CompletionDoorbell, DoorbellSubscription } from './completion-doorbell.ts'

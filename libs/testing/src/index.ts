@@ -1,1 +1,3 @@
-export {}
+export { test, describe, expect } from './fixtures.ts'
+export type { Closeable, ServiceFixtures } from './fixtures.ts'
+export { eventually } from './eventually.ts'

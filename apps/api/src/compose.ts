@@ -1,0 +1,49 @@
+import type { Logger } from '@baton/observability'
+import {
+  createAttemptQueue,
+  createCompletionDoorbell,
+  createControlListener,
+  createControlPublisher,
+  createRedisConnection,
+} from '@baton/queue'
+import { createDb } from '@baton/store'
+import type { FastifyInstance } from 'fastify'
+import type { ApiConfig } from './config.ts'
+import { buildServer } from './server.ts'
+
+export interface ApiProcess {
+  readonly app: FastifyInstance
+  close(): Promise<void>
+}
+
+/**
+ * Builds the API with real connections: Postgres pool, Redis, the attempts queue, the control
+ * publisher, and the listener that rings the completion doorbell for bounded waits.
+ */
+export async function composeApi(config: ApiConfig, logger: Logger): Promise<ApiProcess> {
+  const db = createDb({ connectionString: config.databaseUrl, maxConnections: config.dbPoolSize, applicationName: 'baton-api' })
+  const redis = createRedisConnection(config.redisUrl, 'baton-api')
+  const queue = createAttemptQueue({ connection: redis, prefix: config.queuePrefix })
+  const publisher = createControlPublisher({ connection: redis, prefix: config.queuePrefix })
+  const doorbell = createCompletionDoorbell()
+  const listener = createControlListener({
+    redisUrl: config.redisUrl,
+    prefix: config.queuePrefix,
+    onEvent: (event) => {
+      if (event.eventName === 'terminal') doorbell.ring(event.attemptId)
+    },
+  })
+  await listener.ready()
+  const app = await buildServer({ config, logger, db, redis, queue, publisher, doorbell })
+  return {
+    app,
+    async close() {
+      await app.close()
+      await listener.close()
+      await publisher.close()
+      await queue.close()
+      await db.destroy()
+      redis.disconnect()
+    },
+  }
+}

@@ -1,0 +1,50 @@
+import { z } from 'zod'
+
+const configSchema = z.object({
+  HOST: z.string().min(1).default('127.0.0.1'),
+  PORT: z.coerce.number().int().min(0).max(65_535).default(3000),
+  DATABASE_URL: z.string().url().default('postgres://postgres@127.0.0.1:5432/baton'),
+  REDIS_URL: z.string().url().default('redis://127.0.0.1:6379'),
+  QUEUE_PREFIX: z.string().min(1).default('baton'),
+  SUBAGENTS: z
+    .string()
+    .default('scripted')
+    .transform((s) => s.split(',').map((n) => n.trim()).filter((n) => n !== '')),
+  BODY_LIMIT_BYTES: z.coerce.number().int().min(1024).max(50 * 1024 * 1024).default(1024 * 1024),
+  DB_POOL_SIZE: z.coerce.number().int().min(2).max(200).default(20),
+  LOG_LEVEL: z.enum(['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent']).default('info'),
+})
+
+export interface ApiConfig {
+  readonly host: string
+  readonly port: number
+  readonly databaseUrl: string
+  readonly redisUrl: string
+  readonly queuePrefix: string
+  /** Subagent names this deployment accepts; anything else is rejected before a write. */
+  readonly subagents: readonly string[]
+  readonly bodyLimitBytes: number
+  readonly dbPoolSize: number
+  readonly logLevel: string
+}
+
+/** Parses the API's environment once, in main.ts. Errors name the variable to fix. */
+export function loadConfig(env: Readonly<Record<string, string | undefined>>): ApiConfig {
+  const parsed = configSchema.safeParse(env)
+  if (!parsed.success) {
+    const problems = parsed.error.issues.map((i) => `${i.path.join('.')}: ${i.message}`).join('; ')
+    throw new Error(`invalid API configuration: ${problems}`)
+  }
+  const c = parsed.data
+  return Object.freeze({
+    host: c.HOST,
+    port: c.PORT,
+    databaseUrl: c.DATABASE_URL,
+    redisUrl: c.REDIS_URL,
+    queuePrefix: c.QUEUE_PREFIX,
+    subagents: Object.freeze(c.SUBAGENTS),
+    bodyLimitBytes: c.BODY_LIMIT_BYTES,
+    dbPoolSize: c.DB_POOL_SIZE,
+    logLevel: c.LOG_LEVEL,
+  })
+}

@@ -1,0 +1,90 @@
+import { randomUUID } from 'node:crypto'
+import type { FastifyPluginAsyncZod } from 'fastify-type-provider-zod'
+import { z } from 'zod'
+import {
+  BatonError,
+  ErrorCode,
+  delegationRequestSchema,
+  isTerminalView,
+  promptToBlocks,
+  sessionIdSchema,
+} from '@baton/contracts'
+import { enqueueAttempt } from '@baton/queue'
+import { acceptDelegation } from '@baton/store'
+import type { ApiDeps } from '../deps.ts'
+import { awaitAttempt } from '../services/await-attempt.ts'
+
+/**
+ * POST /v1/sessions/:sessionId/delegations — accept a delegation: validate (nothing is written for
+ * bad input), record it in one statement, enqueue after commit, answer 202. With `wait`, hold the
+ * request at most `wait.timeoutMs` and answer the terminal result (200) or the snapshot (202).
+ */
+export function delegationRoutes(deps: ApiDeps): FastifyPluginAsyncZod {
+  const known = new Set(deps.config.subagents)
+  return async (app) => {
+    app.post(
+      '/v1/sessions/:sessionId/delegations',
+      {
+        schema: {
+          summary: 'Delegate a task to a named subagent',
+          params: z.strictObject({ sessionId: sessionIdSchema }),
+          body: delegationRequestSchema,
+        },
+      },
+      async (request, reply) => {
+        const { sessionId } = request.params
+        const input = request.body
+        if (!known.has(input.name)) {
+          throw new BatonError(ErrorCode.UnknownSubagent, `no subagent named "${input.name}"`, {
+            details: { known: [...known] },
+          })
+        }
+        const attemptId = randomUUID()
+        const outcome = await acceptDelegation(deps.db, {
+          sessionId,
+          name: input.name,
+          prompt: promptToBlocks(input.prompt),
+          metadata: input.metadata ?? {},
+          attemptId,
+          newAgentId: randomUUID(),
+          ...(input.agentId === undefined ? {} : { agentId: input.agentId }),
+        })
+        switch (outcome.kind) {
+          case 'agent_not_found':
+            throw new BatonError(
+              ErrorCode.AgentNotFound,
+              `no agent ${input.agentId ?? ''} named "${input.name}" in session "${sessionId}"`,
+            )
+          case 'agent_busy':
+            throw new BatonError(ErrorCode.AgentBusy, 'the agent already has an attempt that is not terminal', {
+              details: { agentId: input.agentId },
+            })
+          case 'accepted':
+            break
+          default: {
+            const unexpected: never = outcome
+            throw new Error(`unexpected outcome ${JSON.stringify(unexpected)}`)
+          }
+        }
+        try {
+          await enqueueAttempt(deps.queue, attemptId)
+        } catch (error) {
+          // Accepted is durable; the reconciler enqueues attempts whose job never arrived.
+          request.log.warn({ err: error, attemptId }, 'enqueue failed after accept; reconciler will retry')
+        }
+        const accepted = { agentId: outcome.agentId, attemptId, status: 'accepted' as const }
+        if (input.wait === undefined) return reply.status(202).send(accepted)
+        const view = await awaitAttempt(deps, attemptId, input.wait.timeoutMs, abortOnClose(request.raw))
+        if (view === undefined) throw new Error('accepted attempt vanished')
+        return reply.status(isTerminalView(view) ? 200 : 202).send(view)
+      },
+    )
+  }
+}
+
+/** An AbortSignal that fires when the client goes away, so a wait does not outlive its caller. */
+export function abortOnClose(raw: import('node:http').IncomingMessage): AbortSignal {
+  const controller = new AbortController()
+  raw.socket.once('close', () => controller.abort())
+  return controller.signal
+}

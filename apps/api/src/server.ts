@@ -1,0 +1,51 @@
+import Fastify, { type FastifyBaseLogger, type FastifyInstance } from 'fastify'
+import swagger from '@fastify/swagger'
+import swaggerUi from '@fastify/swagger-ui'
+import { createBullBoard } from '@bull-board/api'
+import { BullMQAdapter } from '@bull-board/api/bullMQAdapter'
+import { FastifyAdapter } from '@bull-board/fastify'
+import {
+  jsonSchemaTransform,
+  serializerCompiler,
+  validatorCompiler,
+  type ZodTypeProvider,
+} from 'fastify-type-provider-zod'
+import type { ApiDeps } from './deps.ts'
+import { errorHandler, notFoundHandler } from './http/errors.ts'
+import { attemptRoutes } from './routes/attempts.routes.ts'
+import { delegationRoutes } from './routes/delegations.routes.ts'
+import { healthRoutes } from './routes/health.routes.ts'
+
+export const DASHBOARD_PATH = '/admin/queues'
+export const DOCS_PATH = '/docs'
+
+/** Builds the HTTP server over its dependencies. main.ts (or a test) owns their lifetimes. */
+export type BatonServer = FastifyInstance
+
+export async function buildServer(deps: ApiDeps): Promise<BatonServer> {
+  const app = Fastify({
+    loggerInstance: deps.logger.child({ component: 'http' }) as FastifyBaseLogger,
+    bodyLimit: deps.config.bodyLimitBytes,
+    disableRequestLogging: true,
+  }).withTypeProvider<ZodTypeProvider>()
+  app.setValidatorCompiler(validatorCompiler)
+  app.setSerializerCompiler(serializerCompiler)
+  app.setErrorHandler(errorHandler)
+  app.setNotFoundHandler(notFoundHandler)
+
+  await app.register(swagger, {
+    openapi: { info: { title: 'Baton API', version: '1.0.0' } },
+    transform: jsonSchemaTransform,
+  })
+  await app.register(swaggerUi, { routePrefix: DOCS_PATH })
+
+  const board = new FastifyAdapter()
+  createBullBoard({ queues: [new BullMQAdapter(deps.queue)], serverAdapter: board })
+  board.setBasePath(DASHBOARD_PATH)
+  await app.register(board.registerPlugin(), { prefix: DASHBOARD_PATH })
+
+  await app.register(healthRoutes(deps))
+  await app.register(delegationRoutes(deps))
+  await app.register(attemptRoutes(deps))
+  return app
+}

@@ -1,0 +1,67 @@
+import { hostname } from 'node:os'
+import { randomUUID } from 'node:crypto'
+import { z } from 'zod'
+
+const ms = (fallback: number) => z.coerce.number().int().positive().default(fallback)
+
+const configSchema = z
+  .object({
+    DATABASE_URL: z.string().url().default('postgres://postgres@127.0.0.1:5432/baton'),
+    REDIS_URL: z.string().url().default('redis://127.0.0.1:6379'),
+    QUEUE_PREFIX: z.string().min(1).default('baton'),
+    WORKER_ID: z.string().min(1).optional(),
+    WORKER_CONCURRENCY: z.coerce.number().int().min(1).max(10_000).default(100),
+    DB_POOL_SIZE: z.coerce.number().int().min(2).max(200).default(10),
+    LEASE_TTL_MS: ms(15_000),
+    HEARTBEAT_INTERVAL_MS: ms(3_000),
+    RECONCILE_INTERVAL_MS: ms(2_000),
+    REQUEUE_AFTER_MS: ms(10_000),
+    SHUTDOWN_DEADLINE_MS: ms(10_000),
+    WORKSPACE_DIR: z.string().min(1).default(process.cwd()),
+    LOG_LEVEL: z.enum(['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent']).default('info'),
+  })
+  .refine((c) => c.HEARTBEAT_INTERVAL_MS * 2 <= c.LEASE_TTL_MS, {
+    message: 'HEARTBEAT_INTERVAL_MS must be at most half of LEASE_TTL_MS, so one missed beat never loses a lease',
+    path: ['HEARTBEAT_INTERVAL_MS'],
+  })
+
+export interface WorkerConfig {
+  readonly databaseUrl: string
+  readonly redisUrl: string
+  readonly queuePrefix: string
+  readonly workerId: string
+  readonly concurrency: number
+  readonly dbPoolSize: number
+  readonly leaseTtlMs: number
+  readonly heartbeatIntervalMs: number
+  readonly reconcileIntervalMs: number
+  readonly requeueAfterMs: number
+  readonly shutdownDeadlineMs: number
+  readonly workspaceDir: string
+  readonly logLevel: string
+}
+
+/** Parses the worker's environment once, in main.ts. Errors name the variable to fix. */
+export function loadConfig(env: Readonly<Record<string, string | undefined>>): WorkerConfig {
+  const parsed = configSchema.safeParse(env)
+  if (!parsed.success) {
+    const problems = parsed.error.issues.map((i) => `${i.path.join('.')}: ${i.message}`).join('; ')
+    throw new Error(`invalid worker configuration: ${problems}`)
+  }
+  const c = parsed.data
+  return Object.freeze({
+    databaseUrl: c.DATABASE_URL,
+    redisUrl: c.REDIS_URL,
+    queuePrefix: c.QUEUE_PREFIX,
+    workerId: c.WORKER_ID ?? `${hostname()}-${process.pid}-${randomUUID().slice(0, 8)}`,
+    concurrency: c.WORKER_CONCURRENCY,
+    dbPoolSize: c.DB_POOL_SIZE,
+    leaseTtlMs: c.LEASE_TTL_MS,
+    heartbeatIntervalMs: c.HEARTBEAT_INTERVAL_MS,
+    reconcileIntervalMs: c.RECONCILE_INTERVAL_MS,
+    requeueAfterMs: c.REQUEUE_AFTER_MS,
+    shutdownDeadlineMs: c.SHUTDOWN_DEADLINE_MS,
+    workspaceDir: c.WORKSPACE_DIR,
+    logLevel: c.LOG_LEVEL,
+  })
+}

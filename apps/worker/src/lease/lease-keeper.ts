@@ -1,0 +1,139 @@
+import type { Logger } from '@baton/observability'
+import { isTransientStoreError, renewLeases, type Db } from '@baton/store'
+
+/** Why an execution's AbortSignal fired. Carried as the abort reason. */
+export type AbortCause = 'cancelled' | 'lease_lost' | 'shutdown'
+
+export class ExecutionAbort extends Error {
+  readonly abortCause: AbortCause
+  constructor(cause: AbortCause) {
+    super(`execution aborted: ${cause}`)
+    this.name = 'ExecutionAbort'
+    this.abortCause = cause
+  }
+}
+
+/** One execution this worker owns: its fence and its abort controller. */
+export interface OwnedExecution {
+  readonly attemptId: string
+  readonly ownerGeneration: number
+  readonly signal: AbortSignal
+  /** Set once a heartbeat confirmed the lease is gone: write nothing more. */
+  readonly lost: boolean
+  abort(cause: AbortCause): void
+}
+
+export interface LeaseKeeper {
+  hold(attemptId: string, ownerGeneration: number): OwnedExecution
+  release(attemptId: string): void
+  get(attemptId: string): OwnedExecution | undefined
+  /** Aborts every owned execution with `cause` (shutdown). */
+  abortAll(cause: AbortCause): void
+  readonly size: number
+  /** Runs one heartbeat now (tests and shutdown); normally the timer does. */
+  beat(): Promise<void>
+  start(): void
+  stop(): Promise<void>
+}
+
+/**
+ * Renews every lease this worker holds with ONE statement per interval. A lease confirmed lost
+ * aborts its child locally and marks the execution so nothing more is written; a pending cancel
+ * request in the ledger aborts the child (the fallback for a missed cancel event). A transient
+ * store error keeps local ownership: the next beat, one interval later, tries again.
+ */
+export function createLeaseKeeper(deps: {
+  db: Db
+  ownerId: string
+  leaseTtlMs: number
+  heartbeatIntervalMs: number
+  logger: Logger
+}): LeaseKeeper {
+  const owned = new Map<string, OwnedExecution & { markLost(): void }>()
+  let timer: NodeJS.Timeout | undefined
+  let inFlight: Promise<void> | undefined
+
+  async function beatOnce(): Promise<void> {
+    const leases = [...owned.values()].map((e) => ({
+      attemptId: e.attemptId,
+      ownerGeneration: e.ownerGeneration,
+    }))
+    if (leases.length === 0) return
+    let renewals
+    try {
+      renewals = await renewLeases(deps.db, { ownerId: deps.ownerId, leases, leaseTtlMs: deps.leaseTtlMs })
+    } catch (error) {
+      const level = isTransientStoreError(error) ? 'warn' : 'error'
+      deps.logger[level]({ err: error, leases: leases.length }, 'heartbeat failed; keeping ownership')
+      return
+    }
+    for (const renewal of renewals) {
+      const execution = owned.get(renewal.attemptId)
+      if (execution === undefined) continue
+      if (renewal.status === 'lost') {
+        deps.logger.warn({ attemptId: renewal.attemptId }, 'lease lost; aborting child')
+        execution.markLost()
+        execution.abort('lease_lost')
+      } else if (renewal.cancelRequested && !execution.signal.aborted) {
+        deps.logger.info({ attemptId: renewal.attemptId }, 'cancel request found by heartbeat')
+        execution.abort('cancelled')
+      }
+    }
+  }
+
+  function beat(): Promise<void> {
+    // One heartbeat in flight at a time; a slow store call delays the next beat, never doubles it.
+    inFlight ??= beatOnce().finally(() => {
+      inFlight = undefined
+    })
+    return inFlight
+  }
+
+  return {
+    hold(attemptId, ownerGeneration) {
+      const controller = new AbortController()
+      let lost = false
+      const execution = {
+        attemptId,
+        ownerGeneration,
+        signal: controller.signal,
+        get lost() {
+          return lost
+        },
+        markLost() {
+          lost = true
+        },
+        abort(cause: AbortCause) {
+          if (!controller.signal.aborted) controller.abort(new ExecutionAbort(cause))
+        },
+      }
+      owned.set(attemptId, execution)
+      return execution
+    },
+    release(attemptId) {
+      owned.delete(attemptId)
+    },
+    get: (attemptId) => owned.get(attemptId),
+    abortAll(cause) {
+      for (const execution of owned.values()) execution.abort(cause)
+    },
+    get size() {
+      return owned.size
+    },
+    beat,
+    start() {
+      timer ??= setInterval(() => void beat(), deps.heartbeatIntervalMs)
+    },
+    async stop() {
+      if (timer !== undefined) clearInterval(timer)
+      timer = undefined
+      await inFlight
+    },
+  }
+}
+
+/** The cause an execution's signal was aborted with, if any. */
+export function abortCause(signal: AbortSignal): AbortCause | undefined {
+  if (!signal.aborted) return undefined
+  return signal.reason instanceof ExecutionAbort ? signal.reason.abortCause : 'cancelled'
+}

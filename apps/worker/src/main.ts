@@ -1,0 +1,25 @@
+import { createLogger } from '@baton/observability'
+import { loadConfig } from './config.ts'
+import { createWorkerRuntime } from './runtime.ts'
+
+const config = loadConfig(process.env)
+const logger = createLogger({ service: 'baton-worker', level: config.logLevel })
+const runtime = createWorkerRuntime(config, logger)
+
+let stopping = false
+function stop(signal: string): void {
+  if (stopping) return
+  stopping = true
+  logger.info({ signal }, 'stop signal received')
+  runtime.shutdown(config.shutdownDeadlineMs).then(
+    () => process.exit(0),
+    (error: unknown) => {
+      logger.error({ err: error }, 'shutdown did not finish cleanly')
+      process.exit(1)
+    },
+  )
+}
+process.on('SIGTERM', () => stop('SIGTERM'))
+process.on('SIGINT', () => stop('SIGINT'))
+
+await runtime.start()

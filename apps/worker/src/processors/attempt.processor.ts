@@ -1,0 +1,158 @@
+import { setTimeout as sleep } from 'node:timers/promises'
+import type { Job } from 'bullmq'
+import { FailureCategory, attemptJobSchema, type AttemptJob } from '@baton/contracts'
+import type { Logger } from '@baton/observability'
+import type { ControlPublisher } from '@baton/queue'
+import {
+  claimAttempt,
+  commitProcessLoss,
+  commitTerminal,
+  isTransientStoreError,
+  type CommitTerminalOutcome,
+  type Db,
+  type TerminalResultInput,
+} from '@baton/store'
+import type { SubagentProvider } from '@baton/subagents'
+import { abortCause, type LeaseKeeper, type OwnedExecution } from '../lease/lease-keeper.ts'
+import { runChild } from './run-child.ts'
+
+export interface AttemptProcessorDeps {
+  readonly db: Db
+  readonly ownerId: string
+  readonly leaseTtlMs: number
+  readonly heartbeatIntervalMs: number
+  readonly workspaceDir: string
+  readonly leaseKeeper: LeaseKeeper
+  readonly providers: ReadonlyMap<string, SubagentProvider>
+  readonly publisher: ControlPublisher
+  readonly logger: Logger
+}
+
+/**
+ * The `attempts` queue processor: at-least-once delivery in, exactly-once execution out.
+ * Claim (fenced) → run the child under a lease the keeper renews → fenced terminal commit →
+ * ring the completion doorbell. A job whose attempt is terminal or held is acknowledged without
+ * running; one whose owner vanished mid-run gets the process-loss outcome, never a second run.
+ */
+export function createAttemptProcessor(deps: AttemptProcessorDeps) {
+  return async function processAttempt(job: Job<AttemptJob>, _token?: string, jobSignal?: AbortSignal) {
+    const { attemptId } = attemptJobSchema.parse(job.data)
+    const log = deps.logger.child({ attemptId })
+    const claim = await claimAttempt(deps.db, {
+      attemptId,
+      ownerId: deps.ownerId,
+      leaseTtlMs: deps.leaseTtlMs,
+    })
+    switch (claim.kind) {
+      case 'terminal':
+      case 'held':
+      case 'missing':
+        log.debug({ outcome: claim.kind }, 'attempt not claimable; acknowledging job')
+        return
+      case 'orphaned': {
+        const made = await commitProcessLoss(deps.db, [{ attemptId, ownerGeneration: claim.ownerGeneration }])
+        if (made.length > 0) {
+          log.warn('owner vanished mid-run; recorded process loss')
+          await ringTerminal(deps, attemptId, log)
+        }
+        return
+      }
+      case 'claimed':
+        break
+      default:
+        return assertNever(claim)
+    }
+
+    const provider = deps.providers.get(claim.attempt.name)
+    const execution = deps.leaseKeeper.hold(attemptId, claim.attempt.ownerGeneration)
+    const onJobAbort = (): void => execution.abort('cancelled')
+    if (jobSignal?.aborted === true) onJobAbort()
+    jobSignal?.addEventListener('abort', onJobAbort, { once: true })
+    try {
+      log.debug({ generation: claim.attempt.ownerGeneration }, 'attempt claimed')
+      const result: TerminalResultInput =
+        provider === undefined
+          ? { stopReason: 'error', output: '', failureCategory: 'unknown_subagent' }
+          : await runChild(provider, claim.attempt, execution.signal, deps.workspaceDir)
+      if (execution.lost) {
+        log.warn('lease lost during execution; writing nothing')
+        return
+      }
+      const outcome = await commitWithRetry(deps, execution, withAbortCategory(result, execution.signal), log)
+      if (outcome === 'committed' || outcome === 'replayed') await ringTerminal(deps, attemptId, log)
+    } finally {
+      jobSignal?.removeEventListener('abort', onJobAbort)
+      deps.leaseKeeper.release(attemptId)
+    }
+  }
+}
+
+/** An aborted result records why: a user's cancel or this worker shutting down. */
+function withAbortCategory(result: TerminalResultInput, signal: AbortSignal): TerminalResultInput {
+  if (result.stopReason !== 'aborted') return result
+  const cause = abortCause(signal)
+  return {
+    ...result,
+    failureCategory: cause === 'shutdown' ? FailureCategory.Shutdown : FailureCategory.Cancelled,
+  }
+}
+
+/**
+ * Commits the terminal result, retrying transient store failures at or below the heartbeat
+ * interval for as long as the lease is ours. A commit applied whose response was lost comes back
+ * as `replayed` on the retry (same fingerprint).
+ */
+async function commitWithRetry(
+  deps: AttemptProcessorDeps,
+  execution: OwnedExecution,
+  result: TerminalResultInput,
+  log: Logger,
+): Promise<CommitTerminalOutcome | 'abandoned'> {
+  let delayMs = 50
+  for (;;) {
+    try {
+      const outcome = await commitTerminal(deps.db, {
+        attemptId: execution.attemptId,
+        ownerId: deps.ownerId,
+        ownerGeneration: execution.ownerGeneration,
+        result,
+      })
+      switch (outcome) {
+        case 'committed':
+        case 'replayed':
+          log.debug({ outcome, stopReason: result.stopReason }, 'terminal committed')
+          return outcome
+        case 'refused':
+        case 'lease_lost':
+        case 'stale_fence':
+        case 'missing':
+          log.warn({ outcome }, 'terminal commit refused by the ledger')
+          return outcome
+        default:
+          return assertNever(outcome)
+      }
+    } catch (error) {
+      if (!isTransientStoreError(error)) {
+        log.error({ err: error }, 'terminal commit failed; the reconciler will finish this attempt')
+        return 'abandoned'
+      }
+      if (execution.lost) return 'abandoned'
+      log.warn({ err: error, delayMs }, 'terminal commit failed transiently; retrying')
+      await sleep(delayMs)
+      delayMs = Math.min(delayMs * 2, deps.heartbeatIntervalMs)
+    }
+  }
+}
+
+async function ringTerminal(deps: AttemptProcessorDeps, attemptId: string, log: Logger): Promise<void> {
+  try {
+    await deps.publisher.publish({ eventName: 'terminal', attemptId })
+  } catch (error) {
+    // The outcome is durable; waiters fall back to their bound.
+    log.warn({ err: error }, 'terminal doorbell not published')
+  }
+}
+
+function assertNever(value: never): never {
+  throw new Error(`unexpected outcome: ${JSON.stringify(value)}`)
+}

@@ -1,0 +1,65 @@
+import { FailureCategory, STOP_REASONS, promptToBlocks, type Prompt } from '@baton/contracts'
+import type { SubagentProvider, SubagentResult } from '@baton/subagents'
+import type { ClaimedAttempt, TerminalResultInput } from '@baton/store'
+
+const KNOWN_STOP_REASONS: ReadonlySet<string> = new Set(STOP_REASONS)
+
+/**
+ * Runs one child through its provider and reduces whatever happens to a terminal result the
+ * ledger can record. Child failures arrive as stop reasons; a provider that throws (an
+ * infrastructure fault) becomes `error` with a safe category, never a message or stack trace.
+ */
+export async function runChild(
+  provider: SubagentProvider,
+  attempt: ClaimedAttempt,
+  signal: AbortSignal,
+  workspaceDir: string,
+): Promise<TerminalResultInput> {
+  let result: SubagentResult
+  try {
+    const run = await provider.start({
+      prompt: promptToBlocks(attempt.prompt as Prompt),
+      parent: {
+        session: {
+          id: attempt.sessionId,
+          header: { id: attempt.sessionId, cwd: workspaceDir, delegationDepth: 0 },
+        },
+        options: {},
+      },
+      signal,
+    })
+    try {
+      result = await run.result
+    } finally {
+      await run.dispose()
+    }
+  } catch {
+    if (signal.aborted) return { stopReason: 'aborted', output: '', failureCategory: FailureCategory.Cancelled }
+    return { stopReason: 'error', output: '', failureCategory: FailureCategory.ProviderFault }
+  }
+  return toTerminalResult(result)
+}
+
+export function toTerminalResult(result: SubagentResult): TerminalResultInput {
+  const output = result.output.map((b) => b.text).join('')
+  if (!KNOWN_STOP_REASONS.has(result.stopReason)) {
+    // Seed 003: an unknown terminal reason is a failure.
+    return { stopReason: 'error', output, failureCategory: FailureCategory.UnknownStopReason }
+  }
+  const failureCategory =
+    result.stopReason === 'completed' ? null : (result.failureCategory ?? defaultCategory(result.stopReason))
+  return { stopReason: result.stopReason, output, failureCategory }
+}
+
+function defaultCategory(stopReason: string): string {
+  switch (stopReason) {
+    case 'aborted':
+      return FailureCategory.Cancelled
+    case 'max-tokens':
+      return 'max_tokens'
+    case 'refusal':
+      return 'refusal'
+    default:
+      return FailureCategory.ChildFailed
+  }
+}

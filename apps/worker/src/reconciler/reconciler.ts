@@ -1,0 +1,68 @@
+import type { Logger } from '@baton/observability'
+import { ensureAttemptsEnqueued, type AttemptQueue, type ControlPublisher } from '@baton/queue'
+import { commitProcessLoss, findExpiredRunning, findStaleAccepted, type Db } from '@baton/store'
+
+export interface ReconcileReport {
+  readonly processLost: number
+  readonly requeued: number
+}
+
+export interface Reconciler {
+  /** One pass now. Safe to run in many workers at once: every write is guarded. */
+  runOnce(): Promise<ReconcileReport>
+  start(): void
+  stop(): Promise<void>
+}
+
+const BATCH = 500
+
+/**
+ * Finishes what crashes and Redis losses leave behind, from the ledger's point of view:
+ * - running attempts whose lease expired (owner dead) get the process-loss terminal outcome;
+ * - accepted attempts older than `requeueAfterMs` whose job is gone are enqueued again.
+ */
+export function createReconciler(deps: {
+  db: Db
+  queue: AttemptQueue
+  publisher: ControlPublisher
+  intervalMs: number
+  requeueAfterMs: number
+  logger: Logger
+}): Reconciler {
+  let timer: NodeJS.Timeout | undefined
+  let inFlight: Promise<ReconcileReport> | undefined
+
+  async function pass(): Promise<ReconcileReport> {
+    const expired = await findExpiredRunning(deps.db, { limit: BATCH })
+    const lost = await commitProcessLoss(deps.db, expired)
+    for (const attemptId of lost) {
+      deps.logger.warn({ attemptId }, 'lease expired with its owner gone; recorded process loss')
+      await deps.publisher.publish({ eventName: 'terminal', attemptId }).catch(() => undefined)
+    }
+    const stale = await findStaleAccepted(deps.db, { olderThanMs: deps.requeueAfterMs, limit: BATCH })
+    const requeued = stale.length === 0 ? 0 : await ensureAttemptsEnqueued(deps.queue, stale)
+    if (requeued > 0) deps.logger.warn({ requeued }, 'accepted attempts had no job; re-enqueued')
+    return { processLost: lost.length, requeued }
+  }
+
+  function runOnce(): Promise<ReconcileReport> {
+    inFlight ??= pass().finally(() => {
+      inFlight = undefined
+    })
+    return inFlight
+  }
+
+  return {
+    runOnce,
+    start() {
+      timer ??= setInterval(() => {
+        runOnce().catch((error: unknown) => deps.logger.warn({ err: error }, 'reconcile pass failed'))
+      }, deps.intervalMs)
+    },
+    async stop() {
+      if (timer !== undefined) clearInterval(timer)
+      timer = undefined
+      await inFlight?.catch(() => undefined)
+    },
+  }
+}

@@ -1,0 +1,149 @@
+import { Worker } from 'bullmq'
+import { QueueName, type AttemptJob } from '@baton/contracts'
+import type { Logger } from '@baton/observability'
+import {
+  createAttemptQueue,
+  createControlListener,
+  createControlPublisher,
+  createRedisConnection,
+  type ControlListener,
+} from '@baton/queue'
+import { createDb, type Db } from '@baton/store'
+import type { SubagentProvider } from '@baton/subagents'
+import type { WorkerConfig } from './config.ts'
+import { createLeaseKeeper } from './lease/lease-keeper.ts'
+import { createAttemptProcessor } from './processors/attempt.processor.ts'
+import { createReconciler, type Reconciler } from './reconciler/reconciler.ts'
+import { createScriptedPromptProvider } from './subagents/scripted-prompt.provider.ts'
+
+export interface WorkerRuntime {
+  readonly workerId: string
+  readonly db: Db
+  readonly reconciler: Reconciler
+  /** Resolves when the worker consumes jobs and listens for control events. */
+  start(): Promise<void>
+  /**
+   * Stop admission, abort every owned child (they commit `aborted`), and close everything, within
+   * `deadlineMs`. Rejects if the deadline passes; leases then expire and the reconciler finishes.
+   */
+  shutdown(deadlineMs: number): Promise<void>
+}
+
+/** The subagents this worker can run, by name. The seam issue replaces this with markdown specs. */
+export function builtInProviders(): Map<string, SubagentProvider> {
+  return new Map([['scripted', createScriptedPromptProvider()]])
+}
+
+/**
+ * Composes one worker process: a BullMQ worker on `attempts`, the lease keeper, the control-event
+ * listener (cancel → `worker.cancelJob`), and the reconciler.
+ */
+export function createWorkerRuntime(
+  config: WorkerConfig,
+  logger: Logger,
+  providers: ReadonlyMap<string, SubagentProvider> = builtInProviders(),
+): WorkerRuntime {
+  const log = logger.child({ workerId: config.workerId })
+  const db = createDb({
+    connectionString: config.databaseUrl,
+    maxConnections: config.dbPoolSize,
+    applicationName: `baton-worker:${config.workerId}`,
+  })
+  const connection = createRedisConnection(config.redisUrl, `baton-worker:${config.workerId}`)
+  const queue = createAttemptQueue({ connection, prefix: config.queuePrefix })
+  const publisher = createControlPublisher({ connection, prefix: config.queuePrefix })
+  const leaseKeeper = createLeaseKeeper({
+    db,
+    ownerId: config.workerId,
+    leaseTtlMs: config.leaseTtlMs,
+    heartbeatIntervalMs: config.heartbeatIntervalMs,
+    logger: log.child({ component: 'lease-keeper' }),
+  })
+  const reconciler = createReconciler({
+    db,
+    queue,
+    publisher,
+    intervalMs: config.reconcileIntervalMs,
+    requeueAfterMs: config.requeueAfterMs,
+    logger: log.child({ component: 'reconciler' }),
+  })
+  const processor = createAttemptProcessor({
+    db,
+    ownerId: config.workerId,
+    leaseTtlMs: config.leaseTtlMs,
+    heartbeatIntervalMs: config.heartbeatIntervalMs,
+    workspaceDir: config.workspaceDir,
+    leaseKeeper,
+    providers,
+    publisher,
+    logger: log.child({ component: 'attempt-processor' }),
+  })
+  const worker = new Worker<AttemptJob>(QueueName.Attempts, processor, {
+    connection: createRedisConnection(config.redisUrl, `baton-worker:${config.workerId}:blocking`),
+    prefix: config.queuePrefix,
+    concurrency: config.concurrency,
+    autorun: false,
+  })
+  worker.on('error', (error) => log.warn({ err: error }, 'queue worker error'))
+  worker.on('failed', (job, error) => log.warn({ err: error, jobId: job?.id }, 'attempt job failed'))
+
+  let listener: ControlListener | undefined
+  let shuttingDown: Promise<void> | undefined
+
+  async function closeAll(): Promise<void> {
+    await leaseKeeper.stop()
+    await reconciler.stop()
+    await listener?.close()
+    await queue.close()
+    await publisher.close()
+    await worker.close(true)
+    await db.destroy()
+    connection.disconnect()
+  }
+
+  return {
+    workerId: config.workerId,
+    db,
+    reconciler,
+    async start() {
+      listener = createControlListener({
+        redisUrl: config.redisUrl,
+        prefix: config.queuePrefix,
+        onEvent: (event) => {
+          if (event.eventName === 'cancel') {
+            // Only the worker holding the job has it: everyone else returns false.
+            const delivered = worker.cancelJob(event.attemptId, 'cancelled')
+            log.debug({ attemptId: event.attemptId, delivered }, 'cancel event received')
+          }
+        },
+      })
+      await listener.ready()
+      leaseKeeper.start()
+      reconciler.start()
+      void worker.run().catch((error: unknown) => log.error({ err: error }, 'queue worker stopped'))
+      await worker.waitUntilReady()
+      log.info({ concurrency: config.concurrency }, 'worker started')
+    },
+    shutdown(deadlineMs) {
+      shuttingDown ??= (async () => {
+        log.info({ deadlineMs, owned: leaseKeeper.size }, 'worker shutting down')
+        const drained = worker.close() // stops fetching; resolves when active jobs finish
+        // Abort owned children with the shutdown cause first (first abort wins), then the jobs.
+        leaseKeeper.abortAll('shutdown')
+        worker.cancelAllJobs('shutdown')
+        let timer: NodeJS.Timeout | undefined
+        const deadline = new Promise<'deadline'>((resolve) => {
+          timer = setTimeout(() => resolve('deadline'), deadlineMs)
+        })
+        const outcome = await Promise.race([drained.then(() => 'drained' as const), deadline])
+        clearTimeout(timer)
+        await closeAll()
+        if (outcome === 'deadline') {
+          throw new Error(`shutdown deadline of ${deadlineMs} ms passed with work still owned`)
+        }
+        log.info('worker stopped')
+      })()
+      return shuttingDown
+    },
+  }
+}

@@ -1,0 +1,95 @@
+import { randomUUID } from 'node:crypto'
+import { setTimeout as sleep } from 'node:timers/promises'
+import { z } from 'zod'
+import { FailureCategory } from '@baton/contracts'
+import type {
+  ContentBlock,
+  SubagentProvider,
+  SubagentResult,
+  SubagentRun,
+  SubagentStartRequest,
+} from '@baton/subagents'
+
+/**
+ * The built-in `scripted` subagent: a deterministic child for tests, demos and the benchmark, at
+ * no model cost. Its prompt is a JSON script; a prompt that is not one is echoed back.
+ *
+ *   { "output"?: string, "delayMs"?: number, "hang"?: true, "fail"?: string, "outputBytes"?: number }
+ *
+ * It honours its AbortSignal at every wait: an aborted run ends `aborted`.
+ */
+export const scriptSchema = z.strictObject({
+  output: z.string().optional(),
+  delayMs: z.number().int().min(0).max(600_000).optional(),
+  hang: z.literal(true).optional(),
+  fail: z.string().optional(),
+  outputBytes: z.number().int().min(0).max(64 * 1024 * 1024).optional(),
+})
+export type Script = z.infer<typeof scriptSchema>
+
+export function parseScript(prompt: readonly ContentBlock[]): Script {
+  const text = prompt.map((b) => b.text).join('\n')
+  const trimmed = text.trim()
+  if (trimmed.startsWith('{')) {
+    try {
+      const parsed = scriptSchema.safeParse(JSON.parse(trimmed))
+      if (parsed.success) return parsed.data
+    } catch {
+      // not JSON: echo it
+    }
+  }
+  return { output: text }
+}
+
+async function runScript(script: Script, signal: AbortSignal): Promise<SubagentResult> {
+  const aborted: SubagentResult = { output: [], stopReason: 'aborted', failureCategory: FailureCategory.Cancelled }
+  try {
+    if (script.delayMs !== undefined && script.delayMs > 0) await sleep(script.delayMs, undefined, { signal })
+    if (script.hang === true) {
+      await new Promise((_, reject) => {
+        if (signal.aborted) reject(signal.reason as Error)
+        signal.addEventListener('abort', () => reject(signal.reason as Error), { once: true })
+      })
+    }
+  } catch {
+    return aborted
+  }
+  if (signal.aborted) return aborted
+  if (script.fail !== undefined) {
+    // The failure text stays inside the child: the ledger gets a safe category only.
+    return { output: [], stopReason: 'error', failureCategory: FailureCategory.ChildFailed }
+  }
+  const text =
+    script.outputBytes !== undefined
+      ? (script.output ?? 'x').repeat(Math.ceil(script.outputBytes / Math.max(1, (script.output ?? 'x').length))).slice(0, script.outputBytes)
+      : (script.output ?? '')
+  return { output: text === '' ? [] : [{ type: 'text', text }], stopReason: 'completed' }
+}
+
+export function createScriptedPromptProvider(): SubagentProvider {
+  return {
+    name: 'scripted',
+    capabilities: { outputSchema: false, depthLimit: false, toolFilter: false, persona: false },
+    inheritsParentContext: false,
+    start(request: SubagentStartRequest): Promise<SubagentRun> {
+      if (request.signal.aborted) return Promise.reject(new Error('start aborted'))
+      const script = parseScript(request.prompt)
+      const controller = new AbortController()
+      const forward = (): void => controller.abort(request.signal.reason)
+      request.signal.addEventListener('abort', forward, { once: true })
+      const result = runScript(script, controller.signal).finally(() =>
+        request.signal.removeEventListener('abort', forward),
+      )
+      const run: SubagentRun = {
+        id: `scripted:${request.parent.session.id}:${randomUUID()}`,
+        localAgent: undefined,
+        result,
+        async dispose() {
+          controller.abort(new Error('disposed'))
+          await result.catch(() => undefined)
+        },
+      }
+      return Promise.resolve(run)
+    },
+  }
+}

@@ -1,0 +1,208 @@
+import { abortReason, abortableDelay, isAborted, untilAborted } from './abortable-delay.ts'
+import { AgentsError, AgentsErrorCode } from './agents-error.ts'
+import type {
+  LanguageModelV4,
+  LanguageModelV4CallOptions,
+  LanguageModelV4Content,
+  LanguageModelV4FinishReason,
+  LanguageModelV4GenerateResult,
+  LanguageModelV4StreamPart,
+  LanguageModelV4Usage,
+} from './language-model.ts'
+
+/** A tool call a scripted step asks for; `input` is sent JSON-encoded, as a real provider would. */
+export interface ScriptedToolCall {
+  readonly toolName: string
+  readonly input: unknown
+}
+
+interface ScriptStepBase {
+  /** Wait this long (abortably) before the step produces anything. */
+  readonly delayMs?: number
+}
+
+/**
+ * One model call's worth of behaviour. Every call to the model consumes the next step, so a script
+ * reads as the conversation the model will have: ask for a tool, then answer, then …
+ */
+export type ScriptStep =
+  | (ScriptStepBase & { readonly kind: 'text'; readonly text: string })
+  | (ScriptStepBase & {
+      readonly kind: 'tool-calls'
+      readonly calls: readonly ScriptedToolCall[]
+      readonly text?: string
+    })
+  /** The model declines: finish reason `content-filter`, which the loop maps to `refusal`. */
+  | (ScriptStepBase & { readonly kind: 'refusal'; readonly text?: string })
+  /** The model runs out of output budget: finish reason `length` → `max-tokens`. */
+  | (ScriptStepBase & { readonly kind: 'max-tokens'; readonly text?: string })
+  /** A model/transport failure, optionally after some streamed text. */
+  | (ScriptStepBase & { readonly kind: 'fail'; readonly message?: string; readonly afterText?: string })
+  /** Emit optional text, then never finish until the call's abort signal fires. */
+  | (ScriptStepBase & { readonly kind: 'hang'; readonly text?: string })
+
+export interface Script {
+  readonly steps: readonly ScriptStep[]
+}
+
+/** A LanguageModel (spec v4) that replays a script; `calls` records every call for assertions. */
+export interface ScriptedModel extends LanguageModelV4 {
+  readonly calls: readonly LanguageModelV4CallOptions[]
+}
+
+export interface CreateScriptedModelOptions {
+  readonly modelId?: string
+}
+
+const PROVIDER_ID = 'scripted'
+
+/**
+ * Build a deterministic model from a script. Each model instance has its own cursor, so two agents
+ * resolving the same script both start at step one. No randomness, no clock beyond `delayMs`:
+ * ids and token counts derive from the call index and the text lengths.
+ */
+export function createScriptedModel(script: Script, options: CreateScriptedModelOptions = {}): ScriptedModel {
+  const calls: LanguageModelV4CallOptions[] = []
+
+  function nextStep(callOptions: LanguageModelV4CallOptions): { step: ScriptStep; callIndex: number } {
+    const callIndex = calls.length
+    calls.push(callOptions)
+    const step = script.steps[callIndex]
+    if (step === undefined) {
+      throw new AgentsError(
+        AgentsErrorCode.SCRIPT_EXHAUSTED,
+        `Scripted model "${options.modelId ?? 'anonymous'}" was called ${callIndex + 1} times but its script has ${script.steps.length} steps.`,
+      )
+    }
+    return { step, callIndex }
+  }
+
+  async function doGenerate(callOptions: LanguageModelV4CallOptions): Promise<LanguageModelV4GenerateResult> {
+    const signal = callOptions.abortSignal
+    const { step, callIndex } = nextStep(callOptions)
+    if (step.delayMs !== undefined) await abortableDelay(step.delayMs, signal)
+    if (signal?.aborted === true) throw abortReason(signal)
+    const content: LanguageModelV4Content[] = []
+    switch (step.kind) {
+      case 'fail':
+        throw scriptedFailure(step.message)
+      case 'hang':
+        return untilAborted(signal)
+      case 'tool-calls':
+        if (step.text !== undefined) content.push({ type: 'text', text: step.text })
+        step.calls.forEach((call, index) => content.push(toolCallContent(call, callIndex, index)))
+        break
+      case 'text':
+        content.push({ type: 'text', text: step.text })
+        break
+      case 'refusal':
+      case 'max-tokens':
+        if (step.text !== undefined) content.push({ type: 'text', text: step.text })
+        break
+    }
+    return {
+      content,
+      finishReason: finishReasonOf(step),
+      usage: usageOf(callOptions, textOf(step)),
+      warnings: [],
+    }
+  }
+
+  function doStream(callOptions: LanguageModelV4CallOptions): Promise<{ stream: ReadableStream<LanguageModelV4StreamPart> }> {
+    const signal = callOptions.abortSignal
+    const { step, callIndex } = nextStep(callOptions)
+    // Failing before any output mirrors a provider rejecting the request outright.
+    if (step.kind === 'fail' && step.afterText === undefined && step.delayMs === undefined) {
+      return Promise.reject(scriptedFailure(step.message))
+    }
+    const stream = new ReadableStream<LanguageModelV4StreamPart>({
+      async start(controller) {
+        try {
+          if (signal?.aborted === true) throw abortReason(signal)
+          controller.enqueue({ type: 'stream-start', warnings: [] })
+          if (step.delayMs !== undefined) await abortableDelay(step.delayMs, signal)
+          const text = textOf(step)
+          if (text !== undefined && text !== '') {
+            const id = `text-${callIndex}`
+            controller.enqueue({ type: 'text-start', id })
+            controller.enqueue({ type: 'text-delta', id, delta: text })
+            controller.enqueue({ type: 'text-end', id })
+          }
+          if (step.kind === 'fail') throw scriptedFailure(step.message)
+          if (step.kind === 'hang') await untilAborted(signal)
+          if (step.kind === 'tool-calls') {
+            step.calls.forEach((call, index) => controller.enqueue(toolCallContent(call, callIndex, index)))
+          }
+          if (isAborted(signal)) throw abortReason(signal)
+          controller.enqueue({ type: 'finish', finishReason: finishReasonOf(step), usage: usageOf(callOptions, text) })
+          controller.close()
+        } catch (error) {
+          controller.error(error)
+        }
+      },
+    })
+    return Promise.resolve({ stream })
+  }
+
+  return {
+    specificationVersion: 'v4',
+    provider: PROVIDER_ID,
+    modelId: options.modelId ?? 'anonymous',
+    supportedUrls: {},
+    calls,
+    doGenerate,
+    doStream,
+  }
+}
+
+function scriptedFailure(message: string | undefined): AgentsError {
+  return new AgentsError(AgentsErrorCode.SCRIPTED_FAILURE, message ?? 'Scripted model failure.')
+}
+
+function toolCallContent(call: ScriptedToolCall, callIndex: number, index: number) {
+  return {
+    type: 'tool-call' as const,
+    toolCallId: `call-${callIndex}-${index}`,
+    toolName: call.toolName,
+    input: JSON.stringify(call.input ?? {}),
+  }
+}
+
+function textOf(step: ScriptStep): string | undefined {
+  switch (step.kind) {
+    case 'text':
+      return step.text
+    case 'fail':
+      return step.afterText
+    case 'tool-calls':
+    case 'refusal':
+    case 'max-tokens':
+    case 'hang':
+      return step.text
+  }
+}
+
+function finishReasonOf(step: ScriptStep): LanguageModelV4FinishReason {
+  switch (step.kind) {
+    case 'tool-calls':
+      return { unified: 'tool-calls', raw: 'tool_calls' }
+    case 'refusal':
+      return { unified: 'content-filter', raw: 'refusal' }
+    case 'max-tokens':
+      return { unified: 'length', raw: 'max_tokens' }
+    case 'text':
+    case 'fail':
+    case 'hang':
+      return { unified: 'stop', raw: 'stop' }
+  }
+}
+
+/** Roughly four characters a token: deterministic, and close enough for demos to look plausible. */
+function usageOf(callOptions: LanguageModelV4CallOptions, outputText: string | undefined): LanguageModelV4Usage {
+  const inputTokens = Math.ceil(JSON.stringify(callOptions.prompt).length / 4)
+  const outputTokens = Math.ceil((outputText ?? '').length / 4)
+  return {
+    inputTokens: { total: inputTokens, noCache: inputTokens, cacheRead: undefined, cacheWrite: undefined },
+    outputTokens: { total: outputTokens, text: outputTokens, reasoning: undefined },
+  }
+}

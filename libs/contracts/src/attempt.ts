@@ -1,0 +1,53 @@
+import { z } from 'zod'
+
+/** The stop reasons of seed 003. Consumers treat an unknown reason as a failure. */
+export const STOP_REASONS = ['completed', 'aborted', 'error', 'max-tokens', 'refusal'] as const
+export const stopReasonSchema = z.enum(STOP_REASONS)
+export type StopReason = z.infer<typeof stopReasonSchema>
+
+export const ATTEMPT_STATUSES = ['accepted', 'running', 'terminal'] as const
+export type AttemptStatus = (typeof ATTEMPT_STATUSES)[number]
+
+/**
+ * Safe public failure categories. Durable failure text is always one of these (or a category a
+ * provider declares), never a message or a stack trace.
+ */
+export const FailureCategory = {
+  ChildFailed: 'child_failed',
+  ProcessLost: 'process_lost',
+  Cancelled: 'cancelled',
+  Shutdown: 'shutdown',
+  ProviderFault: 'provider_fault',
+  UnknownStopReason: 'unknown_stop_reason',
+} as const
+export type FailureCategory = (typeof FailureCategory)[keyof typeof FailureCategory]
+
+/** What any reader sees of an attempt. Terminal fields are present only when `status` is terminal. */
+export interface AttemptView {
+  readonly attemptId: string
+  readonly agentId: string
+  readonly sessionId: string
+  readonly name: string
+  readonly status: AttemptStatus
+  readonly createdAt: string
+  readonly startedAt: string | null
+  readonly cancelRequested: boolean
+}
+
+export interface TerminalAttemptView extends AttemptView {
+  readonly status: 'terminal'
+  readonly stopReason: StopReason
+  /** The inline preview of the output; `outputTruncated` says whether it is the whole output. */
+  readonly output: string
+  readonly outputTruncated: boolean
+  readonly outputBytes: number
+  readonly digest: string
+  readonly failureCategory: string | null
+  readonly terminalAt: string
+}
+
+export type AnyAttemptView = AttemptView | TerminalAttemptView
+
+export function isTerminalView(view: AnyAttemptView): view is TerminalAttemptView {
+  return view.status === 'terminal'
+}

@@ -1,0 +1,80 @@
+import { z } from 'zod'
+
+/** Limits that bound what a caller may send. The API enforces them before anything is written. */
+export const Limits = {
+  promptTextChars: 100_000,
+  promptBlocks: 64,
+  subagentNameChars: 64,
+  sessionIdChars: 128,
+  waitTimeoutMsMax: 60_000,
+  cancelReasonChars: 500,
+} as const
+
+export const sessionIdSchema = z
+  .string()
+  .min(1)
+  .max(Limits.sessionIdChars)
+  .regex(/^[A-Za-z0-9._:-]+$/, 'letters, digits, ".", "_", ":" and "-" only')
+
+export const uuidSchema = z.uuid()
+
+export const subagentNameSchema = z
+  .string()
+  .min(1)
+  .max(Limits.subagentNameChars)
+  .regex(/^[a-z0-9][a-z0-9._-]*$/, 'lowercase letters, digits, ".", "_" and "-"')
+
+export const textBlockSchema = z.strictObject({
+  type: z.literal('text'),
+  text: z.string().min(1).max(Limits.promptTextChars),
+})
+
+/** A prompt: a non-empty string or a non-empty array of text content blocks. */
+export const promptSchema = z.union([
+  z.string().trim().min(1, 'prompt must not be empty').max(Limits.promptTextChars),
+  z.array(textBlockSchema).min(1, 'prompt must have at least one block').max(Limits.promptBlocks),
+])
+export type Prompt = z.infer<typeof promptSchema>
+
+/**
+ * Host metadata a caller may attach. Only these keys exist: arbitrary caller-supplied keys are
+ * rejected, so a model cannot smuggle host-level instructions through metadata.
+ */
+export const delegationMetadataSchema = z.strictObject({
+  traceId: z.string().min(1).max(128).optional(),
+  labels: z.record(z.string().min(1).max(64), z.string().max(256)).optional(),
+})
+export type DelegationMetadata = z.infer<typeof delegationMetadataSchema>
+
+export const waitOptionsSchema = z.strictObject({
+  timeoutMs: z.number().int().min(0).max(Limits.waitTimeoutMsMax),
+})
+
+export const delegationRequestSchema = z.strictObject({
+  name: subagentNameSchema,
+  prompt: promptSchema,
+  agentId: uuidSchema.optional(),
+  metadata: delegationMetadataSchema.optional(),
+  wait: waitOptionsSchema.optional(),
+})
+export type DelegationRequest = z.infer<typeof delegationRequestSchema>
+
+export const delegationAcceptedSchema = z.object({
+  agentId: z.uuid(),
+  attemptId: z.uuid(),
+  status: z.literal('accepted'),
+})
+export type DelegationAccepted = z.infer<typeof delegationAcceptedSchema>
+
+export const cancelRequestSchema = z.strictObject({
+  reason: z.string().min(1).max(Limits.cancelReasonChars).optional(),
+})
+
+export const waitQuerySchema = z.strictObject({
+  timeoutMs: z.coerce.number().int().min(0).max(Limits.waitTimeoutMsMax).default(0),
+})
+
+/** Normalises either prompt form to text blocks, the form every child receives. */
+export function promptToBlocks(prompt: Prompt): { type: 'text'; text: string }[] {
+  return typeof prompt === 'string' ? [{ type: 'text', text: prompt }] : prompt.map((b) => ({ ...b }))
+}

@@ -1,0 +1,64 @@
+import { createHash } from 'node:crypto'
+
+/**
+ * Versioned, domain-separated SHA-256 digests. Every layer that names a result or a terminal
+ * projection uses these helpers, so a digest computed by a worker, the reconciler or a reader of
+ * the ledger is always comparable. Changing a domain string or the canonical form is a new version.
+ */
+const RESULT_DOMAIN = 'baton.result.v1'
+const TERMINAL_DOMAIN = 'baton.terminal.v1'
+
+function domainDigest(domain: string, payload: string | Uint8Array): string {
+  const hash = createHash('sha256')
+  hash.update(domain)
+  hash.update('\0')
+  hash.update(payload)
+  return `${domain}:sha256:${hash.digest('hex')}`
+}
+
+/** Digest of a result's complete output (UTF-8 bytes), before any truncation. */
+export function resultDigest(output: string): string {
+  return domainDigest(RESULT_DOMAIN, output)
+}
+
+/**
+ * Canonical JSON: object keys sorted, no whitespace, `undefined` members dropped. Only plain JSON
+ * values are accepted; anything else is a programming error.
+ */
+export function canonicalJson(value: unknown): string {
+  if (value === null || typeof value === 'boolean' || typeof value === 'string') {
+    return JSON.stringify(value)
+  }
+  if (typeof value === 'number') {
+    if (!Number.isFinite(value)) throw new TypeError('canonicalJson: non-finite number')
+    return JSON.stringify(value)
+  }
+  if (Array.isArray(value)) return `[${value.map(canonicalJson).join(',')}]`
+  if (typeof value === 'object') {
+    const entries = Object.entries(value as Record<string, unknown>)
+      .filter(([, v]) => v !== undefined)
+      .sort(([a], [b]) => (a < b ? -1 : a > b ? 1 : 0))
+    return `{${entries.map(([k, v]) => `${JSON.stringify(k)}:${canonicalJson(v)}`).join(',')}}`
+  }
+  throw new TypeError(`canonicalJson: unsupported value of type ${typeof value}`)
+}
+
+/**
+ * The immutable terminal projection of an attempt: everything a terminal commit decides. Its
+ * fingerprint makes a retried commit recognisable (`replayed`) and any different one refusable.
+ * Database timestamps are not part of it: a retry after a lost response cannot know them.
+ */
+export interface TerminalProjection {
+  readonly attemptId: string
+  readonly ownerGeneration: number
+  readonly stopReason: string
+  readonly outputPreview: string
+  readonly outputTruncated: boolean
+  readonly outputBytes: number
+  readonly outputDigest: string
+  readonly failureCategory: string | null
+}
+
+export function terminalFingerprint(projection: TerminalProjection): string {
+  return domainDigest(TERMINAL_DOMAIN, canonicalJson(projection))
+}

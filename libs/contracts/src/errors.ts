@@ -1,0 +1,48 @@
+/**
+ * Baton's error vocabulary. One const object and its derived union; `BatonError` carries the code,
+ * whether a retry can help, and the cause. HTTP status knowledge lives only in the API's error
+ * mapper; SQLSTATE knowledge lives only in the store.
+ */
+export const ErrorCode = {
+  ValidationFailed: 'VALIDATION_FAILED',
+  UnknownSubagent: 'UNKNOWN_SUBAGENT',
+  AgentNotFound: 'AGENT_NOT_FOUND',
+  AgentBusy: 'AGENT_BUSY',
+  AttemptNotFound: 'ATTEMPT_NOT_FOUND',
+  AttemptTerminal: 'ATTEMPT_TERMINAL',
+  PayloadTooLarge: 'PAYLOAD_TOO_LARGE',
+  UnsupportedMediaType: 'UNSUPPORTED_MEDIA_TYPE',
+  NotFound: 'NOT_FOUND',
+  NotReady: 'NOT_READY',
+  Internal: 'INTERNAL',
+} as const
+export type ErrorCode = (typeof ErrorCode)[keyof typeof ErrorCode]
+
+export interface BatonErrorOptions {
+  readonly retryable?: boolean
+  readonly details?: Readonly<Record<string, unknown>>
+  readonly cause?: unknown
+}
+
+export class BatonError extends Error {
+  readonly code: ErrorCode
+  readonly retryable: boolean
+  readonly details: Readonly<Record<string, unknown>> | undefined
+
+  constructor(code: ErrorCode, message: string, options: BatonErrorOptions = {}) {
+    super(message, options.cause === undefined ? undefined : { cause: options.cause })
+    this.name = 'BatonError'
+    this.code = code
+    this.retryable = options.retryable ?? false
+    this.details = options.details
+  }
+}
+
+/** The body of every error response: `{ error: { code, message, details? } }`. */
+export interface ErrorBody {
+  readonly error: {
+    readonly code: ErrorCode
+    readonly message: string
+    readonly details?: Readonly<Record<string, unknown>>
+  }
+}

@@ -1,0 +1,42 @@
+import { pino, type Logger, type LoggerOptions } from 'pino'
+
+export type { Logger }
+
+export interface CreateLoggerOptions {
+  readonly service: string
+  readonly level?: string
+  /** Where to write; defaults to stdout. Tests pass a sink to keep output quiet. */
+  readonly destination?: NodeJS.WritableStream
+}
+
+/** Paths that may carry secrets; redacted wherever they appear in a log record. */
+const REDACT_PATHS = [
+  'authorization',
+  '*.authorization',
+  'headers.authorization',
+  '*.headers.authorization',
+  'apiKey',
+  '*.apiKey',
+  'token',
+  '*.token',
+  'password',
+  '*.password',
+  'connectionString',
+  '*.connectionString',
+]
+
+/**
+ * The one way Baton builds a logger: `base: { service }`, redaction, ISO timestamps. Messages are
+ * constant strings; ids travel in fields (`{ attemptId }`), and child loggers carry component ids.
+ */
+export function createLogger(options: CreateLoggerOptions): Logger {
+  const config: LoggerOptions = {
+    level: options.level ?? 'info',
+    base: { service: options.service },
+    redact: { paths: REDACT_PATHS, censor: '[redacted]' },
+    timestamp: pino.stdTimeFunctions.isoTime,
+  }
+  return options.destination === undefined
+    ? pino(config)
+    : pino(config, options.destination as pino.DestinationStream)
+}

@@ -1,0 +1,33 @@
+import type { AnyAttemptView, StopReason } from '@baton/contracts'
+import type { Db } from '../db.ts'
+import type { AttemptRow } from '../schema.ts'
+
+/** Reads one attempt as the public view, or `undefined`. */
+export async function getAttempt(db: Db, attemptId: string): Promise<AnyAttemptView | undefined> {
+  const row = await db.selectFrom('attempts').selectAll().where('id', '=', attemptId).executeTakeFirst()
+  return row === undefined ? undefined : toAttemptView(row)
+}
+
+export function toAttemptView(row: AttemptRow): AnyAttemptView {
+  const base = {
+    attemptId: row.id,
+    agentId: row.agent_id,
+    sessionId: row.session_id,
+    name: row.name,
+    createdAt: row.created_at.toISOString(),
+    startedAt: row.started_at?.toISOString() ?? null,
+    cancelRequested: row.cancel_requested_at !== null,
+  }
+  if (row.status !== 'terminal') return { ...base, status: row.status }
+  return {
+    ...base,
+    status: 'terminal',
+    stopReason: row.stop_reason as StopReason,
+    output: row.output_preview ?? '',
+    outputTruncated: row.output_truncated ?? false,
+    outputBytes: row.output_bytes ?? 0,
+    digest: row.output_digest ?? '',
+    failureCategory: row.failure_category,
+    terminalAt: (row.terminal_at ?? row.created_at).toISOString(),
+  }
+}

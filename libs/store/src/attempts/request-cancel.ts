@@ -1,0 +1,74 @@
+import { FailureCategory } from '@baton/contracts'
+import { sql } from 'kysely'
+import type { Db } from '../db.ts'
+import { buildTerminalProjection } from './terminal-record.ts'
+
+export type RequestCancelOutcome =
+  /** The attempt was still queued: it is now terminal `aborted` and will never run. */
+  | 'cancelled_queued'
+  /** The attempt is running: the request is recorded; its owner aborts the child. */
+  | 'cancel_requested'
+  | 'already_terminal'
+  | 'missing'
+
+/**
+ * Record a cancel request in the ledger, before anyone is told.
+ * Inputs: attempt id, optional reason. One statement either commits a queued (`accepted`)
+ * attempt straight to terminal `aborted` (generation 0, nobody owns it) or flags a running one.
+ * A claim racing with it serialises on the row lock; when the row changed under the statement's
+ * snapshot neither branch applies, and the statement is simply run again on a fresh snapshot.
+ * Outcomes: cancelled_queued | cancel_requested | already_terminal | missing.
+ * Retry safety: repeating a request keeps the first request time and reason.
+ */
+export async function requestCancel(
+  db: Db,
+  input: { readonly attemptId: string; readonly reason: string | null },
+): Promise<RequestCancelOutcome> {
+  const { projection: p, fingerprint } = buildTerminalProjection(input.attemptId, 0, {
+    stopReason: 'aborted',
+    output: '',
+    failureCategory: FailureCategory.Cancelled,
+  })
+  for (let round = 0; round < 3; round += 1) {
+    const result = await sql<{ queued: number; running: number; status: string | null }>`
+      with q as (
+        update attempts
+        set status = 'terminal',
+            cancel_requested_at = now(),
+            cancel_reason = ${input.reason},
+            stop_reason = ${p.stopReason},
+            output_preview = ${p.outputPreview},
+            output_truncated = ${p.outputTruncated},
+            output_bytes = ${p.outputBytes},
+            output_digest = ${p.outputDigest},
+            failure_category = ${p.failureCategory},
+            fingerprint = ${fingerprint},
+            terminal_at = now()
+        where id = ${input.attemptId} and status = 'accepted'
+        returning id
+      ), r as (
+        update attempts
+        set cancel_requested_at = coalesce(cancel_requested_at, now()),
+            cancel_reason = coalesce(cancel_reason, ${input.reason})
+        where id = ${input.attemptId} and status = 'running'
+        returning id, owner_id, owner_generation
+      ), t as (
+        insert into attempt_transitions (attempt_id, from_status, to_status, event, owner_id, owner_generation)
+        select id, 'accepted', 'terminal', 'cancelled_queued', null, 0 from q
+        union all
+        select id, 'running', 'running', 'cancel_requested', owner_id, owner_generation from r
+      )
+      select (select count(*)::int from q) as queued,
+             (select count(*)::int from r) as running,
+             (select status from attempts where id = ${input.attemptId}) as status
+    `.execute(db)
+    const row = result.rows[0]
+    if (row === undefined) throw new Error('requestCancel: statement returned no row')
+    if (row.queued === 1) return 'cancelled_queued'
+    if (row.running === 1) return 'cancel_requested'
+    if (row.status === null) return 'missing'
+    if (row.status === 'terminal') return 'already_terminal'
+    // The row moved between snapshot and lock (a concurrent claim): run again on a fresh snapshot.
+  }
+  throw new Error('requestCancel: attempt kept changing under the statement')
+}

@@ -1,0 +1,50 @@
+import { sql } from 'kysely'
+import { Migrator, type Migration, type MigrationProvider, type MigrationResultSet } from 'kysely/migration'
+import type { Db } from './db.ts'
+import * as m0001 from './migrations/0001-ledger.ts'
+
+/** Every migration, in order. Numbered and append-only. */
+const MIGRATIONS: Readonly<Record<string, Migration>> = {
+  '0001-ledger': m0001,
+}
+
+const provider: MigrationProvider = {
+  getMigrations: () => Promise.resolve({ ...MIGRATIONS }),
+}
+
+/** Advisory lock key shared by every Baton migrator ("baton-mg" as a 64-bit integer). */
+const MIGRATION_LOCK_KEY = 0x626174_6f6e2d6dn
+
+export interface MigrationReport {
+  readonly applied: readonly string[]
+}
+
+/**
+ * Brings the schema to the latest migration. Safe when many processes run it at once: a session
+ * advisory lock, held on one connection for the whole run, admits one migrator at a time, and the
+ * others then find nothing to do.
+ */
+export async function migrateToLatest(db: Db): Promise<MigrationReport> {
+  return db.connection().execute(async (conn) => {
+    await sql`select pg_advisory_lock(${MIGRATION_LOCK_KEY.toString()}::bigint)`.execute(conn)
+    try {
+      const migrator = new Migrator({ db: conn, provider })
+      const result: MigrationResultSet = await migrator.migrateToLatest()
+      if (result.error !== undefined) throw result.error
+      return {
+        applied: (result.results ?? [])
+          .filter((r) => r.status === 'Success')
+          .map((r) => r.migrationName),
+      }
+    } finally {
+      await sql`select pg_advisory_unlock(${MIGRATION_LOCK_KEY.toString()}::bigint)`.execute(conn)
+    }
+  })
+}
+
+/** Names of migrations not yet applied (empty when the schema is current). */
+export async function pendingMigrations(db: Db): Promise<string[]> {
+  const migrator = new Migrator({ db, provider })
+  const all = await migrator.getMigrations()
+  return all.filter((m) => m.executedAt === undefined).map((m) => m.name)
+}

@@ -1,0 +1,68 @@
+import type { ColumnType, Generated, Selectable } from 'kysely'
+
+/** Kysely table types for the ledger. SQL is snake_case; repositories map to camelCase. */
+
+type CreatedAt = ColumnType<Date, never, never>
+
+export interface NamespaceTable {
+  id: string
+  created_at: CreatedAt
+}
+
+export interface SessionTable {
+  id: string
+  namespace_id: string
+  created_at: CreatedAt
+}
+
+export interface AgentTable {
+  id: string
+  session_id: string
+  name: string
+  created_at: CreatedAt
+}
+
+export interface AttemptTable {
+  id: string
+  agent_id: string
+  session_id: string
+  name: string
+  prompt: ColumnType<unknown, string, string>
+  metadata: ColumnType<unknown, string, string>
+  status: 'accepted' | 'running' | 'terminal'
+  owner_id: string | null
+  owner_generation: Generated<number>
+  lease_expires_at: Date | null
+  cancel_requested_at: Date | null
+  cancel_reason: string | null
+  stop_reason: string | null
+  output_preview: string | null
+  output_truncated: boolean | null
+  output_bytes: number | null
+  output_digest: string | null
+  failure_category: string | null
+  fingerprint: string | null
+  created_at: CreatedAt
+  started_at: Date | null
+  terminal_at: Date | null
+}
+export type AttemptRow = Selectable<AttemptTable>
+
+export interface AttemptTransitionTable {
+  id: Generated<string>
+  attempt_id: string
+  from_status: string | null
+  to_status: string
+  event: string
+  owner_id: string | null
+  owner_generation: number
+  at: CreatedAt
+}
+
+export interface DB {
+  namespaces: NamespaceTable
+  sessions: SessionTable
+  agents: AgentTable
+  attempts: AttemptTable
+  attempt_transitions: AttemptTransitionTable
+}

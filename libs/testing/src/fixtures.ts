@@ -1,0 +1,108 @@
+import { randomUUID } from 'node:crypto'
+import { Redis } from 'ioredis'
+import pg from 'pg'
+import { inject, test as base } from 'vitest'
+import { createDb, type Db } from '@baton/store'
+import { withDatabase } from './global-setup.ts'
+
+/** Anything a test opens that must be closed before the test ends. */
+export interface Closeable {
+  close(): Promise<unknown>
+}
+
+export interface ServiceFixtures {
+  /** A database of this file's own, cloned from the migrated template. */
+  databaseUrl: string
+  db: Db
+  redisUrl: string
+  /** A BullMQ prefix of this file's own. */
+  queuePrefix: string
+  /**
+   * Registers something the test opens (worker, queue, connection, server). After the test every
+   * registered resource must have been closed by the test; the fixture closes leftovers and fails.
+   */
+  track: <T extends Closeable>(resource: T, isClosed: () => boolean) => T
+  /** A tracked ioredis connection. */
+  redis: () => Redis
+}
+
+interface FileFixtures {
+  fileDatabase: { url: string; db: Db }
+  fileQueuePrefix: string
+}
+
+export const test = base.extend<FileFixtures & ServiceFixtures>({
+  fileDatabase: [
+    // eslint-disable-next-line no-empty-pattern
+    async ({}, use) => {
+      const root = inject('databaseUrl')
+      const name = `baton_t_${randomUUID().replaceAll('-', '').slice(0, 16)}`
+      const admin = new pg.Client({ connectionString: root })
+      await admin.connect()
+      try {
+        await admin.query(`create database ${name} template ${inject('templateDatabase')}`)
+      } finally {
+        await admin.end()
+      }
+      const url = withDatabase(root, name)
+      const db = createDb({ connectionString: url, maxConnections: 10, applicationName: 'baton-test' })
+      await use({ url, db })
+      await db.destroy()
+      const cleanup = new pg.Client({ connectionString: root })
+      await cleanup.connect()
+      try {
+        await cleanup.query(`drop database if exists ${name} with (force)`)
+      } finally {
+        await cleanup.end()
+      }
+    },
+    { scope: 'file' },
+  ],
+  fileQueuePrefix: [
+    // eslint-disable-next-line no-empty-pattern
+    async ({}, use) => {
+      const prefix = `baton-t-${randomUUID().slice(0, 8)}`
+      await use(prefix)
+      const redis = new Redis(inject('redisUrl'))
+      try {
+        let cursor = '0'
+        do {
+          const [next, keys] = await redis.scan(cursor, 'MATCH', `${prefix}:*`, 'COUNT', 1000)
+          cursor = next
+          if (keys.length > 0) await redis.del(...keys)
+        } while (cursor !== '0')
+      } finally {
+        redis.disconnect()
+      }
+    },
+    { scope: 'file' },
+  ],
+  databaseUrl: async ({ fileDatabase }, use) => use(fileDatabase.url),
+  db: async ({ fileDatabase }, use) => use(fileDatabase.db),
+  redisUrl: async ({}, use) => use(inject('redisUrl')),
+  queuePrefix: async ({ fileQueuePrefix }, use) => use(fileQueuePrefix),
+  track: async ({ task }, use) => {
+    const tracked: { resource: Closeable; isClosed: () => boolean }[] = []
+    await use((resource, isClosed) => {
+      tracked.push({ resource, isClosed })
+      return resource
+    })
+    const leftovers = tracked.filter((t) => !t.isClosed())
+    // Close in reverse order of opening: workers before the connections they use.
+    for (const t of leftovers.reverse()) await t.resource.close().catch(() => undefined)
+    if (leftovers.length > 0 && task.result?.state !== 'fail') {
+      throw new Error(`${leftovers.length} resource(s) were left open by "${task.name}"`)
+    }
+  },
+  redis: async ({ redisUrl, track }, use) => {
+    await use(() => {
+      const connection = new Redis(redisUrl, { maxRetriesPerRequest: null })
+      return track(
+        { close: () => connection.quit(), connection } as Closeable & { connection: Redis },
+        () => connection.status === 'end',
+      ).connection
+    })
+  },
+})
+
+export { describe, expect } from 'vitest'

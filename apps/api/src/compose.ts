@@ -14,6 +14,7 @@ import { buildServer } from './server.ts'
 export interface ApiProcess {
   readonly app: FastifyInstance
   close(): Promise<void>
+  isClosed(): boolean
 }
 
 /**
@@ -21,7 +22,11 @@ export interface ApiProcess {
  * publisher, and the listener that rings the completion doorbell for bounded waits.
  */
 export async function composeApi(config: ApiConfig, logger: Logger): Promise<ApiProcess> {
-  const db = createDb({ connectionString: config.databaseUrl, maxConnections: config.dbPoolSize, applicationName: 'baton-api' })
+  const db = createDb({
+    connectionString: config.databaseUrl,
+    maxConnections: config.dbPoolSize,
+    applicationName: 'baton-api',
+  })
   const redis = createRedisConnection(config.redisUrl, 'baton-api')
   const queue = createAttemptQueue({ connection: redis, prefix: config.queuePrefix })
   const publisher = createControlPublisher({ connection: redis, prefix: config.queuePrefix })
@@ -35,8 +40,10 @@ export async function composeApi(config: ApiConfig, logger: Logger): Promise<Api
   })
   await listener.ready()
   const app = await buildServer({ config, logger, db, redis, queue, publisher, doorbell })
+  let closed = false
   return {
     app,
+    isClosed: () => closed,
     async close() {
       await app.close()
       await listener.close()
@@ -44,6 +51,7 @@ export async function composeApi(config: ApiConfig, logger: Logger): Promise<Api
       await queue.close()
       await db.destroy()
       redis.disconnect()
+      closed = true
     },
   }
 }

@@ -1,4 +1,4 @@
-import Fastify, { type FastifyBaseLogger, type FastifyInstance } from 'fastify'
+import Fastify, { LogController, type FastifyBaseLogger, type FastifyInstance } from 'fastify'
 import swagger from '@fastify/swagger'
 import swaggerUi from '@fastify/swagger-ui'
 import { createBullBoard } from '@bull-board/api'
@@ -23,10 +23,13 @@ export const DOCS_PATH = '/docs'
 export type BatonServer = FastifyInstance
 
 export async function buildServer(deps: ApiDeps): Promise<BatonServer> {
+  const httpLogger: FastifyBaseLogger = deps.logger.child({ component: 'http' })
   const app = Fastify({
-    loggerInstance: deps.logger.child({ component: 'http' }) as FastifyBaseLogger,
+    loggerInstance: httpLogger,
     bodyLimit: deps.config.bodyLimitBytes,
-    disableRequestLogging: true,
+    // Per-request access logs would dominate at thousands of delegations a second; routes log
+    // what matters (accepts that fail to enqueue, cancels, errors) with ids in fields.
+    logController: new LogController({ disableRequestLogging: true }),
   }).withTypeProvider<ZodTypeProvider>()
   app.setValidatorCompiler(validatorCompiler)
   app.setSerializerCompiler(serializerCompiler)

@@ -18,10 +18,13 @@ const configSchema = z
     REQUEUE_AFTER_MS: ms(10_000),
     SHUTDOWN_DEADLINE_MS: ms(10_000),
     WORKSPACE_DIR: z.string().min(1).default(process.cwd()),
-    LOG_LEVEL: z.enum(['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent']).default('info'),
+    LOG_LEVEL: z
+      .enum(['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent'])
+      .default('info'),
   })
   .refine((c) => c.HEARTBEAT_INTERVAL_MS * 2 <= c.LEASE_TTL_MS, {
-    message: 'HEARTBEAT_INTERVAL_MS must be at most half of LEASE_TTL_MS, so one missed beat never loses a lease',
+    message:
+      'HEARTBEAT_INTERVAL_MS must be at most half of LEASE_TTL_MS, so one missed beat never loses a lease',
     path: ['HEARTBEAT_INTERVAL_MS'],
   })
 

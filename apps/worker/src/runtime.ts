@@ -27,6 +27,8 @@ export interface WorkerRuntime {
    * `deadlineMs`. Rejects if the deadline passes; leases then expire and the reconciler finishes.
    */
   shutdown(deadlineMs: number): Promise<void>
+  /** True once a shutdown finished closing every connection. */
+  isStopped(): boolean
 }
 
 /** The subagents this worker can run, by name. The seam issue replaces this with markdown specs. */
@@ -85,10 +87,13 @@ export function createWorkerRuntime(
     autorun: false,
   })
   worker.on('error', (error) => log.warn({ err: error }, 'queue worker error'))
-  worker.on('failed', (job, error) => log.warn({ err: error, jobId: job?.id }, 'attempt job failed'))
+  worker.on('failed', (job, error) =>
+    log.warn({ err: error, jobId: job?.id }, 'attempt job failed'),
+  )
 
   let listener: ControlListener | undefined
   let shuttingDown: Promise<void> | undefined
+  let stopped = false
 
   async function closeAll(): Promise<void> {
     await leaseKeeper.stop()
@@ -99,6 +104,7 @@ export function createWorkerRuntime(
     await worker.close(true)
     await db.destroy()
     connection.disconnect()
+    stopped = true
   }
 
   return {
@@ -124,6 +130,7 @@ export function createWorkerRuntime(
       await worker.waitUntilReady()
       log.info({ concurrency: config.concurrency }, 'worker started')
     },
+    isStopped: () => stopped,
     shutdown(deadlineMs) {
       shuttingDown ??= (async () => {
         log.info({ deadlineMs, owned: leaseKeeper.size }, 'worker shutting down')

@@ -36,7 +36,10 @@ export function untilAborted(signal: AbortSignal | undefined): Promise<never> {
 export function abortReason(signal: AbortSignal | undefined): Error {
   const reason: unknown = signal?.reason
   if (reason instanceof Error) return reason
-  return new DOMException(typeof reason === 'string' ? reason : 'The operation was aborted.', 'AbortError')
+  return new DOMException(
+    typeof reason === 'string' ? reason : 'The operation was aborted.',
+    'AbortError',
+  )
 }
 
 /** Read `signal.aborted` afresh; a function call defeats TS narrowing from an earlier check. */

@@ -126,8 +126,14 @@ export function createAgentRuntime(runtimeOptions: AgentRuntimeOptions): AgentRu
     const persona =
       personaTemplate === undefined
         ? undefined
-        : interpolatePersona(personaTemplate, { ...runtimeOptions.personaVariables, cwd: create.cwd })
-    const system = [runtimeOptions.system, persona].filter((part) => part !== undefined && part !== '').join('\n\n') || undefined
+        : interpolatePersona(personaTemplate, {
+            ...runtimeOptions.personaVariables,
+            cwd: create.cwd,
+          })
+    const system =
+      [runtimeOptions.system, persona]
+        .filter((part) => part !== undefined && part !== '')
+        .join('\n\n') || undefined
 
     const id = generateId()
     const header: SessionHeader = {
@@ -137,12 +143,23 @@ export function createAgentRuntime(runtimeOptions: AgentRuntimeOptions): AgentRu
       ...(create.delegationDepth === undefined ? {} : { delegationDepth: create.delegationDepth }),
     }
     const events: SessionEvent[] = [...(create.seed ?? [])]
-    const agent = createLocalAgent({ id, header, options: { ...options, model: modelId }, events, system, model })
+    const agent = createLocalAgent({
+      id,
+      header,
+      options: { ...options, model: modelId },
+      events,
+      system,
+      model,
+    })
     // Publish first: tools are built for a session that exists, and the caller can observe the
     // child from here on. Any failure below must unpublish it again.
     agents.set(id, agent.agent)
     try {
-      const tools = await (runtimeOptions.tools ?? defaultTools)({ sessionId: id, cwd: create.cwd, signal })
+      const tools = await (runtimeOptions.tools ?? defaultTools)({
+        sessionId: id,
+        cwd: create.cwd,
+        signal,
+      })
       throwIfAborted(signal)
       const allowed = new Set(applyToolFilter(Object.keys(tools), create.toolFilter))
       // One visibility: the filtered set is both what the model is shown and what can execute.
@@ -173,9 +190,13 @@ export function createAgentRuntime(runtimeOptions: AgentRuntimeOptions): AgentRu
     }
 
     function runTurn(prompt: readonly ContentBlock[], turnOptions: TurnOptions = {}): AgentTurn {
-      if (disposed || disposing !== undefined) throw new AgentsError(AgentsErrorCode.AGENT_DISPOSED, `Agent ${init.id} is disposed.`)
+      if (disposed || disposing !== undefined)
+        throw new AgentsError(AgentsErrorCode.AGENT_DISPOSED, `Agent ${init.id} is disposed.`)
       if (current !== undefined && !current.turn.settled) {
-        throw new AgentsError(AgentsErrorCode.AGENT_BUSY, `Agent ${init.id} is already running a turn.`)
+        throw new AgentsError(
+          AgentsErrorCode.AGENT_BUSY,
+          `Agent ${init.id} is already running a turn.`,
+        )
       }
       const turnId = generateId()
       const controller = new AbortController()
@@ -184,12 +205,16 @@ export function createAgentRuntime(runtimeOptions: AgentRuntimeOptions): AgentRu
       else turnOptions.signal?.addEventListener('abort', onOuterAbort, { once: true })
       const steering = experimental_createSteering()
       const history = messagesOf(events)
-      const capture = turnOptions.outputSchema === undefined ? undefined : createCaptureToolBinding(turnOptions.outputSchema)
+      const capture =
+        turnOptions.outputSchema === undefined
+          ? undefined
+          : createCaptureToolBinding(turnOptions.outputSchema)
       let settled = false
 
       append({ type: 'turn/start', turnId })
       const onEvent = (event: AgentLoopEvent): void => {
-        if (event.type === 'message') append({ type: 'message', turnId, message: event.message, steering: event.steering })
+        if (event.type === 'message')
+          append({ type: 'message', turnId, message: event.message, steering: event.steering })
       }
       const outcome = runAgent({
         model: init.model,
@@ -201,27 +226,38 @@ export function createAgentRuntime(runtimeOptions: AgentRuntimeOptions): AgentRu
         signal: controller.signal,
         steering,
         ...(capture === undefined ? {} : { structuredOutput: capture }),
-        ...(runtimeOptions.maxRetries === undefined ? {} : { maxRetries: runtimeOptions.maxRetries }),
+        ...(runtimeOptions.maxRetries === undefined
+          ? {}
+          : { maxRetries: runtimeOptions.maxRetries }),
         onEvent,
-      }).then(
-        (result) => {
-          append({
-            type: 'turn/end',
-            turnId,
-            stopReason: result.stopReason,
-            ...(result.failureCategory === undefined ? {} : { failureCategory: result.failureCategory }),
-          })
-          return result
-        },
-        (error: unknown) => {
-          // A broken loop still closes its turn, so the log stays balanced for later forks.
-          append({ type: 'turn/end', turnId, stopReason: 'error', failureCategory: FailureCategory.INTERNAL_ERROR })
-          throw error
-        },
-      ).finally(() => {
-        settled = true
-        turnOptions.signal?.removeEventListener('abort', onOuterAbort)
       })
+        .then(
+          (result) => {
+            append({
+              type: 'turn/end',
+              turnId,
+              stopReason: result.stopReason,
+              ...(result.failureCategory === undefined
+                ? {}
+                : { failureCategory: result.failureCategory }),
+            })
+            return result
+          },
+          (error: unknown) => {
+            // A broken loop still closes its turn, so the log stays balanced for later forks.
+            append({
+              type: 'turn/end',
+              turnId,
+              stopReason: 'error',
+              failureCategory: FailureCategory.INTERNAL_ERROR,
+            })
+            throw error
+          },
+        )
+        .finally(() => {
+          settled = true
+          turnOptions.signal?.removeEventListener('abort', onOuterAbort)
+        })
 
       const turn: AgentTurn = {
         outcome,
@@ -229,10 +265,17 @@ export function createAgentRuntime(runtimeOptions: AgentRuntimeOptions): AgentRu
           return settled
         },
         steer(content) {
-          if (settled) throw new AgentsError(AgentsErrorCode.RUN_SETTLED, `Turn ${turnId} has settled; resume instead of steering.`)
+          if (settled)
+            throw new AgentsError(
+              AgentsErrorCode.RUN_SETTLED,
+              `Turn ${turnId} has settled; resume instead of steering.`,
+            )
           // Delivery is reported on the returned promise, which never rejects; undelivered steering
           // (the turn ended first) is visible in the log by its absence.
-          void steering.steer({ role: 'user', content: [{ type: 'text', text: promptText(content) }] })
+          void steering.steer({
+            role: 'user',
+            content: [{ type: 'text', text: promptText(content) }],
+          })
         },
         abort(reason) {
           controller.abort(reason)
@@ -290,6 +333,8 @@ function defaultTools(scope: ToolScope): ToolSet {
 
 function throwIfAborted(signal: AbortSignal | undefined): void {
   if (signal?.aborted === true) {
-    throw new AgentsError(AgentsErrorCode.START_ABORTED, 'Agent creation was cancelled.', { cause: abortReason(signal) })
+    throw new AgentsError(AgentsErrorCode.START_ABORTED, 'Agent creation was cancelled.', {
+      cause: abortReason(signal),
+    })
   }
 }

@@ -54,7 +54,8 @@ export function categorizeFailure(error: unknown): FailureCategory {
         return FailureCategory.INTERNAL_ERROR
     }
   }
-  if (error instanceof TypeError && /fetch|network|socket/i.test(error.message)) return FailureCategory.TRANSPORT_ERROR
+  if (error instanceof TypeError && /fetch|network|socket/i.test(error.message))
+    return FailureCategory.TRANSPORT_ERROR
   return FailureCategory.MODEL_ERROR
 }
 

@@ -10,13 +10,25 @@ export type {
   LanguageModelV4StreamResult,
 } from './language-model.ts'
 export { createScriptedModel } from './scripted-model.ts'
-export type { CreateScriptedModelOptions, Script, ScriptedModel, ScriptedToolCall, ScriptStep } from './scripted-model.ts'
+export type {
+  CreateScriptedModelOptions,
+  Script,
+  ScriptedModel,
+  ScriptedToolCall,
+  ScriptStep,
+} from './scripted-model.ts'
 export { createScriptRegistry } from './script-registry.ts'
 export type { ScriptRegistry } from './script-registry.ts'
 export { ModelProviderPrefix, resolveModel } from './resolve-model.ts'
 export type { ModelConfig } from './resolve-model.ts'
 export { assistantText, promptText, runAgent } from './run-agent.ts'
-export type { AgentLoopEvent, AgentOutcome, AgentUsage, CaptureToolBinding, RunAgentOptions } from './run-agent.ts'
+export type {
+  AgentLoopEvent,
+  AgentOutcome,
+  AgentUsage,
+  CaptureToolBinding,
+  RunAgentOptions,
+} from './run-agent.ts'
 export { createCaptureToolBinding } from './capture-tool.ts'
 export { completedTurnPrefix, messagesOf, seedViolation } from './session-events.ts'
 export type { SessionEvent, SessionEventType } from './session-events.ts'
@@ -41,7 +53,18 @@ export {
 } from './local-subagent-provider.ts'
 export type { LocalSubagentProviderOptions } from './local-subagent-provider.ts'
 export { isInside, resolveWorkspacePath } from './workspace-path.ts'
-export { createWorkspaceTools, grepFiles, listDirectory, viewFile, WorkspaceToolName } from './workspace-tools.ts'
+export {
+  createWorkspaceTools,
+  grepFiles,
+  listDirectory,
+  viewFile,
+  WorkspaceToolName,
+} from './workspace-tools.ts'
 export type { WorkspaceToolsOptions } from './workspace-tools.ts'
-export { createAcpProvider, AcpFailureCategory, AcpProviderError, AcpStartErrorCode } from './acp/index.ts'
+export {
+  createAcpProvider,
+  AcpFailureCategory,
+  AcpProviderError,
+  AcpStartErrorCode,
+} from './acp/index.ts'
 export type { AcpProviderOptions } from './acp/index.ts'

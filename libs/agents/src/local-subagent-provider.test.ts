@@ -10,7 +10,15 @@ import { createAgentRuntime } from './agent-runtime.ts'
 import type { AgentRuntimeOptions, LocalAgent } from './agent-runtime.ts'
 import type { LanguageModelV4, LanguageModelV4CallOptions } from './language-model.ts'
 import { createForkProvider, createSpawnProvider } from './local-subagent-provider.ts'
-import { deferred, hangingStream, promptTexts, textStream, toolCallStream } from './testing/stream-parts.ts'
+import { resolveModel } from './resolve-model.ts'
+import { createScriptRegistry } from './script-registry.ts'
+import {
+  deferred,
+  hangingStream,
+  promptTexts,
+  textStream,
+  toolCallStream,
+} from './testing/stream-parts.ts'
 
 let cwd: string
 beforeAll(async () => {
@@ -30,7 +38,10 @@ function setup(models: Record<string, LanguageModelV4>, extra: Partial<AgentRunt
   return { runtime, spawn: createSpawnProvider({ runtime }), fork: createForkProvider({ runtime }) }
 }
 
-function request(parent: LocalAgent, overrides: Partial<SubagentStartRequest> = {}): SubagentStartRequest {
+function request(
+  parent: LocalAgent,
+  overrides: Partial<SubagentStartRequest> = {},
+): SubagentStartRequest {
   return {
     prompt: [{ type: 'text', text: 'child task' }],
     parent,
@@ -60,13 +71,25 @@ describe('spawn and fork providers', () => {
   test('spawn publishes the child before start fulfils, with run id = child session id and lineage in its header', async () => {
     const child = new MockLanguageModelV4({ doStream: [textStream('child done')] })
     const { runtime, spawn } = setup({ child })
-    const parent = await runtime.createAgent({ cwd, delegationDepth: 2, options: { model: 'child' } })
+    const parent = await runtime.createAgent({
+      cwd,
+      delegationDepth: 2,
+      options: { model: 'child' },
+    })
     const run = await spawn.start(request(parent))
     expect(runtime.getAgent(run.id)).toBe(run.localAgent)
     expect(run.localAgent?.session.id).toBe(run.id)
-    expect(run.localAgent?.session.header).toEqual({ id: run.id, cwd, parentSession: parent.session.id, delegationDepth: 3 })
+    expect(run.localAgent?.session.header).toEqual({
+      id: run.id,
+      cwd,
+      parentSession: parent.session.id,
+      delegationDepth: 3,
+    })
     expect(run.localAgent?.options.subagentDepth).toBe(3)
-    expect(await run.result).toEqual({ output: [{ type: 'text', text: 'child done' }], stopReason: 'completed' })
+    expect(await run.result).toEqual({
+      output: [{ type: 'text', text: 'child done' }],
+      stopReason: 'completed',
+    })
     await run.dispose()
   })
 
@@ -83,8 +106,14 @@ describe('spawn and fork providers', () => {
   })
 
   test('fork seeds the child with the parent completed turns and excludes the in-flight turn', async () => {
+    let parentCalls = 0
     const parentModel = new MockLanguageModelV4({
-      doStream: async (options) => (parentModel.doStreamCalls.length === 1 ? textStream('first answer') : hangingStream(options)),
+      doStream: (options) => {
+        parentCalls += 1
+        return Promise.resolve(
+          parentCalls === 1 ? textStream('first answer') : hangingStream(options),
+        )
+      },
     })
     const child = new MockLanguageModelV4({ doStream: [textStream('forked done')] })
     const { runtime, fork } = setup({ parent: parentModel, child })
@@ -96,8 +125,14 @@ describe('spawn and fork providers', () => {
     const run = await fork.start(request(parent))
     await run.result
     expect(firstPrompt(child)).toEqual(['first question', 'first answer', 'child task'])
-    const childEvents = run.localAgent === undefined ? [] : (run.localAgent as LocalAgent).session.events()
-    expect(childEvents.slice(0, 4).map((event) => event.type)).toEqual(['turn/start', 'message', 'message', 'turn/end'])
+    const childEvents =
+      run.localAgent === undefined ? [] : (run.localAgent as LocalAgent).session.events()
+    expect(childEvents.slice(0, 4).map((event) => event.type)).toEqual([
+      'turn/start',
+      'message',
+      'message',
+      'turn/end',
+    ])
     expect(JSON.stringify(childEvents)).not.toContain('in-flight question')
 
     await run.dispose()
@@ -108,19 +143,27 @@ describe('spawn and fork providers', () => {
   test('fork of a parent this runtime does not hold rejects and publishes nothing', async () => {
     const { runtime, fork } = setup({})
     const stranger = { session: { id: 'elsewhere', header: { id: 'elsewhere', cwd } }, options: {} }
-    await expect(fork.start({ ...request(stranger as LocalAgent) })).rejects.toMatchObject({ code: 'PARENT_SESSION_UNKNOWN' })
+    await expect(fork.start({ ...request(stranger as LocalAgent) })).rejects.toMatchObject({
+      code: 'PARENT_SESSION_UNKNOWN',
+    })
     expect(runtime.sessionIds()).toEqual([])
   })
 
   test('a child deeper than maxDepth is rejected at start and nothing is published', async () => {
-    const { runtime, spawn } = setup({ child: new MockLanguageModelV4({ doStream: [textStream('x')] }) })
+    const { runtime, spawn } = setup({
+      child: new MockLanguageModelV4({ doStream: [textStream('x')] }),
+    })
     const parent = await runtime.createAgent({ cwd, delegationDepth: 2 })
-    await expect(spawn.start(request(parent, { maxDepth: 2 }))).rejects.toMatchObject({ code: 'DEPTH_EXCEEDED' })
+    await expect(spawn.start(request(parent, { maxDepth: 2 }))).rejects.toMatchObject({
+      code: 'DEPTH_EXCEEDED',
+    })
     expect(runtime.sessionIds()).toEqual([parent.session.id])
   })
 
   test('a cancelled child reaches quiescence: dispose resolves and the model is not called again', async () => {
-    const child = new MockLanguageModelV4({ doStream: (options) => Promise.resolve(hangingStream(options)) })
+    const child = new MockLanguageModelV4({
+      doStream: (options) => Promise.resolve(hangingStream(options)),
+    })
     const { runtime, spawn } = setup({ child })
     const parent = await runtime.createAgent({ cwd })
     const run = await spawn.start(request(parent))
@@ -131,11 +174,15 @@ describe('spawn and fork providers', () => {
     await sleep(50)
     expect(child.doStreamCalls.length).toBe(callsAtDispose)
     expect(runtime.getAgent(run.id)).toBeUndefined()
-    expect(run.localAgent === undefined ? false : (run.localAgent as LocalAgent).disposed).toBe(true)
+    expect(run.localAgent === undefined ? false : (run.localAgent as LocalAgent).disposed).toBe(
+      true,
+    )
   })
 
   test('dispose is idempotent', async () => {
-    const child = new MockLanguageModelV4({ doStream: (options) => Promise.resolve(hangingStream(options)) })
+    const child = new MockLanguageModelV4({
+      doStream: (options) => Promise.resolve(hangingStream(options)),
+    })
     const { runtime, spawn } = setup({ child })
     const parent = await runtime.createAgent({ cwd })
     const run = await spawn.start(request(parent))
@@ -145,7 +192,9 @@ describe('spawn and fork providers', () => {
   })
 
   test('the request signal aborting after readiness cancels the child with stop reason aborted', async () => {
-    const child = new MockLanguageModelV4({ doStream: (options) => Promise.resolve(hangingStream(options)) })
+    const child = new MockLanguageModelV4({
+      doStream: (options) => Promise.resolve(hangingStream(options)),
+    })
     const { runtime, spawn } = setup({ child })
     const parent = await runtime.createAgent({ cwd })
     const controller = new AbortController()
@@ -174,16 +223,22 @@ describe('spawn and fork providers', () => {
       },
     )
     const parent = await runtime.createAgent({ cwd })
-    await expect(spawn.start(request(parent, { signal: controller.signal }))).rejects.toMatchObject({ code: 'START_ABORTED' })
+    await expect(spawn.start(request(parent, { signal: controller.signal }))).rejects.toMatchObject(
+      { code: 'START_ABORTED' },
+    )
     expect(publishedDuringSetup).toHaveLength(2)
     expect(runtime.sessionIds()).toEqual([parent.session.id])
     expect(child.doStreamCalls).toHaveLength(0)
   })
 
   test('an already-aborted request signal rejects start without creating a child', async () => {
-    const { runtime, spawn } = setup({ child: new MockLanguageModelV4({ doStream: [textStream('never')] }) })
+    const { runtime, spawn } = setup({
+      child: new MockLanguageModelV4({ doStream: [textStream('never')] }),
+    })
     const parent = await runtime.createAgent({ cwd })
-    await expect(spawn.start(request(parent, { signal: AbortSignal.abort() }))).rejects.toMatchObject({ code: 'START_ABORTED' })
+    await expect(
+      spawn.start(request(parent, { signal: AbortSignal.abort() })),
+    ).rejects.toMatchObject({ code: 'START_ABORTED' })
     expect(runtime.sessionIds()).toEqual([parent.session.id])
   })
 
@@ -210,7 +265,9 @@ describe('spawn and fork providers', () => {
   } as const
 
   test('structured appears when the forced capture tool was called with a value satisfying the schema', async () => {
-    const child = new MockLanguageModelV4({ doStream: [toolCallStream('submit_result', { answer: '42' })] })
+    const child = new MockLanguageModelV4({
+      doStream: [toolCallStream('submit_result', { answer: '42' })],
+    })
     const { runtime, spawn } = setup({ child })
     const parent = await runtime.createAgent({ cwd })
     const run = await spawn.start(request(parent, { outputSchema: schema }))
@@ -238,9 +295,13 @@ describe('spawn and fork providers', () => {
   })
 
   test('an unsupported output schema is rejected at start', async () => {
-    const { runtime, spawn } = setup({ child: new MockLanguageModelV4({ doStream: [textStream('x')] }) })
+    const { runtime, spawn } = setup({
+      child: new MockLanguageModelV4({ doStream: [textStream('x')] }),
+    })
     const parent = await runtime.createAgent({ cwd })
-    await expect(spawn.start(request(parent, { outputSchema: { type: 'string' } }))).rejects.toMatchObject({ code: 'UNSUPPORTED_SCHEMA' })
+    await expect(
+      spawn.start(request(parent, { outputSchema: { type: 'string' } })),
+    ).rejects.toMatchObject({ code: 'UNSUPPORTED_SCHEMA' })
     expect(runtime.sessionIds()).toEqual([parent.session.id])
   })
 
@@ -256,7 +317,9 @@ describe('spawn and fork providers', () => {
         },
       }),
     })
-    const child = new MockLanguageModelV4({ doStream: [toolCallStream('beta', {}), textStream('done')] })
+    const child = new MockLanguageModelV4({
+      doStream: [toolCallStream('beta', {}), textStream('done')],
+    })
     const { runtime, spawn } = setup({ child }, { tools })
     const parent = await runtime.createAgent({ cwd })
     const run = await spawn.start(request(parent, { toolFilter: { deny: ['beta'] } }))
@@ -268,17 +331,27 @@ describe('spawn and fork providers', () => {
   })
 
   test('a toolFilter naming an unknown tool rejects start and unpublishes the child', async () => {
-    const { runtime, spawn } = setup({ child: new MockLanguageModelV4({ doStream: [textStream('x')] }) }, { tools: () => ({}) })
+    const { runtime, spawn } = setup(
+      { child: new MockLanguageModelV4({ doStream: [textStream('x')] }) },
+      { tools: () => ({}) },
+    )
     const parent = await runtime.createAgent({ cwd })
-    await expect(spawn.start(request(parent, { toolFilter: { deny: ['nope'] } }))).rejects.toMatchObject({ code: 'UNKNOWN_TOOL' })
+    await expect(
+      spawn.start(request(parent, { toolFilter: { deny: ['nope'] } })),
+    ).rejects.toMatchObject({ code: 'UNKNOWN_TOOL' })
     expect(runtime.sessionIds()).toEqual([parent.session.id])
   })
 
   test('the persona becomes the child system prompt section, shadowing the deployment persona', async () => {
     const child = new MockLanguageModelV4({ doStream: [textStream('ok')] })
-    const { runtime, spawn } = setup({ child }, { system: 'Deployment rules.', persona: 'You are the default persona.' })
+    const { runtime, spawn } = setup(
+      { child },
+      { system: 'Deployment rules.', persona: 'You are the default persona.' },
+    )
     const parent = await runtime.createAgent({ cwd })
-    const run = await spawn.start(request(parent, { persona: 'You are a reviewer working in {{cwd}}.' }))
+    const run = await spawn.start(
+      request(parent, { persona: 'You are a reviewer working in {{cwd}}.' }),
+    )
     await run.result
     expect(child.doStreamCalls[0]?.prompt[0]).toEqual({
       role: 'system',
@@ -312,7 +385,9 @@ describe('spawn and fork providers', () => {
   })
 
   test('resume sends a follow-up to the settled child as a fresh run that continues its session at the same depth', async () => {
-    const child = new MockLanguageModelV4({ doStream: [textStream('first result'), textStream('follow-up result')] })
+    const child = new MockLanguageModelV4({
+      doStream: [textStream('first result'), textStream('follow-up result')],
+    })
     const { runtime, spawn } = setup({ child })
     const parent = await runtime.createAgent({ cwd, delegationDepth: 1 })
     const run = await spawn.start(request(parent))
@@ -323,10 +398,17 @@ describe('spawn and fork providers', () => {
     expect(resumed).not.toBe(run)
     expect(resumed.id).toBe(run.id)
     expect(resumed.localAgent).toBe(run.localAgent)
-    expect(await resumed.result).toMatchObject({ stopReason: 'completed', output: [{ type: 'text', text: 'follow-up result' }] })
+    expect(await resumed.result).toMatchObject({
+      stopReason: 'completed',
+      output: [{ type: 'text', text: 'follow-up result' }],
+    })
     expect(resumed.localAgent?.session.header.delegationDepth).toBe(2)
     const second = child.doStreamCalls[1]
-    expect(second === undefined ? [] : promptTexts(second)).toEqual(['child task', 'first result', 'now the follow-up'])
+    expect(second === undefined ? [] : promptTexts(second)).toEqual([
+      'child task',
+      'first result',
+      'now the follow-up',
+    ])
     // The child lives until the last run holding it is disposed.
     await run.dispose()
     expect(runtime.getAgent(run.id)).toBeDefined()
@@ -335,11 +417,45 @@ describe('spawn and fork providers', () => {
   })
 
   test('resume is refused while the child is still running', async () => {
-    const child = new MockLanguageModelV4({ doStream: (options) => Promise.resolve(hangingStream(options)) })
+    const child = new MockLanguageModelV4({
+      doStream: (options) => Promise.resolve(hangingStream(options)),
+    })
     const { runtime, spawn } = setup({ child })
     const parent = await runtime.createAgent({ cwd })
     const run = await spawn.start(request(parent))
-    await expect(run.resume?.([{ type: 'text', text: 'x' }])).rejects.toMatchObject({ code: 'AGENT_BUSY' })
+    await expect(run.resume?.([{ type: 'text', text: 'x' }])).rejects.toMatchObject({
+      code: 'AGENT_BUSY',
+    })
+    await run.dispose()
+  })
+
+  test('a scripted: model id runs a child end to end through the workspace tools without a model API', async () => {
+    const scripts = createScriptRegistry({
+      'list-then-answer': {
+        steps: [
+          { kind: 'tool-calls', calls: [{ toolName: 'list', input: { path: '.' } }] },
+          { kind: 'text', text: 'Listed the workspace.' },
+        ],
+      },
+    })
+    const runtime = createAgentRuntime({
+      resolveModel: (id) => resolveModel(id, { scripts }),
+      defaultModel: 'scripted:list-then-answer',
+    })
+    const parent = await runtime.createAgent({ cwd })
+    const run = await createSpawnProvider({ runtime }).start({
+      prompt: [{ type: 'text', text: 'look' }],
+      parent,
+      signal: new AbortController().signal,
+    })
+    expect(await run.result).toEqual({
+      output: [{ type: 'text', text: 'Listed the workspace.' }],
+      stopReason: 'completed',
+    })
+    const events = (run.localAgent as LocalAgent).session.events()
+    expect(
+      events.filter((event) => event.type === 'message').map((event) => event.message.role),
+    ).toEqual(['user', 'assistant', 'tool', 'assistant'])
     await run.dispose()
   })
 })

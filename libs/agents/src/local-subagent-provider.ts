@@ -46,7 +46,11 @@ export function createLocalSubagentProvider(
         cwd: request.parent.session.header.cwd,
         parentSession: request.parent.session.id,
         delegationDepth: fields.delegationDepth,
-        options: { ...request.agentOptions, ...(model === undefined ? {} : { model }), subagentDepth: fields.subagentDepth },
+        options: {
+          ...request.agentOptions,
+          ...(model === undefined ? {} : { model }),
+          subagentDepth: fields.subagentDepth,
+        },
         ...(seed === undefined ? {} : { seed }),
         ...(request.persona === undefined ? {} : { persona: request.persona }),
         ...(request.toolFilter === undefined ? {} : { toolFilter: request.toolFilter }),
@@ -90,8 +94,12 @@ function forkSeed(runtime: AgentRuntime, request: SubagentStartRequest): Session
 
 function throwIfStartAborted(signal: AbortSignal): void {
   if (signal.aborted) {
-    throw new AgentsError(AgentsErrorCode.START_ABORTED, 'Subagent start was cancelled before the run was ready.', {
-      cause: abortReason(signal),
-    })
+    throw new AgentsError(
+      AgentsErrorCode.START_ABORTED,
+      'Subagent start was cancelled before the run was ready.',
+      {
+        cause: abortReason(signal),
+      },
+    )
   }
 }

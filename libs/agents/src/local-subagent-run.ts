@@ -1,4 +1,9 @@
-import type { ContentBlock, StructuredOutputSchema, SubagentResult, SubagentRun } from '@baton/subagents'
+import type {
+  ContentBlock,
+  StructuredOutputSchema,
+  SubagentResult,
+  SubagentRun,
+} from '@baton/subagents'
 import { AgentsError, AgentsErrorCode } from './agents-error.ts'
 import type { LocalAgent } from './agent-runtime.ts'
 import type { AgentOutcome } from './run-agent.ts'
@@ -63,10 +68,20 @@ export function createLocalSubagentRun(init: LocalSubagentRunInit): SubagentRun 
     },
     resume(content) {
       if (disposing !== undefined) {
-        return Promise.reject(new AgentsError(AgentsErrorCode.AGENT_DISPOSED, `Run ${child.session.id} is disposed; it cannot be resumed.`))
+        return Promise.reject(
+          new AgentsError(
+            AgentsErrorCode.AGENT_DISPOSED,
+            `Run ${child.session.id} is disposed; it cannot be resumed.`,
+          ),
+        )
       }
       if (!turn.settled) {
-        return Promise.reject(new AgentsError(AgentsErrorCode.AGENT_BUSY, `Run ${child.session.id} has not settled; steer it instead.`))
+        return Promise.reject(
+          new AgentsError(
+            AgentsErrorCode.AGENT_BUSY,
+            `Run ${child.session.id} has not settled; steer it instead.`,
+          ),
+        )
       }
       // The child keeps its header, so the resumed run runs at the same (never lower) depth.
       return Promise.resolve(

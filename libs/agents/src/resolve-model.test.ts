@@ -44,7 +44,9 @@ describe('resolveModel', () => {
 
   test('openai-compatible without a configured base URL is a typed configuration error', () => {
     expect(codeOf(() => resolveModel('openai-compatible:x', {}))).toBe('MODEL_NOT_CONFIGURED')
-    expect(codeOf(() => resolveModel('openai-compatible:x', { openaiCompatible: { baseUrl: '' } }))).toBe('MODEL_NOT_CONFIGURED')
+    expect(
+      codeOf(() => resolveModel('openai-compatible:x', { openaiCompatible: { baseUrl: '' } })),
+    ).toBe('MODEL_NOT_CONFIGURED')
   })
 
   test('a provider without its API key in config is a typed error, never an environment fallback', () => {

@@ -13,7 +13,12 @@ import { createScriptedModel } from './scripted-model.ts'
  * environment.
  */
 export interface ModelConfig {
-  readonly openai?: { readonly apiKey: string; readonly baseUrl?: string; readonly organization?: string; readonly project?: string }
+  readonly openai?: {
+    readonly apiKey: string
+    readonly baseUrl?: string
+    readonly organization?: string
+    readonly project?: string
+  }
   readonly anthropic?: { readonly apiKey: string; readonly baseUrl?: string }
   readonly openaiCompatible?: {
     readonly baseUrl: string
@@ -59,7 +64,8 @@ export function resolveModel(modelId: string, config: ModelConfig): LanguageMode
       }).languageModel(name)
     }
     case ModelProviderPrefix.OPENAI_COMPATIBLE: {
-      const compatible = config.openaiCompatible ?? notConfigured(modelId, 'openaiCompatible.baseUrl')
+      const compatible =
+        config.openaiCompatible ?? notConfigured(modelId, 'openaiCompatible.baseUrl')
       if (compatible.baseUrl === '') notConfigured(modelId, 'openaiCompatible.baseUrl')
       return createOpenAICompatible({
         name: compatible.name ?? 'openai-compatible',
@@ -92,5 +98,8 @@ function openaiProvider(modelId: string, config: ModelConfig) {
 }
 
 function notConfigured(modelId: string, setting: string): never {
-  throw new AgentsError(AgentsErrorCode.MODEL_NOT_CONFIGURED, `Model "${modelId}" needs model config "${setting}"; set it in the app config.`)
+  throw new AgentsError(
+    AgentsErrorCode.MODEL_NOT_CONFIGURED,
+    `Model "${modelId}" needs model config "${setting}"; set it in the app config.`,
+  )
 }

@@ -3,17 +3,33 @@ import { MockLanguageModelV4 } from 'ai/test'
 import { describe, expect, test } from 'vitest'
 import type { LanguageModelV4CallOptions } from './language-model.ts'
 import { runAgent } from './run-agent.ts'
-import { deferred, hangingStream, promptTexts, textStream, toolCallStream } from './testing/stream-parts.ts'
+import {
+  deferred,
+  hangingStream,
+  promptTexts,
+  textStream,
+  toolCallStream,
+} from './testing/stream-parts.ts'
 
 const lookup = tool({
-  inputSchema: jsonSchema<{ key: string }>({ type: 'object', properties: { key: { type: 'string' } } }),
+  inputSchema: jsonSchema<{ key: string }>({
+    type: 'object',
+    properties: { key: { type: 'string' } },
+  }),
   execute: ({ key }) => ({ value: `value-of-${key}` }),
 })
 
 describe('runAgent', () => {
   test('tool calls are executed between steps and their results reach the next model call', async () => {
-    const model = new MockLanguageModelV4({ doStream: [toolCallStream('lookup', { key: 'a' }), textStream('a is known')] })
-    const outcome = await runAgent({ model, system: 'be brief', prompt: 'what is a?', tools: { lookup } })
+    const model = new MockLanguageModelV4({
+      doStream: [toolCallStream('lookup', { key: 'a' }), textStream('a is known')],
+    })
+    const outcome = await runAgent({
+      model,
+      system: 'be brief',
+      prompt: 'what is a?',
+      tools: { lookup },
+    })
     expect(outcome.stopReason).toBe('completed')
     expect(outcome.steps).toBe(2)
     expect(outcome.output).toEqual([{ type: 'text', text: 'a is known' }])
@@ -22,7 +38,9 @@ describe('runAgent', () => {
   })
 
   test('usage is summed over steps', async () => {
-    const model = new MockLanguageModelV4({ doStream: [toolCallStream('lookup', { key: 'a' }), textStream('ok')] })
+    const model = new MockLanguageModelV4({
+      doStream: [toolCallStream('lookup', { key: 'a' }), textStream('ok')],
+    })
     const outcome = await runAgent({ model, prompt: 'x', tools: { lookup } })
     expect(outcome.usage).toEqual({ inputTokens: 6, outputTokens: 4, totalTokens: 10 })
   })
@@ -38,7 +56,11 @@ describe('runAgent', () => {
       ],
     })
     const call = model.doStreamCalls[0]
-    expect(call === undefined ? [] : promptTexts(call)).toEqual(['first question', 'first answer', 'second question'])
+    expect(call === undefined ? [] : promptTexts(call)).toEqual([
+      'first question',
+      'first answer',
+      'second question',
+    ])
     expect(outcome.messages.map((message) => message.role)).toEqual(['user', 'assistant'])
   })
 
@@ -68,11 +90,15 @@ describe('runAgent', () => {
     const second = calls[1]
     expect(first === undefined ? [] : promptTexts(first)).not.toContain('focus on b instead')
     expect(second === undefined ? [] : promptTexts(second)).toContain('focus on b instead')
-    expect(outcome.messages.some((message) => JSON.stringify(message).includes('focus on b instead'))).toBe(true)
+    expect(
+      outcome.messages.some((message) => JSON.stringify(message).includes('focus on b instead')),
+    ).toBe(true)
   })
 
   test('an abort mid-step ends the run as aborted and makes no further model calls', async () => {
-    const model = new MockLanguageModelV4({ doStream: (options) => Promise.resolve(hangingStream(options)) })
+    const model = new MockLanguageModelV4({
+      doStream: (options) => Promise.resolve(hangingStream(options)),
+    })
     const controller = new AbortController()
     const run = runAgent({ model, prompt: 'x', signal: controller.signal })
     await new Promise((resolve) => setTimeout(resolve, 20))
@@ -121,7 +147,10 @@ describe('runAgent', () => {
 
   test('running out of steps while the model still calls tools is an error, not completion', async () => {
     const model = new MockLanguageModelV4({
-      doStream: [toolCallStream('lookup', { key: 'a' }, 'c1'), toolCallStream('lookup', { key: 'b' }, 'c2')],
+      doStream: [
+        toolCallStream('lookup', { key: 'a' }, 'c1'),
+        toolCallStream('lookup', { key: 'b' }, 'c2'),
+      ],
     })
     const outcome = await runAgent({ model, prompt: 'x', tools: { lookup }, maxSteps: 2 })
     expect(outcome.stopReason).toBe('error')

@@ -1,5 +1,14 @@
 import { ToolChoiceViolationError, stepCountIs, streamText } from 'ai'
-import type { Experimental_Steering, FinishReason, LanguageModelUsage, ModelMessage, StopCondition, Tool, ToolSet, UserModelMessage } from 'ai'
+import type {
+  Experimental_Steering,
+  FinishReason,
+  LanguageModelUsage,
+  ModelMessage,
+  StopCondition,
+  Tool,
+  ToolSet,
+  UserModelMessage,
+} from 'ai'
 import type { ContentBlock, SubagentResult, SubagentStopReason } from '@baton/subagents'
 import { isAborted } from './abortable-delay.ts'
 import { FailureCategory, categorizeFailure, isAbortError } from './failure-category.ts'
@@ -75,18 +84,28 @@ export async function runAgent(options: RunAgentOptions): Promise<AgentOutcome> 
     if (event.type === 'message') messages.push(event.message)
     options.onEvent?.(event)
   }
-  const userMessage: UserModelMessage = { role: 'user', content: [{ type: 'text', text: promptText(options.prompt) }] }
+  const userMessage: UserModelMessage = {
+    role: 'user',
+    content: [{ type: 'text', text: promptText(options.prompt) }],
+  }
   emit({ type: 'message', message: userMessage, steering: false })
 
   let usage: AgentUsage = { inputTokens: 0, outputTokens: 0, totalTokens: 0 }
   let steps = 0
   // The SDK may still call the model with an already-aborted signal; never start a call we know is dead.
   if (options.signal?.aborted === true) {
-    return finish({ stopReason: 'aborted', failureCategory: FailureCategory.ABORTED, partialText: '' })
+    return finish({
+      stopReason: 'aborted',
+      failureCategory: FailureCategory.ABORTED,
+      partialText: '',
+    })
   }
 
   const capture = options.structuredOutput
-  const tools: ToolSet = { ...options.tools, ...(capture === undefined ? {} : { [capture.toolName]: capture.tool }) }
+  const tools: ToolSet = {
+    ...options.tools,
+    ...(capture === undefined ? {} : { [capture.toolName]: capture.tool }),
+  }
   const stopWhen: StopCondition<ToolSet>[] = [stepCountIs(options.maxSteps ?? DEFAULT_MAX_STEPS)]
   if (capture !== undefined) stopWhen.push(() => capture.captured() !== undefined)
 
@@ -105,8 +124,10 @@ export async function runAgent(options: RunAgentOptions): Promise<AgentOutcome> 
     ...(options.maxOutputTokens === undefined ? {} : { maxOutputTokens: options.maxOutputTokens }),
     onStepEnd: (step) => {
       // Steering messages went into this step's input, so they precede its response in the log.
-      for (const message of step.experimental_steeringMessages ?? []) emit({ type: 'message', message, steering: true })
-      for (const message of step.response.messages) emit({ type: 'message', message, steering: false })
+      for (const message of step.experimental_steeringMessages ?? [])
+        emit({ type: 'message', message, steering: true })
+      for (const message of step.response.messages)
+        emit({ type: 'message', message, steering: false })
     },
     // Failures arrive as `error` stream parts below; the default handler would only log them.
     onError: () => undefined,
@@ -125,7 +146,12 @@ export async function runAgent(options: RunAgentOptions): Promise<AgentOutcome> 
         steps += 1
         const stepUsage = toAgentUsage(part.usage)
         usage = addUsage(usage, stepUsage)
-        emit({ type: 'step', stepNumber: steps - 1, finishReason: part.finishReason, usage: stepUsage })
+        emit({
+          type: 'step',
+          stepNumber: steps - 1,
+          finishReason: part.finishReason,
+          usage: stepUsage,
+        })
       } else if (part.type === 'error') failure = part.error
       else if (part.type === 'abort') aborted = true
       else if (part.type === 'finish') finishReason = part.finishReason
@@ -142,33 +168,63 @@ export async function runAgent(options: RunAgentOptions): Promise<AgentOutcome> 
   if (failure !== undefined) {
     // With a schema requested the model must call a tool every step; the SDK fails a step that
     // answers in plain text instead, which means the capture was never made.
-    const missedCapture = capture !== undefined && captured === undefined && ToolChoiceViolationError.isInstance(failure)
+    const missedCapture =
+      capture !== undefined &&
+      captured === undefined &&
+      ToolChoiceViolationError.isInstance(failure)
     return finish({
       stopReason: 'error',
-      failureCategory: missedCapture ? FailureCategory.STRUCTURED_OUTPUT_MISSING : categorizeFailure(failure),
+      failureCategory: missedCapture
+        ? FailureCategory.STRUCTURED_OUTPUT_MISSING
+        : categorizeFailure(failure),
       partialText,
     })
   }
   if (capture !== undefined) {
-    if (captured !== undefined) return finish({ stopReason: 'completed', partialText, structured: captured.value })
-    return finish({ stopReason: 'error', failureCategory: FailureCategory.STRUCTURED_OUTPUT_MISSING, partialText })
+    if (captured !== undefined)
+      return finish({ stopReason: 'completed', partialText, structured: captured.value })
+    return finish({
+      stopReason: 'error',
+      failureCategory: FailureCategory.STRUCTURED_OUTPUT_MISSING,
+      partialText,
+    })
   }
   switch (finishReason) {
     case 'stop':
       return finish({ stopReason: 'completed', partialText })
     case 'length':
-      return finish({ stopReason: 'max-tokens', failureCategory: FailureCategory.MAX_TOKENS, partialText })
+      return finish({
+        stopReason: 'max-tokens',
+        failureCategory: FailureCategory.MAX_TOKENS,
+        partialText,
+      })
     case 'content-filter':
-      return finish({ stopReason: 'refusal', failureCategory: FailureCategory.REFUSED, partialText })
+      return finish({
+        stopReason: 'refusal',
+        failureCategory: FailureCategory.REFUSED,
+        partialText,
+      })
     case 'tool-calls':
       // The loop only ends on a tool-call step when the step budget ran out mid-task.
-      return finish({ stopReason: 'error', failureCategory: FailureCategory.MAX_STEPS_EXCEEDED, partialText })
+      return finish({
+        stopReason: 'error',
+        failureCategory: FailureCategory.MAX_STEPS_EXCEEDED,
+        partialText,
+      })
     case 'interrupted':
-      return finish({ stopReason: 'error', failureCategory: FailureCategory.STREAM_INTERRUPTED, partialText })
+      return finish({
+        stopReason: 'error',
+        failureCategory: FailureCategory.STREAM_INTERRUPTED,
+        partialText,
+      })
     case 'error':
     case 'other':
     case undefined:
-      return finish({ stopReason: 'error', failureCategory: FailureCategory.MODEL_ERROR, partialText })
+      return finish({
+        stopReason: 'error',
+        failureCategory: FailureCategory.MODEL_ERROR,
+        partialText,
+      })
   }
 
   function finish(end: {
@@ -200,7 +256,8 @@ function finalOutput(
   partialText: string,
   end: { readonly stopReason: SubagentStopReason; readonly structured?: unknown },
 ): ContentBlock[] {
-  if (end.stopReason !== 'completed' && partialText !== '') return [{ type: 'text', text: partialText }]
+  if (end.stopReason !== 'completed' && partialText !== '')
+    return [{ type: 'text', text: partialText }]
   for (let index = messages.length - 1; index >= 0; index -= 1) {
     const message = messages[index]
     if (message?.role === 'user') break

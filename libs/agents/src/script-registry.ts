@@ -13,13 +13,18 @@ export interface ScriptRegistry {
   names(): readonly string[]
 }
 
-export function createScriptRegistry(initial: Readonly<Record<string, Script>> = {}): ScriptRegistry {
+export function createScriptRegistry(
+  initial: Readonly<Record<string, Script>> = {},
+): ScriptRegistry {
   const scripts = new Map<string, Script>()
 
   const registry: ScriptRegistry = {
     register(name, script) {
       if (name === '' || name.includes(':')) {
-        throw new AgentsError(AgentsErrorCode.INVALID_MODEL_ID, `Script name "${name}" must be non-empty and contain no ":".`)
+        throw new AgentsError(
+          AgentsErrorCode.INVALID_MODEL_ID,
+          `Script name "${name}" must be non-empty and contain no ":".`,
+        )
       }
       scripts.set(name, script)
     },

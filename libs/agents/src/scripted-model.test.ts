@@ -5,7 +5,10 @@ import { createScriptRegistry } from './script-registry.ts'
 import { createScriptedModel } from './scripted-model.ts'
 
 const echoTool = tool({
-  inputSchema: jsonSchema<{ word: string }>({ type: 'object', properties: { word: { type: 'string' } } }),
+  inputSchema: jsonSchema<{ word: string }>({
+    type: 'object',
+    properties: { word: { type: 'string' } },
+  }),
   execute: ({ word }) => ({ echoed: word }),
 })
 
@@ -45,7 +48,9 @@ describe('scripted model', () => {
   })
 
   test('a fail step ends the run with stop reason error and a safe category, not the message', async () => {
-    const model = createScriptedModel({ steps: [{ kind: 'fail', message: 'secret upstream detail' }] })
+    const model = createScriptedModel({
+      steps: [{ kind: 'fail', message: 'secret upstream detail' }],
+    })
     const outcome = await runAgent({ model, prompt: 'x' })
     expect(outcome.stopReason).toBe('error')
     expect(outcome.failureCategory).toBe('model_error')
@@ -72,7 +77,9 @@ describe('scripted model', () => {
   })
 
   test('calling past the end of the script is a model error', async () => {
-    const model = createScriptedModel({ steps: [{ kind: 'tool-calls', calls: [{ toolName: 'echo', input: { word: 'a' } }] }] })
+    const model = createScriptedModel({
+      steps: [{ kind: 'tool-calls', calls: [{ toolName: 'echo', input: { word: 'a' } }] }],
+    })
     const outcome = await runAgent({ model, prompt: 'x', tools: { echo: echoTool } })
     expect(outcome.stopReason).toBe('error')
     expect(outcome.failureCategory).toBe('model_error')

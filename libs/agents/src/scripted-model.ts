@@ -37,7 +37,11 @@ export type ScriptStep =
   /** The model runs out of output budget: finish reason `length` → `max-tokens`. */
   | (ScriptStepBase & { readonly kind: 'max-tokens'; readonly text?: string })
   /** A model/transport failure, optionally after some streamed text. */
-  | (ScriptStepBase & { readonly kind: 'fail'; readonly message?: string; readonly afterText?: string })
+  | (ScriptStepBase & {
+      readonly kind: 'fail'
+      readonly message?: string
+      readonly afterText?: string
+    })
   /** Emit optional text, then never finish until the call's abort signal fires. */
   | (ScriptStepBase & { readonly kind: 'hang'; readonly text?: string })
 
@@ -61,10 +65,16 @@ const PROVIDER_ID = 'scripted'
  * resolving the same script both start at step one. No randomness, no clock beyond `delayMs`:
  * ids and token counts derive from the call index and the text lengths.
  */
-export function createScriptedModel(script: Script, options: CreateScriptedModelOptions = {}): ScriptedModel {
+export function createScriptedModel(
+  script: Script,
+  options: CreateScriptedModelOptions = {},
+): ScriptedModel {
   const calls: LanguageModelV4CallOptions[] = []
 
-  function nextStep(callOptions: LanguageModelV4CallOptions): { step: ScriptStep; callIndex: number } {
+  function nextStep(callOptions: LanguageModelV4CallOptions): {
+    step: ScriptStep
+    callIndex: number
+  } {
     const callIndex = calls.length
     calls.push(callOptions)
     const step = script.steps[callIndex]
@@ -77,7 +87,9 @@ export function createScriptedModel(script: Script, options: CreateScriptedModel
     return { step, callIndex }
   }
 
-  async function doGenerate(callOptions: LanguageModelV4CallOptions): Promise<LanguageModelV4GenerateResult> {
+  async function doGenerate(
+    callOptions: LanguageModelV4CallOptions,
+  ): Promise<LanguageModelV4GenerateResult> {
     const signal = callOptions.abortSignal
     const { step, callIndex } = nextStep(callOptions)
     if (step.delayMs !== undefined) await abortableDelay(step.delayMs, signal)
@@ -108,7 +120,9 @@ export function createScriptedModel(script: Script, options: CreateScriptedModel
     }
   }
 
-  function doStream(callOptions: LanguageModelV4CallOptions): Promise<{ stream: ReadableStream<LanguageModelV4StreamPart> }> {
+  function doStream(
+    callOptions: LanguageModelV4CallOptions,
+  ): Promise<{ stream: ReadableStream<LanguageModelV4StreamPart> }> {
     const signal = callOptions.abortSignal
     const { step, callIndex } = nextStep(callOptions)
     // Failing before any output mirrors a provider rejecting the request outright.
@@ -131,10 +145,16 @@ export function createScriptedModel(script: Script, options: CreateScriptedModel
           if (step.kind === 'fail') throw scriptedFailure(step.message)
           if (step.kind === 'hang') await untilAborted(signal)
           if (step.kind === 'tool-calls') {
-            step.calls.forEach((call, index) => controller.enqueue(toolCallContent(call, callIndex, index)))
+            step.calls.forEach((call, index) =>
+              controller.enqueue(toolCallContent(call, callIndex, index)),
+            )
           }
           if (isAborted(signal)) throw abortReason(signal)
-          controller.enqueue({ type: 'finish', finishReason: finishReasonOf(step), usage: usageOf(callOptions, text) })
+          controller.enqueue({
+            type: 'finish',
+            finishReason: finishReasonOf(step),
+            usage: usageOf(callOptions, text),
+          })
           controller.close()
         } catch (error) {
           controller.error(error)
@@ -198,11 +218,19 @@ function finishReasonOf(step: ScriptStep): LanguageModelV4FinishReason {
 }
 
 /** Roughly four characters a token: deterministic, and close enough for demos to look plausible. */
-function usageOf(callOptions: LanguageModelV4CallOptions, outputText: string | undefined): LanguageModelV4Usage {
+function usageOf(
+  callOptions: LanguageModelV4CallOptions,
+  outputText: string | undefined,
+): LanguageModelV4Usage {
   const inputTokens = Math.ceil(JSON.stringify(callOptions.prompt).length / 4)
   const outputTokens = Math.ceil((outputText ?? '').length / 4)
   return {
-    inputTokens: { total: inputTokens, noCache: inputTokens, cacheRead: undefined, cacheWrite: undefined },
+    inputTokens: {
+      total: inputTokens,
+      noCache: inputTokens,
+      cacheRead: undefined,
+      cacheWrite: undefined,
+    },
     outputTokens: { total: outputTokens, text: outputTokens, reasoning: undefined },
   }
 }

@@ -4,11 +4,29 @@ import type { SessionEvent } from './session-events.ts'
 
 const log: SessionEvent[] = [
   { seq: 0, type: 'turn/start', turnId: 't1' },
-  { seq: 1, type: 'message', turnId: 't1', message: { role: 'user', content: 'q1' }, steering: false },
-  { seq: 2, type: 'message', turnId: 't1', message: { role: 'assistant', content: 'a1' }, steering: false },
+  {
+    seq: 1,
+    type: 'message',
+    turnId: 't1',
+    message: { role: 'user', content: 'q1' },
+    steering: false,
+  },
+  {
+    seq: 2,
+    type: 'message',
+    turnId: 't1',
+    message: { role: 'assistant', content: 'a1' },
+    steering: false,
+  },
   { seq: 3, type: 'turn/end', turnId: 't1', stopReason: 'completed' },
   { seq: 4, type: 'turn/start', turnId: 't2' },
-  { seq: 5, type: 'message', turnId: 't2', message: { role: 'user', content: 'in flight' }, steering: false },
+  {
+    seq: 5,
+    type: 'message',
+    turnId: 't2',
+    message: { role: 'user', content: 'in flight' },
+    steering: false,
+  },
 ]
 
 describe('session events', () => {

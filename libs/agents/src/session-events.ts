@@ -56,7 +56,8 @@ export function messagesOf(events: readonly SessionEvent[]): ModelMessage[] {
 export function seedViolation(events: readonly SessionEvent[]): string | undefined {
   let open: string | undefined
   for (const [index, event] of events.entries()) {
-    if (event.seq !== index) return `event ${index} has seq ${event.seq}; a seed must be contiguous from 0`
+    if (event.seq !== index)
+      return `event ${index} has seq ${event.seq}; a seed must be contiguous from 0`
     switch (event.type) {
       case 'turn/start':
         if (open !== undefined) return `turn ${event.turnId} starts inside unfinished turn ${open}`
@@ -66,10 +67,13 @@ export function seedViolation(events: readonly SessionEvent[]): string | undefin
         if (open !== event.turnId) return `message at ${index} is outside its turn ${event.turnId}`
         break
       case 'turn/end':
-        if (open !== event.turnId) return `turn/end at ${index} closes turn ${event.turnId}, which is not open`
+        if (open !== event.turnId)
+          return `turn/end at ${index} closes turn ${event.turnId}, which is not open`
         open = undefined
         break
     }
   }
-  return open === undefined ? undefined : `turn ${open} is not finished; a seed must be a balanced completed-turn prefix`
+  return open === undefined
+    ? undefined
+    : `turn ${open} is not finished; a seed must be a balanced completed-turn prefix`
 }

@@ -27,7 +27,11 @@ describe('workspace tools', () => {
   test('view reads a file inside the working directory, optionally by line range', async () => {
     const whole = await viewFile(root, 'README.md', { maxFileBytes: 1024 })
     expect(whole.content).toContain('needle here')
-    const range = await viewFile(root, 'README.md', { startLine: 2, endLine: 2, maxFileBytes: 1024 })
+    const range = await viewFile(root, 'README.md', {
+      startLine: 2,
+      endLine: 2,
+      maxFileBytes: 1024,
+    })
     expect(range.content).toBe('needle here')
   })
 
@@ -43,16 +47,25 @@ describe('workspace tools', () => {
 
   test('grep finds matches inside the working directory and never follows symlinks out', async () => {
     const result = await grepFiles(root, '.', { pattern: 'needle', regex: false, ...limits })
-    expect(result.matches.map((match) => `${match.path}:${match.line}`)).toEqual(['README.md:2', 'src/main.ts:1'])
+    expect(result.matches.map((match) => `${match.path}:${match.line}`)).toEqual([
+      'README.md:2',
+      'src/main.ts:1',
+    ])
   })
 
   test('a path climbing out with .. is refused with a typed error', async () => {
-    await expect(viewFile(root, '../outside/secret.txt', { maxFileBytes: 1024 })).rejects.toBeInstanceOf(WorkspacePathError)
-    await expect(listDirectory(root, '..')).rejects.toMatchObject({ code: 'WORKSPACE_PATH_REFUSED' })
+    await expect(
+      viewFile(root, '../outside/secret.txt', { maxFileBytes: 1024 }),
+    ).rejects.toBeInstanceOf(WorkspacePathError)
+    await expect(listDirectory(root, '..')).rejects.toMatchObject({
+      code: 'WORKSPACE_PATH_REFUSED',
+    })
   })
 
   test('an absolute path outside the working directory is refused', async () => {
-    await expect(viewFile(root, path.join(outside, 'secret.txt'), { maxFileBytes: 1024 })).rejects.toBeInstanceOf(WorkspacePathError)
+    await expect(
+      viewFile(root, path.join(outside, 'secret.txt'), { maxFileBytes: 1024 }),
+    ).rejects.toBeInstanceOf(WorkspacePathError)
   })
 
   test('an absolute path inside the working directory is allowed', async () => {
@@ -60,8 +73,12 @@ describe('workspace tools', () => {
   })
 
   test('a symlink pointing outside the working directory is refused', async () => {
-    await expect(viewFile(root, 'escape.txt', { maxFileBytes: 1024 })).rejects.toBeInstanceOf(WorkspacePathError)
+    await expect(viewFile(root, 'escape.txt', { maxFileBytes: 1024 })).rejects.toBeInstanceOf(
+      WorkspacePathError,
+    )
     await expect(listDirectory(root, 'escape-dir')).rejects.toBeInstanceOf(WorkspacePathError)
-    await expect(grepFiles(root, 'escape-dir', { pattern: 'needle', regex: false, ...limits })).rejects.toBeInstanceOf(WorkspacePathError)
+    await expect(
+      grepFiles(root, 'escape-dir', { pattern: 'needle', regex: false, ...limits }),
+    ).rejects.toBeInstanceOf(WorkspacePathError)
   })
 })

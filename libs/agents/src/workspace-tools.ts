@@ -31,21 +31,26 @@ export function createWorkspaceTools(options: WorkspaceToolsOptions): ToolSet {
 
   return {
     [WorkspaceToolName.VIEW]: tool({
-      description: 'Read a text file in the working directory. Optional 1-based inclusive line range.',
+      description:
+        'Read a text file in the working directory. Optional 1-based inclusive line range.',
       inputSchema: z.object({
         path: z.string().describe('File path relative to the working directory.'),
         startLine: z.number().int().min(1).optional(),
         endLine: z.number().int().min(1).optional(),
       }),
-      execute: async ({ path: requested, startLine, endLine }) => viewFile(root, requested, { startLine, endLine, maxFileBytes }),
+      execute: async ({ path: requested, startLine, endLine }) =>
+        viewFile(root, requested, { startLine, endLine, maxFileBytes }),
     }),
     [WorkspaceToolName.LIST]: tool({
       description: 'List the entries of a directory in the working directory.',
-      inputSchema: z.object({ path: z.string().default('.').describe('Directory relative to the working directory.') }),
+      inputSchema: z.object({
+        path: z.string().default('.').describe('Directory relative to the working directory.'),
+      }),
       execute: async ({ path: requested }) => listDirectory(root, requested),
     }),
     [WorkspaceToolName.GREP]: tool({
-      description: 'Search text files under a directory of the working directory for a literal string or a regular expression.',
+      description:
+        'Search text files under a directory of the working directory for a literal string or a regular expression.',
       inputSchema: z.object({
         pattern: z.string().min(1),
         path: z.string().default('.'),
@@ -70,13 +75,21 @@ export async function viewFile(
   const lines = buffer.subarray(0, options.maxFileBytes).toString('utf8').split('\n')
   const start = (options.startLine ?? 1) - 1
   const end = options.endLine ?? lines.length
-  return { path: await relativeTo(root, target), content: lines.slice(start, end).join('\n'), totalLines: lines.length, truncated }
+  return {
+    path: await relativeTo(root, target),
+    content: lines.slice(start, end).join('\n'),
+    totalLines: lines.length,
+    truncated,
+  }
 }
 
 export async function listDirectory(
   root: string,
   requested: string,
-): Promise<{ path: string; entries: { name: string; type: 'file' | 'directory' | 'symlink' | 'other' }[] }> {
+): Promise<{
+  path: string
+  entries: { name: string; type: 'file' | 'directory' | 'symlink' | 'other' }[]
+}> {
   const target = await resolveWorkspacePath(root, requested)
   const info = await stat(target)
   if (!info.isDirectory()) throw new WorkspacePathError(requested, 'it is not a directory')
@@ -84,7 +97,13 @@ export async function listDirectory(
   const entries = dirents
     .map((entry) => ({
       name: entry.name,
-      type: entry.isSymbolicLink() ? ('symlink' as const) : entry.isDirectory() ? ('directory' as const) : entry.isFile() ? ('file' as const) : ('other' as const),
+      type: entry.isSymbolicLink()
+        ? ('symlink' as const)
+        : entry.isDirectory()
+          ? ('directory' as const)
+          : entry.isFile()
+            ? ('file' as const)
+            : ('other' as const),
     }))
     // Code-point order: deterministic regardless of the host locale.
     .sort((a, b) => (a.name < b.name ? -1 : a.name > b.name ? 1 : 0))
@@ -136,7 +155,11 @@ export async function grepFiles(
         truncated = true
         return
       }
-      matches.push({ path: await relativeTo(root, target), line: index + 1, text: line.slice(0, 500) })
+      matches.push({
+        path: await relativeTo(root, target),
+        line: index + 1,
+        text: line.slice(0, 500),
+      })
     }
   }
   await visit(start)

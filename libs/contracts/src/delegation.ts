@@ -76,5 +76,7 @@ export const waitQuerySchema = z.strictObject({
 
 /** Normalises either prompt form to text blocks, the form every child receives. */
 export function promptToBlocks(prompt: Prompt): { type: 'text'; text: string }[] {
-  return typeof prompt === 'string' ? [{ type: 'text', text: prompt }] : prompt.map((b) => ({ ...b }))
+  return typeof prompt === 'string'
+    ? [{ type: 'text', text: prompt }]
+    : prompt.map((b) => ({ ...b }))
 }

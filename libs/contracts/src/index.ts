@@ -31,6 +31,17 @@ export {
   waitOptionsSchema,
   waitQuerySchema,
 } from './delegation.ts'
-export type { DelegationAccepted, DelegationMetadata, DelegationRequest, Prompt } from './delegation.ts'
-export { ATTEMPT_JOB_NAME, CONTROL_EVENT_NAMES, QueueName, attemptJobSchema, controlEventSchema } from './jobs.ts'
+export type {
+  DelegationAccepted,
+  DelegationMetadata,
+  DelegationRequest,
+  Prompt,
+} from './delegation.ts'
+export {
+  ATTEMPT_JOB_NAME,
+  CONTROL_EVENT_NAMES,
+  QueueName,
+  attemptJobSchema,
+  controlEventSchema,
+} from './jobs.ts'
 export type { AttemptJob, ControlEvent, ControlEventName } from './jobs.ts'

@@ -1,5 +1,10 @@
 import { QueueEvents, QueueEventsProducer, type ConnectionOptions } from 'bullmq'
-import { CONTROL_EVENT_NAMES, QueueName, controlEventSchema, type ControlEvent } from '@baton/contracts'
+import {
+  CONTROL_EVENT_NAMES,
+  QueueName,
+  controlEventSchema,
+  type ControlEvent,
+} from '@baton/contracts'
 import { createRedisConnection } from './connection.ts'
 
 /**

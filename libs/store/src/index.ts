@@ -5,9 +5,16 @@ export { migrateToLatest, pendingMigrations } from './migrate.ts'
 export type { MigrationReport } from './migrate.ts'
 export { isTransientStoreError } from './pg-errors.ts'
 export { acceptDelegation } from './attempts/accept-delegation.ts'
-export type { AcceptDelegationInput, AcceptDelegationOutcome } from './attempts/accept-delegation.ts'
+export type {
+  AcceptDelegationInput,
+  AcceptDelegationOutcome,
+} from './attempts/accept-delegation.ts'
 export { claimAttempt } from './attempts/claim-attempt.ts'
-export type { ClaimAttemptInput, ClaimAttemptOutcome, ClaimedAttempt } from './attempts/claim-attempt.ts'
+export type {
+  ClaimAttemptInput,
+  ClaimAttemptOutcome,
+  ClaimedAttempt,
+} from './attempts/claim-attempt.ts'
 export { renewLeases } from './attempts/renew-leases.ts'
 export type { HeldLease, LeaseRenewal } from './attempts/renew-leases.ts'
 export { commitTerminal } from './attempts/commit-terminal.ts'

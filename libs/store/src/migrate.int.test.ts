@@ -6,7 +6,10 @@ import { createDb } from './db.ts'
 import { migrateToLatest, pendingMigrations } from './migrate.ts'
 
 /** A fresh, empty database (not cloned from the template) for migration tests. */
-async function withEmptyDatabase(rootUrl: string, run: (url: string) => Promise<void>): Promise<void> {
+async function withEmptyDatabase(
+  rootUrl: string,
+  run: (url: string) => Promise<void>,
+): Promise<void> {
   const name = `baton_m_${randomUUID().replaceAll('-', '').slice(0, 12)}`
   const admin = new pg.Client({ connectionString: rootUrl })
   await admin.connect()
@@ -22,7 +25,9 @@ async function withEmptyDatabase(rootUrl: string, run: (url: string) => Promise<
 }
 
 describe('migrations', () => {
-  test('migrate from zero creates the ledger, and re-running is a no-op', async ({ databaseUrl }) => {
+  test('migrate from zero creates the ledger, and re-running is a no-op', async ({
+    databaseUrl,
+  }) => {
     await withEmptyDatabase(databaseUrl, async (url) => {
       const db = createDb({ connectionString: url, maxConnections: 2 })
       try {
@@ -32,7 +37,13 @@ describe('migrations', () => {
           select table_name from information_schema.tables where table_schema = 'public' order by 1
         `.execute(db)
         expect(tables.rows.map((r) => r.table_name)).toEqual(
-          expect.arrayContaining(['namespaces', 'sessions', 'agents', 'attempts', 'attempt_transitions']),
+          expect.arrayContaining([
+            'namespaces',
+            'sessions',
+            'agents',
+            'attempts',
+            'attempt_transitions',
+          ]),
         )
         expect((await migrateToLatest(db)).applied).toEqual([])
         expect(await pendingMigrations(db)).toEqual([])
@@ -42,14 +53,18 @@ describe('migrations', () => {
     })
   })
 
-  test('two migrators running at once both succeed and apply each migration once', async ({ databaseUrl }) => {
+  test('two migrators running at once both succeed and apply each migration once', async ({
+    databaseUrl,
+  }) => {
     await withEmptyDatabase(databaseUrl, async (url) => {
       const a = createDb({ connectionString: url, maxConnections: 2 })
       const b = createDb({ connectionString: url, maxConnections: 2 })
       try {
         const [ra, rb] = await Promise.all([migrateToLatest(a), migrateToLatest(b)])
         expect([...ra.applied, ...rb.applied]).toEqual(['0001-ledger'])
-        const executed = await sql<{ n: number }>`select count(*)::int as n from kysely_migration`.execute(a)
+        const executed = await sql<{
+          n: number
+        }>`select count(*)::int as n from kysely_migration`.execute(a)
         expect(executed.rows[0]?.n).toBe(1)
       } finally {
         await a.destroy()

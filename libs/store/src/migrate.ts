@@ -1,5 +1,10 @@
 import { sql } from 'kysely'
-import { Migrator, type Migration, type MigrationProvider, type MigrationResultSet } from 'kysely/migration'
+import {
+  Migrator,
+  type Migration,
+  type MigrationProvider,
+  type MigrationResultSet,
+} from 'kysely/migration'
 import type { Db } from './db.ts'
 import * as m0001 from './migrations/0001-ledger.ts'
 
@@ -30,7 +35,9 @@ export async function migrateToLatest(db: Db): Promise<MigrationReport> {
     try {
       const migrator = new Migrator({ db: conn, provider })
       const result: MigrationResultSet = await migrator.migrateToLatest()
-      if (result.error !== undefined) throw result.error
+      if (result.error !== undefined) {
+        throw result.error instanceof Error ? result.error : new Error('migration failed', { cause: result.error })
+      }
       return {
         applied: (result.results ?? [])
           .filter((r) => r.status === 'Success')

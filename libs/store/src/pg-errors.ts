@@ -14,12 +14,15 @@ interface PgErrorLike {
 }
 
 function asPgError(error: unknown): PgErrorLike | undefined {
-  return typeof error === 'object' && error !== null ? (error as PgErrorLike) : undefined
+  return typeof error === 'object' && error !== null ? error : undefined
 }
 
 export function isUniqueViolation(error: unknown, constraint?: string): boolean {
   const e = asPgError(error)
-  return e?.code === SqlState.UniqueViolation && (constraint === undefined || e.constraint === constraint)
+  return (
+    e?.code === SqlState.UniqueViolation &&
+    (constraint === undefined || e.constraint === constraint)
+  )
 }
 
 /**
@@ -39,6 +42,11 @@ export function isTransientStoreError(error: unknown): boolean {
   ) {
     return true
   }
-  return ['ECONNRESET', 'ECONNREFUSED', 'EPIPE', 'ETIMEDOUT'].includes(code) ||
-    (error instanceof Error && /Connection terminated|connection timeout|Client has encountered a connection error/i.test(error.message))
+  return (
+    ['ECONNRESET', 'ECONNREFUSED', 'EPIPE', 'ETIMEDOUT'].includes(code) ||
+    (error instanceof Error &&
+      /Connection terminated|connection timeout|Client has encountered a connection error/i.test(
+        error.message,
+      ))
+  )
 }

@@ -1,4 +1,7 @@
-import type { InheritableCapabilityBundle, InheritableHook } from './capability-inheritance-policy.ts'
+import type {
+  InheritableCapabilityBundle,
+  InheritableHook,
+} from './capability-inheritance-policy.ts'
 import type { ToolDescriptor } from './tool-descriptor.ts'
 
 /** One record on a context's event bus. */

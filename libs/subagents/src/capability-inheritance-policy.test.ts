@@ -11,7 +11,10 @@ const parent = {
 
 describe('SubagentCapabilityInheritancePolicy', () => {
   it('inherits no hooks or bundles by default', () => {
-    expect(createSubagentCapabilityInheritancePolicy().resolve(parent)).toEqual({ hooks: [], capabilityBundles: [] })
+    expect(createSubagentCapabilityInheritancePolicy().resolve(parent)).toEqual({
+      hooks: [],
+      capabilityBundles: [],
+    })
   })
 
   it('inherits parent hooks only when hooks is enabled', () => {
@@ -20,7 +23,9 @@ describe('SubagentCapabilityInheritancePolicy', () => {
   })
 
   it('inherits capability bundles only when capabilityBundles is enabled', () => {
-    const resolved = createSubagentCapabilityInheritancePolicy({ capabilityBundles: true }).resolve(parent)
+    const resolved = createSubagentCapabilityInheritancePolicy({ capabilityBundles: true }).resolve(
+      parent,
+    )
     expect(resolved).toEqual({ hooks: [], capabilityBundles: parent.capabilityBundles })
   })
 

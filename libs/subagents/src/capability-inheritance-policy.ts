@@ -23,7 +23,10 @@ export interface SubagentCapabilityInheritancePolicyOptions {
   readonly deniedCapabilities?: readonly string[]
 }
 
-export interface InheritedCapabilities<H extends InheritableHook, B extends InheritableCapabilityBundle> {
+export interface InheritedCapabilities<
+  H extends InheritableHook,
+  B extends InheritableCapabilityBundle,
+> {
   readonly hooks: readonly H[]
   readonly capabilityBundles: readonly B[]
 }
@@ -52,7 +55,9 @@ export function createSubagentCapabilityInheritancePolicy(
       return {
         hooks: hooks ? parent.hooks.filter((hook) => !denied.has(hook.capabilityId)) : [],
         capabilityBundles: capabilityBundles
-          ? parent.capabilityBundles.filter((bundle) => !denied.has(bundle.capabilityId) && !denied.has(bundle.name))
+          ? parent.capabilityBundles.filter(
+              (bundle) => !denied.has(bundle.capabilityId) && !denied.has(bundle.name),
+            )
           : [],
       }
     },

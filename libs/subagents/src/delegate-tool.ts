@@ -7,7 +7,10 @@ import type { ToolDescriptor } from './tool-descriptor.ts'
 
 export const delegateToolInputSchema = z.strictObject({
   name: z.string().min(1).describe('The registered subagent to delegate to.'),
-  prompt: z.string().min(1).describe('The complete task for the subagent; it does not see this conversation.'),
+  prompt: z
+    .string()
+    .min(1)
+    .describe('The complete task for the subagent; it does not see this conversation.'),
 })
 export type DelegateToolInput = z.infer<typeof delegateToolInputSchema>
 
@@ -33,7 +36,10 @@ export interface DelegateTool extends CallableTool<DelegateToolOutput> {
  */
 export function createDelegateTool(registry: SubagentRegistry): DelegateTool {
   if (registry.mode === 'disabled') {
-    throw new SubagentError('DELEGATION_DISABLED', 'Cannot create the delegate tool: delegation is disabled for this registry.')
+    throw new SubagentError(
+      'DELEGATION_DISABLED',
+      'Cannot create the delegate tool: delegation is disabled for this registry.',
+    )
   }
   return {
     inputSchema: delegateToolInputSchema,
@@ -54,16 +60,20 @@ export function createDelegateTool(registry: SubagentRegistry): DelegateTool {
 const subagentInfoInputSchema = z.strictObject({})
 
 /** `subagent_info`: availability as delegation would see it, from the calling context's tools. */
-export function createSubagentInfoTool(registry: SubagentRegistry): CallableTool<readonly SubagentInfo[]> {
+export function createSubagentInfoTool(
+  registry: SubagentRegistry,
+): CallableTool<readonly SubagentInfo[]> {
   return {
     definition: {
       name: DELEGATION_TOOL_NAMES.info,
-      description: 'List the subagents you can delegate to, whether each is available, and which of your tools each would inherit.',
+      description:
+        'List the subagents you can delegate to, whether each is available, and which of your tools each would inherit.',
       inputSchema: toJsonSchema(subagentInfoInputSchema),
     },
     call(context, input) {
       const parsed = subagentInfoInputSchema.safeParse(input ?? {})
-      if (!parsed.success) return Promise.reject(invalidInput(DELEGATION_TOOL_NAMES.info, parsed.error))
+      if (!parsed.success)
+        return Promise.reject(invalidInput(DELEGATION_TOOL_NAMES.info, parsed.error))
       return Promise.resolve(registry.subagentInfo(context.tools))
     },
   }
@@ -74,7 +84,11 @@ export function describeDelegation(registry: SubagentRegistry): string {
     const description = registry.get(name)?.description
     return description === undefined ? `- ${name}` : `- ${name}: ${description}`
   })
-  return ['Delegate a self-contained task to a subagent and receive its final output.', 'Available subagents:', ...lines].join('\n')
+  return [
+    'Delegate a self-contained task to a subagent and receive its final output.',
+    'Available subagents:',
+    ...lines,
+  ].join('\n')
 }
 
 export function toJsonSchema(schema: z.ZodType): Readonly<Record<string, unknown>> {
@@ -84,5 +98,9 @@ export function toJsonSchema(schema: z.ZodType): Readonly<Record<string, unknown
 }
 
 function invalidInput(tool: string, error: z.ZodError): SubagentError {
-  return new SubagentError('INVALID_TOOL_INPUT', `Invalid input for ${tool}: ${z.prettifyError(error)}`, { cause: error })
+  return new SubagentError(
+    'INVALID_TOOL_INPUT',
+    `Invalid input for ${tool}: ${z.prettifyError(error)}`,
+    { cause: error },
+  )
 }

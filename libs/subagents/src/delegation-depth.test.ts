@@ -1,10 +1,18 @@
 import { describe, expect, it } from 'vitest'
-import { childDepthFields, deriveChildDepth, readDelegationDepth, resumedChildDepth } from './delegation-depth.ts'
+import {
+  childDepthFields,
+  deriveChildDepth,
+  readDelegationDepth,
+  resumedChildDepth,
+} from './delegation-depth.ts'
 import type { Agent } from './types.ts'
 
 function agent(delegationDepth?: number, subagentDepth?: number): Agent {
   return {
-    session: { id: 's', header: { id: 's', cwd: '/', ...(delegationDepth === undefined ? {} : { delegationDepth }) } },
+    session: {
+      id: 's',
+      header: { id: 's', cwd: '/', ...(delegationDepth === undefined ? {} : { delegationDepth }) },
+    },
     options: subagentDepth === undefined ? {} : { subagentDepth },
   }
 }

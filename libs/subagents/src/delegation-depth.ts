@@ -49,7 +49,10 @@ export function resumedChildDepth(child: Agent, parent?: Agent): number {
 }
 
 /** The fields an in-process provider stamps on a new child so both depth sources agree. */
-export function childDepthFields(depth: number): { readonly delegationDepth: number; readonly subagentDepth: number } {
+export function childDepthFields(depth: number): {
+  readonly delegationDepth: number
+  readonly subagentDepth: number
+} {
   assertDepth(depth, 'child depth')
   return { delegationDepth: depth, subagentDepth: depth }
 }
@@ -61,9 +64,13 @@ export function assertValidMaxDepth(maxDepth: number): void {
 
 function assertDepth(value: number, label: string): number {
   if (!Number.isSafeInteger(value) || value < 0) {
-    throw new SubagentError('INVALID_DEPTH', `${label} must be a non-negative safe integer, got ${String(value)}.`, {
-      details: { field: label },
-    })
+    throw new SubagentError(
+      'INVALID_DEPTH',
+      `${label} must be a non-negative safe integer, got ${String(value)}.`,
+      {
+        details: { field: label },
+      },
+    )
   }
   return value
 }

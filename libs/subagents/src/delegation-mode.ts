@@ -10,7 +10,8 @@ export const SubagentDelegationMode = {
   async: 'async',
   disabled: 'disabled',
 } as const
-export type SubagentDelegationMode = (typeof SubagentDelegationMode)[keyof typeof SubagentDelegationMode]
+export type SubagentDelegationMode =
+  (typeof SubagentDelegationMode)[keyof typeof SubagentDelegationMode]
 
 export const DELEGATION_TOOL_NAMES = {
   delegate: 'delegate',

@@ -1,5 +1,10 @@
 import { z } from 'zod'
-import { createDelegateTool, createSubagentInfoTool, describeDelegation, toJsonSchema } from './delegate-tool.ts'
+import {
+  createDelegateTool,
+  createSubagentInfoTool,
+  describeDelegation,
+  toJsonSchema,
+} from './delegate-tool.ts'
 import { DELEGATION_TOOL_NAMES } from './delegation-mode.ts'
 import type { SubagentRegistry } from './subagent-registry.ts'
 import type { ToolDescriptor } from './tool-descriptor.ts'
@@ -9,7 +14,11 @@ import type { ToolDescriptor } from './tool-descriptor.ts'
 const asyncDelegateInput = z.strictObject({
   name: z.string().min(1).describe('The registered subagent to delegate to.'),
   prompt: z.string().min(1).describe('The complete task for the subagent.'),
-  agent_id: z.string().min(1).optional().describe('Continue a settled background agent you already know; omit to start a new one.'),
+  agent_id: z
+    .string()
+    .min(1)
+    .optional()
+    .describe('Continue a settled background agent you already know; omit to start a new one.'),
 })
 const steerInput = z.strictObject({
   attempt_id: z.string().min(1).describe('The attempt to steer, as returned by delegate.'),
@@ -20,7 +29,12 @@ const cancelInput = z.strictObject({
 })
 const waitInput = z.strictObject({
   attempt_id: z.string().min(1).describe('The attempt to wait for.'),
-  timeout_ms: z.number().int().positive().optional().describe('Upper bound on this single wait; do not call wait in a polling loop.'),
+  timeout_ms: z
+    .number()
+    .int()
+    .positive()
+    .optional()
+    .describe('Upper bound on this single wait; do not call wait in a polling loop.'),
 })
 
 /**
@@ -41,9 +55,21 @@ export function delegationToolDefinitions(registry: SubagentRegistry): ToolDescr
           description: `${describeDelegation(registry)}\nRuns in the background: returns an agent_id and an attempt_id immediately.`,
           inputSchema: toJsonSchema(asyncDelegateInput),
         },
-        { name: DELEGATION_TOOL_NAMES.steer, description: 'Send guidance to a running background subagent attempt.', inputSchema: toJsonSchema(steerInput) },
-        { name: DELEGATION_TOOL_NAMES.cancel, description: 'Cancel a background subagent attempt.', inputSchema: toJsonSchema(cancelInput) },
-        { name: DELEGATION_TOOL_NAMES.wait, description: 'Wait once, bounded, for a background subagent attempt to finish.', inputSchema: toJsonSchema(waitInput) },
+        {
+          name: DELEGATION_TOOL_NAMES.steer,
+          description: 'Send guidance to a running background subagent attempt.',
+          inputSchema: toJsonSchema(steerInput),
+        },
+        {
+          name: DELEGATION_TOOL_NAMES.cancel,
+          description: 'Cancel a background subagent attempt.',
+          inputSchema: toJsonSchema(cancelInput),
+        },
+        {
+          name: DELEGATION_TOOL_NAMES.wait,
+          description: 'Wait once, bounded, for a background subagent attempt to finish.',
+          inputSchema: toJsonSchema(waitInput),
+        },
         createSubagentInfoTool(registry).definition,
       ]
     default: {

@@ -11,7 +11,12 @@ export interface SubagentExecutionMetadata {
 }
 
 export type SubagentExecutionOutcome =
-  | { readonly status: 'completed'; readonly output: string; readonly usage?: Usage; readonly runId?: string }
+  | {
+      readonly status: 'completed'
+      readonly output: string
+      readonly usage?: Usage
+      readonly runId?: string
+    }
   | { readonly status: 'failed'; readonly error: unknown }
 
 /**
@@ -20,6 +25,13 @@ export type SubagentExecutionOutcome =
  * the outcome; throwing from it fails the delegation. Hooks run in registration order.
  */
 export interface SubagentExecutionHook {
-  beforeSubagentRun?(metadata: SubagentExecutionMetadata, childContext: AgentContext): void | Promise<void>
-  afterSubagentRun?(metadata: SubagentExecutionMetadata, childContext: AgentContext, outcome: SubagentExecutionOutcome): void | Promise<void>
+  beforeSubagentRun?(
+    metadata: SubagentExecutionMetadata,
+    childContext: AgentContext,
+  ): void | Promise<void>
+  afterSubagentRun?(
+    metadata: SubagentExecutionMetadata,
+    childContext: AgentContext,
+    outcome: SubagentExecutionOutcome,
+  ): void | Promise<void>
 }

@@ -29,7 +29,13 @@ export type {
   SubagentServiceOptions,
 } from './subagent-service.ts'
 
-export { assertValidMaxDepth, childDepthFields, deriveChildDepth, readDelegationDepth, resumedChildDepth } from './delegation-depth.ts'
+export {
+  assertValidMaxDepth,
+  childDepthFields,
+  deriveChildDepth,
+  readDelegationDepth,
+  resumedChildDepth,
+} from './delegation-depth.ts'
 
 export {
   assertSupportedOutputSchema,
@@ -39,7 +45,12 @@ export {
   settleStructuredResult,
   validateAgainstOutputSchema,
 } from './output-schema.ts'
-export type { CaptureAttempt, ChildTurnOutcome, OutputValidation, StructuredCapture } from './output-schema.ts'
+export type {
+  CaptureAttempt,
+  ChildTurnOutcome,
+  OutputValidation,
+  StructuredCapture,
+} from './output-schema.ts'
 
 export { applyToolFilter } from './tool-filter.ts'
 export { interpolatePersona } from './persona.ts'
@@ -70,17 +81,41 @@ export type {
 export { parseSubagentMarkdown } from './subagent-spec.ts'
 export type { SubagentSpec } from './subagent-spec.ts'
 export { CAPABILITY_POLICY_METADATA_KEY, projectSubagentSpec } from './subagent-spec-projection.ts'
-export type { AgentSpec, ProjectSubagentSpecOptions, SubagentSpecProjection } from './subagent-spec-projection.ts'
+export type {
+  AgentSpec,
+  ProjectSubagentSpecOptions,
+  SubagentSpecProjection,
+} from './subagent-spec-projection.ts'
 export { loadSubagentDirectory } from './subagent-directory.ts'
 
 export { createAgentContext, createEventBus, createUsageTracker } from './agent-context.ts'
-export type { AgentContext, AgentContextInit, ContextEvent, EventBus, Usage, UsageTracker } from './agent-context.ts'
+export type {
+  AgentContext,
+  AgentContextInit,
+  ContextEvent,
+  EventBus,
+  Usage,
+  UsageTracker,
+} from './agent-context.ts'
 export { createSubagentTask } from './subagent-task.ts'
-export type { DelegatedSubagent, SubagentRunOutput, SubagentTask, SubagentTaskInput } from './subagent-task.ts'
-export type { SubagentExecutionHook, SubagentExecutionMetadata, SubagentExecutionOutcome } from './execution-hook.ts'
+export type {
+  DelegatedSubagent,
+  SubagentRunOutput,
+  SubagentTask,
+  SubagentTaskInput,
+} from './subagent-task.ts'
+export type {
+  SubagentExecutionHook,
+  SubagentExecutionMetadata,
+  SubagentExecutionOutcome,
+} from './execution-hook.ts'
 export { asSubagentLifecycleEvent, SubagentLifecycleEventKind } from './subagent-lifecycle.ts'
 export type { SubagentLifecycleEvent } from './subagent-lifecycle.ts'
-export { createSubagentRegistry, readSubagentStack, SUBAGENT_STACK_METADATA_KEY } from './subagent-registry.ts'
+export {
+  createSubagentRegistry,
+  readSubagentStack,
+  SUBAGENT_STACK_METADATA_KEY,
+} from './subagent-registry.ts'
 export type {
   SubagentConfig,
   SubagentInfo,
@@ -89,7 +124,20 @@ export type {
   SubagentRunner,
   SubagentStackFrame,
 } from './subagent-registry.ts'
-export { createDelegateTool, createSubagentInfoTool, delegateToolInputSchema } from './delegate-tool.ts'
-export type { CallableTool, DelegateTool, DelegateToolInput, DelegateToolOutput } from './delegate-tool.ts'
-export { DELEGATION_TOOL_NAMES, delegationToolNames, SubagentDelegationMode } from './delegation-mode.ts'
+export {
+  createDelegateTool,
+  createSubagentInfoTool,
+  delegateToolInputSchema,
+} from './delegate-tool.ts'
+export type {
+  CallableTool,
+  DelegateTool,
+  DelegateToolInput,
+  DelegateToolOutput,
+} from './delegate-tool.ts'
+export {
+  DELEGATION_TOOL_NAMES,
+  delegationToolNames,
+  SubagentDelegationMode,
+} from './delegation-mode.ts'
 export { delegationToolDefinitions } from './delegation-tools.ts'

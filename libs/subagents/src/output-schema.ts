@@ -1,6 +1,11 @@
 import { SubagentError } from './errors.ts'
 import type { ToolDescriptor } from './tool-descriptor.ts'
-import type { ContentBlock, StructuredOutputSchema, SubagentResult, SubagentStopReason } from './types.ts'
+import type {
+  ContentBlock,
+  StructuredOutputSchema,
+  SubagentResult,
+  SubagentStopReason,
+} from './types.ts'
 
 /**
  * Structured output is restricted to a small, object-rooted JSON Schema subset that every backend
@@ -13,7 +18,9 @@ import type { ContentBlock, StructuredOutputSchema, SubagentResult, SubagentStop
  *             { type: 'object', ...as root }
  *             { enum: [string | number | boolean | null, ...], type?: primitive, description? }
  */
-export function assertSupportedOutputSchema(schema: unknown): asserts schema is StructuredOutputSchema {
+export function assertSupportedOutputSchema(
+  schema: unknown,
+): asserts schema is StructuredOutputSchema {
   if (!isPlainObject(schema) || schema['type'] !== 'object') {
     throw unsupported('#', 'the root must be a JSON object schema with type "object"')
   }
@@ -21,7 +28,13 @@ export function assertSupportedOutputSchema(schema: unknown): asserts schema is 
 }
 
 const PRIMITIVE_TYPES = new Set(['string', 'number', 'integer', 'boolean', 'null'])
-const OBJECT_KEYS = new Set(['type', 'properties', 'required', 'additionalProperties', 'description'])
+const OBJECT_KEYS = new Set([
+  'type',
+  'properties',
+  'required',
+  'additionalProperties',
+  'description',
+])
 const ARRAY_KEYS = new Set(['type', 'items', 'description'])
 const PRIMITIVE_KEYS = new Set(['type', 'description'])
 const ENUM_KEYS = new Set(['type', 'enum', 'description'])
@@ -40,26 +53,38 @@ function checkNode(node: unknown, path: string): void {
     checkKeys(node, PRIMITIVE_KEYS, path)
     return checkDescription(node, path)
   }
-  throw unsupported(path, `"type" must be one of object, array, string, number, integer, boolean, null (got ${JSON.stringify(type)})`)
+  throw unsupported(
+    path,
+    `"type" must be one of object, array, string, number, integer, boolean, null (got ${JSON.stringify(type)})`,
+  )
 }
 
 function checkObjectNode(node: Readonly<Record<string, unknown>>, path: string): void {
   checkKeys(node, OBJECT_KEYS, path)
   checkDescription(node, path)
   const properties = node['properties'] ?? {}
-  if (!isPlainObject(properties)) throw unsupported(`${path}/properties`, '"properties" must be an object')
-  for (const [key, child] of Object.entries(properties)) checkNode(child, `${path}/properties/${key}`)
+  if (!isPlainObject(properties))
+    throw unsupported(`${path}/properties`, '"properties" must be an object')
+  for (const [key, child] of Object.entries(properties))
+    checkNode(child, `${path}/properties/${key}`)
   if ('required' in node) {
     const required = node['required']
     if (!Array.isArray(required) || !required.every((name) => typeof name === 'string')) {
       throw unsupported(`${path}/required`, '"required" must be an array of property names')
     }
     for (const name of required) {
-      if (!Object.hasOwn(properties, name)) throw unsupported(`${path}/required`, `required property "${name}" is not declared in "properties"`)
+      if (!Object.hasOwn(properties, name))
+        throw unsupported(
+          `${path}/required`,
+          `required property "${name}" is not declared in "properties"`,
+        )
     }
   }
   if ('additionalProperties' in node && typeof node['additionalProperties'] !== 'boolean') {
-    throw unsupported(`${path}/additionalProperties`, '"additionalProperties" must be a boolean (schemas are not supported)')
+    throw unsupported(
+      `${path}/additionalProperties`,
+      '"additionalProperties" must be a boolean (schemas are not supported)',
+    )
   }
 }
 
@@ -67,50 +92,81 @@ function checkEnumNode(node: Readonly<Record<string, unknown>>, path: string): v
   checkKeys(node, ENUM_KEYS, path)
   checkDescription(node, path)
   const values = node['enum']
-  if (!Array.isArray(values) || values.length === 0) throw unsupported(`${path}/enum`, '"enum" must be a non-empty array')
+  if (!Array.isArray(values) || values.length === 0)
+    throw unsupported(`${path}/enum`, '"enum" must be a non-empty array')
   for (const value of values as unknown[]) {
-    if (!isPrimitive(value)) throw unsupported(`${path}/enum`, 'enum members must be strings, numbers, booleans or null')
+    if (!isPrimitive(value))
+      throw unsupported(`${path}/enum`, 'enum members must be strings, numbers, booleans or null')
   }
   if ('type' in node) {
     const type = node['type']
-    if (typeof type !== 'string' || !PRIMITIVE_TYPES.has(type)) throw unsupported(path, 'an enum "type" must be a primitive type')
+    if (typeof type !== 'string' || !PRIMITIVE_TYPES.has(type))
+      throw unsupported(path, 'an enum "type" must be a primitive type')
     for (const value of values as unknown[]) {
-      if (!matchesPrimitiveType(type, value)) throw unsupported(`${path}/enum`, `enum member ${JSON.stringify(value)} is not of type ${type}`)
+      if (!matchesPrimitiveType(type, value))
+        throw unsupported(
+          `${path}/enum`,
+          `enum member ${JSON.stringify(value)} is not of type ${type}`,
+        )
     }
   }
 }
 
-function checkKeys(node: Readonly<Record<string, unknown>>, allowed: ReadonlySet<string>, path: string): void {
+function checkKeys(
+  node: Readonly<Record<string, unknown>>,
+  allowed: ReadonlySet<string>,
+  path: string,
+): void {
   for (const key of Object.keys(node)) {
-    if (!allowed.has(key)) throw unsupported(path, `keyword "${key}" is not supported here (allowed: ${[...allowed].join(', ')})`)
+    if (!allowed.has(key))
+      throw unsupported(
+        path,
+        `keyword "${key}" is not supported here (allowed: ${[...allowed].join(', ')})`,
+      )
   }
 }
 
 function checkDescription(node: Readonly<Record<string, unknown>>, path: string): void {
-  if ('description' in node && typeof node['description'] !== 'string') throw unsupported(`${path}/description`, '"description" must be a string')
+  if ('description' in node && typeof node['description'] !== 'string')
+    throw unsupported(`${path}/description`, '"description" must be a string')
 }
 
 function unsupported(path: string, reason: string): SubagentError {
-  return new SubagentError('UNSUPPORTED_SCHEMA', `Unsupported output schema at ${path}: ${reason}.`, { details: { path } })
+  return new SubagentError(
+    'UNSUPPORTED_SCHEMA',
+    `Unsupported output schema at ${path}: ${reason}.`,
+    { details: { path } },
+  )
 }
 
-export type OutputValidation = { readonly ok: true; readonly value: unknown } | { readonly ok: false; readonly errors: readonly string[] }
+export type OutputValidation =
+  | { readonly ok: true; readonly value: unknown }
+  | { readonly ok: false; readonly errors: readonly string[] }
 
 /**
  * Validate a value against a supported schema. The value must be plain JSON data: plain objects,
  * arrays, finite numbers, strings, booleans, null. `additionalProperties` follows JSON Schema's
  * default (allowed unless `false`). Throws UNSUPPORTED_SCHEMA if the schema itself is unsupported.
  */
-export function validateAgainstOutputSchema(schema: StructuredOutputSchema, value: unknown): OutputValidation {
+export function validateAgainstOutputSchema(
+  schema: StructuredOutputSchema,
+  value: unknown,
+): OutputValidation {
   assertSupportedOutputSchema(schema)
   const errors: string[] = []
   validateNode(schema, value, '#', errors)
   return errors.length === 0 ? { ok: true, value } : { ok: false, errors }
 }
 
-function validateNode(node: Readonly<Record<string, unknown>>, value: unknown, path: string, errors: string[]): void {
+function validateNode(
+  node: Readonly<Record<string, unknown>>,
+  value: unknown,
+  path: string,
+  errors: string[],
+): void {
   if ('enum' in node) {
-    if (!(node['enum'] as unknown[]).some((member) => member === value)) errors.push(`${path}: must be one of ${JSON.stringify(node['enum'])}`)
+    if (!(node['enum'] as unknown[]).some((member) => member === value))
+      errors.push(`${path}: must be one of ${JSON.stringify(node['enum'])}`)
     return
   }
   const type = node['type'] as string
@@ -120,14 +176,17 @@ function validateNode(node: Readonly<Record<string, unknown>>, value: unknown, p
         errors.push(`${path}: must be an object`)
         return
       }
-      const properties = (node['properties'] ?? {}) as Readonly<Record<string, Readonly<Record<string, unknown>>>>
+      const properties = (node['properties'] ?? {}) as Readonly<
+        Record<string, Readonly<Record<string, unknown>>>
+      >
       for (const name of (node['required'] ?? []) as string[]) {
         if (!Object.hasOwn(value, name)) errors.push(`${path}: missing required property "${name}"`)
       }
       for (const [key, child] of Object.entries(value)) {
         const childSchema = Object.hasOwn(properties, key) ? properties[key] : undefined
         if (childSchema !== undefined) validateNode(childSchema, child, `${path}/${key}`, errors)
-        else if (node['additionalProperties'] === false) errors.push(`${path}: unexpected property "${key}"`)
+        else if (node['additionalProperties'] === false)
+          errors.push(`${path}: unexpected property "${key}"`)
         else if (!isJson(child)) errors.push(`${path}/${key}: must be plain JSON data`)
       }
       return
@@ -142,7 +201,8 @@ function validateNode(node: Readonly<Record<string, unknown>>, value: unknown, p
       return
     }
     default:
-      if (!matchesPrimitiveType(type, value)) errors.push(`${path}: must be ${type === 'integer' ? 'an integer' : `a ${type}`}`)
+      if (!matchesPrimitiveType(type, value))
+        errors.push(`${path}: must be ${type === 'integer' ? 'an integer' : `a ${type}`}`)
   }
 }
 
@@ -164,7 +224,12 @@ function matchesPrimitiveType(type: string, value: unknown): boolean {
 }
 
 function isPrimitive(value: unknown): boolean {
-  return value === null || typeof value === 'string' || typeof value === 'boolean' || (typeof value === 'number' && Number.isFinite(value))
+  return (
+    value === null ||
+    typeof value === 'string' ||
+    typeof value === 'boolean' ||
+    (typeof value === 'number' && Number.isFinite(value))
+  )
 }
 
 function isJson(value: unknown): boolean {
@@ -187,16 +252,21 @@ export const CAPTURE_TOOL_NAME = 'submit_result'
  * requested: the child finishes by calling it, and its input IS the structured result, so the
  * model's own tool-calling machinery enforces the shape rather than free-text JSON parsing.
  */
-export function createCaptureToolDefinition(schema: StructuredOutputSchema, name: string = CAPTURE_TOOL_NAME): ToolDescriptor {
+export function createCaptureToolDefinition(
+  schema: StructuredOutputSchema,
+  name: string = CAPTURE_TOOL_NAME,
+): ToolDescriptor {
   assertSupportedOutputSchema(schema)
   return {
     name,
-    description: 'Submit your final result. Call this exactly once when the task is done; its input is your answer and must match the schema.',
+    description:
+      'Submit your final result. Call this exactly once when the task is done; its input is your answer and must match the schema.',
     inputSchema: schema,
   }
 }
 
-export type CaptureAttempt = { readonly accepted: true } | { readonly accepted: false; readonly errors: readonly string[] }
+export type CaptureAttempt =
+  { readonly accepted: true } | { readonly accepted: false; readonly errors: readonly string[] }
 
 /** What the child finished with, before structured output is folded in. */
 export interface ChildTurnOutcome {
@@ -213,7 +283,10 @@ export interface StructuredCapture {
   settle(child: ChildTurnOutcome): SubagentResult
 }
 
-export function createStructuredCapture(schema: StructuredOutputSchema, toolName: string = CAPTURE_TOOL_NAME): StructuredCapture {
+export function createStructuredCapture(
+  schema: StructuredOutputSchema,
+  toolName: string = CAPTURE_TOOL_NAME,
+): StructuredCapture {
   const tool = createCaptureToolDefinition(schema, toolName)
   let captured: { readonly value: unknown } | undefined
   return {
@@ -242,11 +315,21 @@ export function settleStructuredResult(
   child: ChildTurnOutcome,
   capture: { readonly value: unknown } | undefined,
 ): SubagentResult {
-  if (child.stopReason !== 'completed') return { output: child.output, stopReason: child.stopReason }
+  if (child.stopReason !== 'completed')
+    return { output: child.output, stopReason: child.stopReason }
   if (capture === undefined) {
-    return { output: child.output, stopReason: 'error', failureCategory: 'structured_output_missing' }
+    return {
+      output: child.output,
+      stopReason: 'error',
+      failureCategory: 'structured_output_missing',
+    }
   }
   const verdict = validateAgainstOutputSchema(schema, capture.value)
-  if (!verdict.ok) return { output: child.output, stopReason: 'error', failureCategory: 'structured_output_invalid' }
+  if (!verdict.ok)
+    return {
+      output: child.output,
+      stopReason: 'error',
+      failureCategory: 'structured_output_invalid',
+    }
   return { output: child.output, stopReason: 'completed', structured: capture.value }
 }

@@ -9,7 +9,10 @@ const PLACEHOLDER = /\{\{\s*([A-Za-z_][A-Za-z0-9_.-]*)\s*\}\}/g
  * hole changes the child's behaviour in ways nobody reviews. Lookup uses own properties only, so
  * `{{constructor}}` does not resolve to Object.prototype.
  */
-export function interpolatePersona(template: string, variables: Readonly<Record<string, string>>): string {
+export function interpolatePersona(
+  template: string,
+  variables: Readonly<Record<string, string>>,
+): string {
   const unknown = new Set<string>()
   const rendered = template.replace(PLACEHOLDER, (_match, name: string) => {
     if (!Object.hasOwn(variables, name)) {

@@ -12,7 +12,8 @@ afterEach(async () => {
   await rm(dir, { recursive: true, force: true })
 })
 
-const file = (name: string) => `---\nname: ${name}\ndescription: ${name} agent\n---\nYou are ${name}.\n`
+const file = (name: string) =>
+  `---\nname: ${name}\ndescription: ${name} agent\n---\nYou are ${name}.\n`
 
 describe('loadSubagentDirectory', () => {
   it('reads every *.md file in the directory, in file-name order, ignoring other files and subdirectories', async () => {
@@ -32,6 +33,9 @@ describe('loadSubagentDirectory', () => {
 
   it('names the offending file when one spec is invalid', async () => {
     await writeFile(join(dir, 'broken.md'), 'no frontmatter')
-    await expect(loadSubagentDirectory(dir)).rejects.toMatchObject({ code: 'INVALID_SPEC', message: expect.stringContaining('broken.md') as string })
+    await expect(loadSubagentDirectory(dir)).rejects.toMatchObject({
+      code: 'INVALID_SPEC',
+      message: expect.stringContaining('broken.md') as string,
+    })
   })
 })

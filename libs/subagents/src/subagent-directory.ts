@@ -22,14 +22,19 @@ export async function loadSubagentDirectory(dir: string): Promise<SubagentSpec[]
     try {
       spec = parseSubagentMarkdown(await readFile(path, 'utf8'))
     } catch (error) {
-      if (isSubagentError(error)) throw new SubagentError(error.code, `${path}: ${error.message}`, { cause: error })
+      if (isSubagentError(error))
+        throw new SubagentError(error.code, `${path}: ${error.message}`, { cause: error })
       throw error
     }
     const previous = sources.get(spec.name)
     if (previous !== undefined) {
-      throw new SubagentError('DUPLICATE_SUBAGENT', `Subagent name "${spec.name}" is declared by both ${previous} and ${path}; rename one.`, {
-        details: { name: spec.name },
-      })
+      throw new SubagentError(
+        'DUPLICATE_SUBAGENT',
+        `Subagent name "${spec.name}" is declared by both ${previous} and ${path}; rename one.`,
+        {
+          details: { name: spec.name },
+        },
+      )
     }
     sources.set(spec.name, path)
     specs.push(spec)

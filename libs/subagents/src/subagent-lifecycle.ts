@@ -7,7 +7,8 @@ export const SubagentLifecycleEventKind = {
   completed: 'subagent_completed',
   failed: 'subagent_failed',
 } as const
-export type SubagentLifecycleEventKind = (typeof SubagentLifecycleEventKind)[keyof typeof SubagentLifecycleEventKind]
+export type SubagentLifecycleEventKind =
+  (typeof SubagentLifecycleEventKind)[keyof typeof SubagentLifecycleEventKind]
 
 export interface SubagentLifecycleEvent {
   readonly kind: 'started' | 'completed' | 'failed'
@@ -24,7 +25,10 @@ export interface SubagentLifecycleEvent {
 }
 
 /** Read a bus record back as a lifecycle event, or `undefined` if it is some other record. */
-export function asSubagentLifecycleEvent(record: { readonly kind: string; readonly payload: unknown }): SubagentLifecycleEvent | undefined {
+export function asSubagentLifecycleEvent(record: {
+  readonly kind: string
+  readonly payload: unknown
+}): SubagentLifecycleEvent | undefined {
   const kinds: readonly string[] = Object.values(SubagentLifecycleEventKind)
   return kinds.includes(record.kind) ? (record.payload as SubagentLifecycleEvent) : undefined
 }

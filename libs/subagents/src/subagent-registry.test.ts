@@ -1,9 +1,17 @@
 import { describe, expect, it } from 'vitest'
 import { createAgentContext, type AgentContext } from './agent-context.ts'
 import { createSubagentCapabilityInheritancePolicy } from './capability-inheritance-policy.ts'
-import type { SubagentExecutionHook, SubagentExecutionMetadata, SubagentExecutionOutcome } from './execution-hook.ts'
+import type {
+  SubagentExecutionHook,
+  SubagentExecutionMetadata,
+  SubagentExecutionOutcome,
+} from './execution-hook.ts'
 import { asSubagentLifecycleEvent } from './subagent-lifecycle.ts'
-import { createSubagentRegistry, readSubagentStack, type SubagentConfig } from './subagent-registry.ts'
+import {
+  createSubagentRegistry,
+  readSubagentStack,
+  type SubagentConfig,
+} from './subagent-registry.ts'
 import type { SubagentTask } from './subagent-task.ts'
 import { createSubagentToolInheritancePolicy } from './tool-inheritance-policy.ts'
 
@@ -14,7 +22,11 @@ function textChild(name: string, text: string, extra: Partial<SubagentConfig> = 
     name,
     run: (task, context) => {
       calls.push({ task, context })
-      return Promise.resolve({ output: text, usage: { requests: 1, inputTokens: 2, outputTokens: 3 }, runId: `${name}-run` })
+      return Promise.resolve({
+        output: text,
+        usage: { requests: 1, inputTokens: 2, outputTokens: 3 },
+        runId: `${name}-run`,
+      })
     },
     ...extra,
   }
@@ -35,14 +47,22 @@ describe('createSubagentRegistry', () => {
     const research = textChild('research', 'child')
     const registry = createSubagentRegistry([research.config])
     const delegated = await registry.delegate('research', 'collect facts', createAgentContext())
-    expect(delegated).toMatchObject({ name: 'research', output: 'child', task: { prompt: 'collect facts' } })
+    expect(delegated).toMatchObject({
+      name: 'research',
+      output: 'child',
+      task: { prompt: 'collect facts' },
+    })
     expect(delegated.task.id).toMatch(/^task_/)
     expect(research.calls[0]?.task).toBe(delegated.task)
   })
 
   it('keeps the caller’s task id and metadata in the delegation envelope', async () => {
     const registry = createSubagentRegistry([textChild('research', 'child').config])
-    const delegated = await registry.delegateTask('research', { id: 'research-1', prompt: 'p', metadata: { source: 'docs' } }, createAgentContext())
+    const delegated = await registry.delegateTask(
+      'research',
+      { id: 'research-1', prompt: 'p', metadata: { source: 'docs' } },
+      createAgentContext(),
+    )
     expect(delegated).toEqual({
       name: 'research',
       task: { id: 'research-1', prompt: 'p', metadata: { source: 'docs' } },
@@ -54,12 +74,16 @@ describe('createSubagentRegistry', () => {
 
   it('rejects an unknown subagent name with UNKNOWN_SUBAGENT', async () => {
     const registry = createSubagentRegistry([textChild('research', 'child').config])
-    expect((await rejection(registry.delegate('writer', 'p', createAgentContext()))).code).toBe('UNKNOWN_SUBAGENT')
+    expect((await rejection(registry.delegate('writer', 'p', createAgentContext()))).code).toBe(
+      'UNKNOWN_SUBAGENT',
+    )
   })
 
   it('rejects a second subagent with the same name', () => {
     const registry = createSubagentRegistry([textChild('research', 'a').config])
-    expect(() => registry.register(textChild('research', 'b').config)).toThrow(expect.objectContaining({ code: 'DUPLICATE_SUBAGENT' }))
+    expect(() => registry.register(textChild('research', 'b').config)).toThrow(
+      expect.objectContaining({ code: 'DUPLICATE_SUBAGENT' }),
+    )
   })
 
   it('shares usage and dependencies with the child context but copies metadata', async () => {
@@ -75,7 +99,10 @@ describe('createSubagentRegistry', () => {
         },
       },
     ])
-    const parent = createAgentContext({ metadata: [['tenant', 't1']], dependencies: new Map([['db', 'handle']]) })
+    const parent = createAgentContext({
+      metadata: [['tenant', 't1']],
+      dependencies: new Map([['db', 'handle']]),
+    })
     await registry.delegate('research', 'p', parent)
     expect(childContext?.dependencies).toBe(parent.dependencies)
     expect(parent.usage.snapshot()).toEqual({ requests: 1, inputTokens: 0, outputTokens: 5 })
@@ -87,18 +114,40 @@ describe('createSubagentRegistry', () => {
   it('publishes subagent_started then subagent_completed on the parent event bus with task id, name and metadata', async () => {
     const registry = createSubagentRegistry([textChild('research', 'child').config])
     const parent = createAgentContext()
-    await registry.delegateTask('research', { id: 'research-1', prompt: 'p', metadata: { source: 'docs' } }, parent)
+    await registry.delegateTask(
+      'research',
+      { id: 'research-1', prompt: 'p', metadata: { source: 'docs' } },
+      parent,
+    )
     const records = parent.events.events()
     expect(records.map((record) => record.kind)).toEqual(['subagent_started', 'subagent_completed'])
-    expect(asSubagentLifecycleEvent(records[0]!)).toEqual({ kind: 'started', taskId: 'research-1', name: 'research', metadata: { source: 'docs' } })
-    expect(asSubagentLifecycleEvent(records[1]!)).toMatchObject({ kind: 'completed', taskId: 'research-1', output: 'child', runId: 'research-run' })
+    expect(asSubagentLifecycleEvent(records[0]!)).toEqual({
+      kind: 'started',
+      taskId: 'research-1',
+      name: 'research',
+      metadata: { source: 'docs' },
+    })
+    expect(asSubagentLifecycleEvent(records[1]!)).toMatchObject({
+      kind: 'completed',
+      taskId: 'research-1',
+      output: 'child',
+      runId: 'research-run',
+    })
   })
 
   it('publishes subagent_failed with error_kind and message and rethrows when the child run fails', async () => {
     const failure = new Error('model exploded')
-    const registry = createSubagentRegistry([{ name: 'research', run: () => Promise.reject(failure) }])
+    const registry = createSubagentRegistry([
+      { name: 'research', run: () => Promise.reject(failure) },
+    ])
     const parent = createAgentContext()
-    await expect(registry.delegateTask('research', { id: 't1', prompt: 'p', metadata: { source: 'docs' } }, parent)).rejects.toBe(failure)
+    await expect(
+      registry.delegateTask(
+        'research',
+        { id: 't1', prompt: 'p', metadata: { source: 'docs' } },
+        parent,
+      ),
+    ).rejects.toBe(failure)
     const records = parent.events.events()
     expect(records.map((record) => record.kind)).toEqual(['subagent_started', 'subagent_failed'])
     expect(records[1]?.payload).toEqual({
@@ -135,14 +184,24 @@ describe('createSubagentRegistry', () => {
       ],
     })
     const parent = createAgentContext()
-    await expect(createSubagentRegistry([research.config]).delegate('research', 'p', parent)).rejects.toThrow('policy says no')
+    await expect(
+      createSubagentRegistry([research.config]).delegate('research', 'p', parent),
+    ).rejects.toThrow('policy says no')
     expect(research.calls).toHaveLength(0)
     expect(parent.events.events().at(-1)?.kind).toBe('subagent_failed')
   })
 
   it('reports the completed or failed outcome to afterSubagentRun', async () => {
     const outcomes: SubagentExecutionOutcome[] = []
-    const hooks = [{ afterSubagentRun: (_m: SubagentExecutionMetadata, _c: AgentContext, outcome: SubagentExecutionOutcome) => void outcomes.push(outcome) }]
+    const hooks = [
+      {
+        afterSubagentRun: (
+          _m: SubagentExecutionMetadata,
+          _c: AgentContext,
+          outcome: SubagentExecutionOutcome,
+        ) => void outcomes.push(outcome),
+      },
+    ]
     const failure = new Error('boom')
     const registry = createSubagentRegistry([
       textChild('ok', 'fine', { hooks }).config,
@@ -151,7 +210,12 @@ describe('createSubagentRegistry', () => {
     await registry.delegate('ok', 'p', createAgentContext())
     await registry.delegate('bad', 'p', createAgentContext()).catch(() => undefined)
     expect(outcomes).toEqual([
-      { status: 'completed', output: 'fine', usage: { requests: 1, inputTokens: 2, outputTokens: 3 }, runId: 'ok-run' },
+      {
+        status: 'completed',
+        output: 'fine',
+        usage: { requests: 1, inputTokens: 2, outputTokens: 3 },
+        runId: 'ok-run',
+      },
       { status: 'failed', error: failure },
     ])
   })
@@ -179,35 +243,65 @@ describe('createSubagentRegistry', () => {
     registry.register({
       name: 'outer',
       nestedDelegation: true,
-      run: async (_task, child) => ({ output: (await registry.delegate('leaf', 'p', child)).output }),
+      run: async (_task, child) => ({
+        output: (await registry.delegate('leaf', 'p', child)).output,
+      }),
     })
     expect((await registry.delegate('outer', 'p', createAgentContext())).output).toBe('leaf output')
-    expect(readSubagentStack(leaf.calls[0]!.context).map((frame) => frame.name)).toEqual(['outer', 'leaf'])
+    expect(readSubagentStack(leaf.calls[0]!.context).map((frame) => frame.name)).toEqual([
+      'outer',
+      'leaf',
+    ])
   })
 
   it('publishes subagent_failed with error_kind, tool_name and message when a required tool is missing or denied', async () => {
-    const missing = textChild('missing', 'x', { toolPolicy: createSubagentToolInheritancePolicy({ required: ['grep'] }) })
-    const denied = textChild('denied', 'x', { toolPolicy: createSubagentToolInheritancePolicy({ required: ['ask_user_question'] }) })
+    const missing = textChild('missing', 'x', {
+      toolPolicy: createSubagentToolInheritancePolicy({ required: ['grep'] }),
+    })
+    const denied = textChild('denied', 'x', {
+      toolPolicy: createSubagentToolInheritancePolicy({ required: ['ask_user_question'] }),
+    })
     const registry = createSubagentRegistry([missing.config, denied.config])
     const parent = createAgentContext({ tools: [{ name: 'view' }, { name: 'ask_user_question' }] })
 
-    expect((await rejection(registry.delegate('missing', 'p', parent))).code).toBe('MISSING_REQUIRED_TOOL')
-    expect((await rejection(registry.delegate('denied', 'p', parent))).code).toBe('DENIED_REQUIRED_TOOL')
+    expect((await rejection(registry.delegate('missing', 'p', parent))).code).toBe(
+      'MISSING_REQUIRED_TOOL',
+    )
+    expect((await rejection(registry.delegate('denied', 'p', parent))).code).toBe(
+      'DENIED_REQUIRED_TOOL',
+    )
     expect(missing.calls.length + denied.calls.length).toBe(0)
-    const failures = parent.events.events().map((record) => (record.payload as { metadata: Record<string, unknown> }).metadata)
+    const failures = parent.events
+      .events()
+      .map((record) => (record.payload as { metadata: Record<string, unknown> }).metadata)
     expect(failures).toEqual([
-      { error_kind: 'missing_required_tool', tool_name: 'grep', message: expect.stringContaining('"grep"') as string },
-      { error_kind: 'denied_required_tool', tool_name: 'ask_user_question', message: expect.stringContaining('main-agent-only') as string },
+      {
+        error_kind: 'missing_required_tool',
+        tool_name: 'grep',
+        message: expect.stringContaining('"grep"') as string,
+      },
+      {
+        error_kind: 'denied_required_tool',
+        tool_name: 'ask_user_question',
+        message: expect.stringContaining('main-agent-only') as string,
+      },
     ])
   })
 
   it('hands the child only the tools, hooks and bundles its inheritance policies allow', async () => {
     const research = textChild('research', 'x', {
       toolPolicy: createSubagentToolInheritancePolicy({ required: ['grep'] }),
-      capabilityPolicy: createSubagentCapabilityInheritancePolicy({ hooks: true, deniedCapabilities: ['approval'] }),
+      capabilityPolicy: createSubagentCapabilityInheritancePolicy({
+        hooks: true,
+        deniedCapabilities: ['approval'],
+      }),
     })
     const parent = createAgentContext({
-      tools: [{ name: 'grep' }, { name: 'bash' }, { name: 'todo', metadata: { auto_inherit: true } }],
+      tools: [
+        { name: 'grep' },
+        { name: 'bash' },
+        { name: 'todo', metadata: { auto_inherit: true } },
+      ],
       hooks: [{ capabilityId: 'audit' }, { capabilityId: 'approval' }],
       capabilityBundles: [{ capabilityId: 'b', name: 'bundle' }],
     })
@@ -220,8 +314,13 @@ describe('createSubagentRegistry', () => {
 
   it('reports per child whether it is available, its inherited tools and diagnostics in subagentInfo', () => {
     const registry = createSubagentRegistry([
-      textChild('grep-agent', 'x', { description: 'greps', toolPolicy: createSubagentToolInheritancePolicy({ required: ['grep'], optional: ['view'] }) }).config,
-      textChild('shell-agent', 'x', { toolPolicy: createSubagentToolInheritancePolicy({ required: ['shell'] }) }).config,
+      textChild('grep-agent', 'x', {
+        description: 'greps',
+        toolPolicy: createSubagentToolInheritancePolicy({ required: ['grep'], optional: ['view'] }),
+      }).config,
+      textChild('shell-agent', 'x', {
+        toolPolicy: createSubagentToolInheritancePolicy({ required: ['shell'] }),
+      }).config,
     ])
     expect(registry.subagentInfo([{ name: 'grep' }])).toEqual([
       {
@@ -229,13 +328,17 @@ describe('createSubagentRegistry', () => {
         description: 'greps',
         available: true,
         inherited_tools: ['grep'],
-        diagnostics: [expect.objectContaining({ kind: 'missing_optional_tool', tool_name: 'view' })],
+        diagnostics: [
+          expect.objectContaining({ kind: 'missing_optional_tool', tool_name: 'view' }),
+        ],
       },
       {
         name: 'shell-agent',
         available: false,
         inherited_tools: [],
-        diagnostics: [expect.objectContaining({ kind: 'missing_required_tool', tool_name: 'shell' })],
+        diagnostics: [
+          expect.objectContaining({ kind: 'missing_required_tool', tool_name: 'shell' }),
+        ],
       },
     ])
   })
@@ -243,7 +346,9 @@ describe('createSubagentRegistry', () => {
   it('refuses delegation with DELEGATION_DISABLED when the registry mode is disabled', async () => {
     const research = textChild('research', 'x')
     const registry = createSubagentRegistry([research.config], { mode: 'disabled' })
-    expect((await rejection(registry.delegate('research', 'p', createAgentContext()))).code).toBe('DELEGATION_DISABLED')
+    expect((await rejection(registry.delegate('research', 'p', createAgentContext()))).code).toBe(
+      'DELEGATION_DISABLED',
+    )
     expect(research.calls).toHaveLength(0)
   })
 })

@@ -2,7 +2,11 @@ import { createEventBus, type AgentContext } from './agent-context.ts'
 import type { SubagentCapabilityInheritancePolicy } from './capability-inheritance-policy.ts'
 import { SubagentDelegationMode } from './delegation-mode.ts'
 import { isSubagentError, SubagentError } from './errors.ts'
-import type { SubagentExecutionHook, SubagentExecutionMetadata, SubagentExecutionOutcome } from './execution-hook.ts'
+import type {
+  SubagentExecutionHook,
+  SubagentExecutionMetadata,
+  SubagentExecutionOutcome,
+} from './execution-hook.ts'
 import { SubagentLifecycleEventKind, type SubagentLifecycleEvent } from './subagent-lifecycle.ts'
 import {
   createSubagentTask,
@@ -19,7 +23,10 @@ import {
 } from './tool-inheritance-policy.ts'
 
 /** Runs one delegated task in the prepared child context. */
-export type SubagentRunner = (task: SubagentTask, childContext: AgentContext) => Promise<SubagentRunOutput>
+export type SubagentRunner = (
+  task: SubagentTask,
+  childContext: AgentContext,
+) => Promise<SubagentRunOutput>
 
 /** A named, executable subagent. */
 export interface SubagentConfig {
@@ -73,14 +80,21 @@ export interface SubagentRegistry {
   /** Delegate a bare prompt (a task with a generated id). */
   delegate(name: string, prompt: string, context: AgentContext): Promise<DelegatedSubagent>
   /** Delegate a task, publishing lifecycle events on `context.events`. */
-  delegateTask(name: string, task: SubagentTaskInput, context: AgentContext): Promise<DelegatedSubagent>
+  delegateTask(
+    name: string,
+    task: SubagentTaskInput,
+    context: AgentContext,
+  ): Promise<DelegatedSubagent>
   /** Per subagent: would delegation from an agent holding `parentTools` be possible, and with which tools? */
   subagentInfo(parentTools: readonly ToolDescriptor[]): SubagentInfo[]
 }
 
 const DEFAULT_TOOL_POLICY = createSubagentToolInheritancePolicy()
 
-export function createSubagentRegistry(configs: readonly SubagentConfig[] = [], options: SubagentRegistryOptions = {}): SubagentRegistry {
+export function createSubagentRegistry(
+  configs: readonly SubagentConfig[] = [],
+  options: SubagentRegistryOptions = {},
+): SubagentRegistry {
   const byName = new Map<string, SubagentConfig>()
   const mode = options.mode ?? SubagentDelegationMode.blocking
 
@@ -88,7 +102,10 @@ export function createSubagentRegistry(configs: readonly SubagentConfig[] = [], 
     mode,
     register(config) {
       if (byName.has(config.name)) {
-        throw new SubagentError('DUPLICATE_SUBAGENT', `A subagent named "${config.name}" is already registered; subagent names must be unique.`)
+        throw new SubagentError(
+          'DUPLICATE_SUBAGENT',
+          `A subagent named "${config.name}" is already registered; subagent names must be unique.`,
+        )
       }
       byName.set(config.name, config)
       return registry
@@ -96,7 +113,8 @@ export function createSubagentRegistry(configs: readonly SubagentConfig[] = [], 
     get: (name) => byName.get(name),
     names: () => [...byName.keys()],
     delegate: (name, prompt, context) => registry.delegateTask(name, { prompt }, context),
-    delegateTask: (name, input, context) => delegateTask(byName, mode, name, createSubagentTask(input), context),
+    delegateTask: (name, input, context) =>
+      delegateTask(byName, mode, name, createSubagentTask(input), context),
     subagentInfo(parentTools) {
       return [...byName.values()].map((config) => {
         const resolution = (config.toolPolicy ?? DEFAULT_TOOL_POLICY).resolve(parentTools)
@@ -130,11 +148,18 @@ async function delegateTask(
   }
 
   if (mode === SubagentDelegationMode.disabled) {
-    throw refuse(new SubagentError('DELEGATION_DISABLED', 'Subagent delegation is disabled for this agent.'))
+    throw refuse(
+      new SubagentError('DELEGATION_DISABLED', 'Subagent delegation is disabled for this agent.'),
+    )
   }
   const config = configs.get(name)
   if (config === undefined) {
-    throw refuse(new SubagentError('UNKNOWN_SUBAGENT', `No subagent named "${name}". Registered: ${[...configs.keys()].join(', ') || '(none)'}.`))
+    throw refuse(
+      new SubagentError(
+        'UNKNOWN_SUBAGENT',
+        `No subagent named "${name}". Registered: ${[...configs.keys()].join(', ') || '(none)'}.`,
+      ),
+    )
   }
   const stack = readSubagentStack(parent)
   const caller = stack.at(-1)
@@ -150,16 +175,26 @@ async function delegateTask(
   const resolution = (config.toolPolicy ?? DEFAULT_TOOL_POLICY).resolve(parent.tools)
   if (!resolution.ok) {
     const first = resolution.diagnostics[0]
-    const code = first?.kind === 'denied_required_tool' ? 'DENIED_REQUIRED_TOOL' : 'MISSING_REQUIRED_TOOL'
+    const code =
+      first?.kind === 'denied_required_tool' ? 'DENIED_REQUIRED_TOOL' : 'MISSING_REQUIRED_TOOL'
     const message = `Subagent "${name}" is unavailable: ${resolution.diagnostics.map((diagnostic) => diagnostic.message).join(' ')}`
-    throw refuse(new SubagentError(code, message, { details: { diagnostics: resolution.diagnostics } }), first?.tool_name)
+    throw refuse(
+      new SubagentError(code, message, { details: { diagnostics: resolution.diagnostics } }),
+      first?.tool_name,
+    )
   }
 
-  const inheritedCapabilities = config.capabilityPolicy?.resolve({ hooks: parent.hooks, capabilityBundles: parent.capabilityBundles }) ?? {
+  const inheritedCapabilities = config.capabilityPolicy?.resolve({
+    hooks: parent.hooks,
+    capabilityBundles: parent.capabilityBundles,
+  }) ?? {
     hooks: [],
     capabilityBundles: [],
   }
-  const childStack: SubagentStackFrame[] = [...stack, { name, taskId: task.id, nestedDelegation: config.nestedDelegation ?? false }]
+  const childStack: SubagentStackFrame[] = [
+    ...stack,
+    { name, taskId: task.id, nestedDelegation: config.nestedDelegation ?? false },
+  ]
   const child: AgentContext = {
     metadata: new Map([...parent.metadata, [SUBAGENT_STACK_METADATA_KEY, childStack]]),
     events: createEventBus(),
@@ -214,7 +249,12 @@ async function delegateTask(
   return { name, task, ...result }
 }
 
-function failedEvent(name: string, task: SubagentTask, error: unknown, toolName?: string): SubagentLifecycleEvent {
+function failedEvent(
+  name: string,
+  task: SubagentTask,
+  error: unknown,
+  toolName?: string,
+): SubagentLifecycleEvent {
   return {
     kind: 'failed',
     taskId: task.id,

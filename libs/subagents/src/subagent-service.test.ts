@@ -1,23 +1,56 @@
 import { describe, expect, it, vi } from 'vitest'
 import { isSubagentError } from './errors.ts'
 import { createSubagentService, type SubagentServiceEvent } from './subagent-service.ts'
-import type { Agent, SubagentCapabilities, SubagentProvider, SubagentResult, SubagentRun, SubagentStartRequest } from './types.ts'
+import type {
+  Agent,
+  SubagentCapabilities,
+  SubagentProvider,
+  SubagentResult,
+  SubagentRun,
+  SubagentStartRequest,
+} from './types.ts'
 
-const NO_CAPABILITIES: SubagentCapabilities = { outputSchema: false, depthLimit: false, toolFilter: false, persona: false }
-const ALL_CAPABILITIES: SubagentCapabilities = { outputSchema: true, depthLimit: true, toolFilter: true, persona: true }
+const NO_CAPABILITIES: SubagentCapabilities = {
+  outputSchema: false,
+  depthLimit: false,
+  toolFilter: false,
+  persona: false,
+}
+const ALL_CAPABILITIES: SubagentCapabilities = {
+  outputSchema: true,
+  depthLimit: true,
+  toolFilter: true,
+  persona: true,
+}
 
 function parentAgent(depth?: number): Agent {
   return {
-    session: { id: 'parent-session', header: { id: 'parent-session', cwd: '/work', ...(depth === undefined ? {} : { delegationDepth: depth }) } },
+    session: {
+      id: 'parent-session',
+      header: {
+        id: 'parent-session',
+        cwd: '/work',
+        ...(depth === undefined ? {} : { delegationDepth: depth }),
+      },
+    },
     options: {},
   }
 }
 
 function request(overrides: Partial<SubagentStartRequest> = {}): SubagentStartRequest {
-  return { prompt: [{ type: 'text', text: 'do it' }], parent: parentAgent(), signal: new AbortController().signal, ...overrides }
+  return {
+    prompt: [{ type: 'text', text: 'do it' }],
+    parent: parentAgent(),
+    signal: new AbortController().signal,
+    ...overrides,
+  }
 }
 
-function deferred<T>(): { promise: Promise<T>; resolve: (value: T) => void; reject: (error: unknown) => void } {
+function deferred<T>(): {
+  promise: Promise<T>
+  resolve: (value: T) => void
+  reject: (error: unknown) => void
+} {
   let resolve!: (value: T) => void
   let reject!: (error: unknown) => void
   const promise = new Promise<T>((res, rej) => {
@@ -60,7 +93,10 @@ function fakeProvider(name: string, capabilities: SubagentCapabilities = NO_CAPA
   }
 }
 
-const completed: SubagentResult = { output: [{ type: 'text', text: 'done' }], stopReason: 'completed' }
+const completed: SubagentResult = {
+  output: [{ type: 'text', text: 'done' }],
+  stopReason: 'completed',
+}
 const flush = () => new Promise((resolve) => setTimeout(resolve, 0))
 
 async function rejection(promise: Promise<unknown>): Promise<unknown> {
@@ -78,28 +114,38 @@ describe('createSubagentService', () => {
     ['depthLimit', { maxDepth: 3 }],
     ['toolFilter', { toolFilter: { deny: ['bash'] } }],
     ['persona', { persona: 'You are terse.' }],
-  ] as const)('rejects a request needing a capability the provider lacks before calling start (%s)', async (capability, fields) => {
-    const service = createSubagentService()
-    const fake = fakeProvider('spawn')
-    service.registerProvider(fake.provider)
-    const error = await rejection(service.start('spawn', request(fields)))
-    expect(isSubagentError(error, 'UNSUPPORTED_CAPABILITY')).toBe(true)
-    expect((error as { details: { missing: string[] } }).details.missing).toEqual([capability])
-    expect(fake.starts).toHaveLength(0)
-  })
+  ] as const)(
+    'rejects a request needing a capability the provider lacks before calling start (%s)',
+    async (capability, fields) => {
+      const service = createSubagentService()
+      const fake = fakeProvider('spawn')
+      service.registerProvider(fake.provider)
+      const error = await rejection(service.start('spawn', request(fields)))
+      expect(isSubagentError(error, 'UNSUPPORTED_CAPABILITY')).toBe(true)
+      expect((error as { details: { missing: string[] } }).details.missing).toEqual([capability])
+      expect(fake.starts).toHaveLength(0)
+    },
+  )
 
   it('passes a request whose capabilities the provider supports through to start unchanged', async () => {
     const service = createSubagentService()
     const fake = fakeProvider('spawn', ALL_CAPABILITIES)
     service.registerProvider(fake.provider)
-    const req = request({ outputSchema: { type: 'object' }, maxDepth: 1, toolFilter: { deny: [] }, persona: 'p' })
+    const req = request({
+      outputSchema: { type: 'object' },
+      maxDepth: 1,
+      toolFilter: { deny: [] },
+      persona: 'p',
+    })
     await service.start('spawn', req)
     expect(fake.starts).toEqual([req])
   })
 
   it('rejects an unknown provider name with UNKNOWN_PROVIDER', async () => {
     const service = createSubagentService()
-    expect(isSubagentError(await rejection(service.start('nope', request())), 'UNKNOWN_PROVIDER')).toBe(true)
+    expect(
+      isSubagentError(await rejection(service.start('nope', request())), 'UNKNOWN_PROVIDER'),
+    ).toBe(true)
   })
 
   it('keeps provider names unique while different providers coexist', async () => {
@@ -108,7 +154,9 @@ describe('createSubagentService', () => {
     const acp = fakeProvider('acp')
     service.registerProvider(spawn.provider)
     service.registerProvider(acp.provider)
-    expect(() => service.registerProvider(fakeProvider('spawn').provider)).toThrow(expect.objectContaining({ code: 'DUPLICATE_PROVIDER' }))
+    expect(() => service.registerProvider(fakeProvider('spawn').provider)).toThrow(
+      expect.objectContaining({ code: 'DUPLICATE_PROVIDER' }),
+    )
     await service.start('acp', request())
     await service.start('spawn', request())
     expect([spawn.starts.length, acp.starts.length]).toEqual([1, 1])
@@ -124,7 +172,9 @@ describe('createSubagentService', () => {
     const accepted = await service.start('spawn', request())
 
     service.removeProvider('spawn')
-    expect(isSubagentError(await rejection(service.start('spawn', request())), 'PROVIDER_REMOVED')).toBe(true)
+    expect(
+      isSubagentError(await rejection(service.start('spawn', request())), 'PROVIDER_REMOVED'),
+    ).toBe(true)
     expect(fake.starts).toHaveLength(1)
 
     fake.results[0]?.resolve(completed)
@@ -149,7 +199,9 @@ describe('createSubagentService', () => {
     const service = createSubagentService()
     const fake = fakeProvider('spawn', ALL_CAPABILITIES)
     service.registerProvider(fake.provider)
-    const error = await rejection(service.start('spawn', request({ outputSchema: { type: 'object', oneOf: [] } })))
+    const error = await rejection(
+      service.start('spawn', request({ outputSchema: { type: 'object', oneOf: [] } })),
+    )
     expect(isSubagentError(error, 'UNSUPPORTED_SCHEMA')).toBe(true)
     expect(fake.starts).toHaveLength(0)
   })
@@ -158,7 +210,9 @@ describe('createSubagentService', () => {
     const service = createSubagentService()
     const fake = fakeProvider('spawn', ALL_CAPABILITIES)
     service.registerProvider(fake.provider)
-    const error = await rejection(service.start('spawn', request({ parent: parentAgent(2), maxDepth: 2 })))
+    const error = await rejection(
+      service.start('spawn', request({ parent: parentAgent(2), maxDepth: 2 })),
+    )
     expect(isSubagentError(error, 'DEPTH_EXCEEDED')).toBe(true)
     await service.start('spawn', request({ parent: parentAgent(1), maxDepth: 2 }))
     expect(fake.starts).toHaveLength(1)
@@ -169,7 +223,12 @@ describe('createSubagentService', () => {
     const fake = fakeProvider('spawn', ALL_CAPABILITIES)
     service.registerProvider(fake.provider)
     for (const maxDepth of [-1, 1.5, Number.NaN, 2 ** 53]) {
-      expect(isSubagentError(await rejection(service.start('spawn', request({ maxDepth }))), 'INVALID_DEPTH')).toBe(true)
+      expect(
+        isSubagentError(
+          await rejection(service.start('spawn', request({ maxDepth }))),
+          'INVALID_DEPTH',
+        ),
+      ).toBe(true)
     }
     expect(fake.starts).toHaveLength(0)
   })
@@ -178,7 +237,9 @@ describe('createSubagentService', () => {
     const service = createSubagentService()
     const fake = fakeProvider('spawn')
     service.registerProvider(fake.provider)
-    const error = await rejection(service.start('spawn', request({ parent: parentAgent(Number.MAX_SAFE_INTEGER) })))
+    const error = await rejection(
+      service.start('spawn', request({ parent: parentAgent(Number.MAX_SAFE_INTEGER) })),
+    )
     expect(isSubagentError(error, 'INVALID_DEPTH')).toBe(true)
     expect(fake.starts).toHaveLength(0)
   })
@@ -206,7 +267,12 @@ describe('createSubagentService', () => {
     expect(events).toHaveLength(1)
     const start = events[0]
     expect(start?.type).toBe('subagent/start')
-    expect(start?.identity).toMatchObject({ runId: 'run-1', providerName: 'spawn', sessionId: run.id, parentSessionId: 'parent-session' })
+    expect(start?.identity).toMatchObject({
+      runId: 'run-1',
+      providerName: 'spawn',
+      sessionId: run.id,
+      parentSessionId: 'parent-session',
+    })
 
     fake.results[0]?.resolve(completed)
     await flush()
@@ -227,7 +293,10 @@ describe('createSubagentService', () => {
     fake.results[0]?.reject(fault)
     await expect(run.result).rejects.toBe(fault)
     await flush()
-    expect(events[1]).toMatchObject({ type: 'subagent/end', end: { kind: 'infrastructure-failure', error: fault } })
+    expect(events[1]).toMatchObject({
+      type: 'subagent/end',
+      end: { kind: 'infrastructure-failure', error: fault },
+    })
   })
 
   it('mints a unique run id for each accepted start', async () => {
@@ -238,7 +307,11 @@ describe('createSubagentService', () => {
     service.on((event) => {
       if (event.type === 'subagent/start') ids.push(event.identity.runId)
     })
-    await Promise.all([service.start('spawn', request()), service.start('spawn', request()), service.start('spawn', request())])
+    await Promise.all([
+      service.start('spawn', request()),
+      service.start('spawn', request()),
+      service.start('spawn', request()),
+    ])
     expect(new Set(ids).size).toBe(3)
   })
 

@@ -2,7 +2,15 @@ import { randomUUID } from 'node:crypto'
 import { deriveChildDepth } from './delegation-depth.ts'
 import { SubagentError } from './errors.ts'
 import { assertSupportedOutputSchema } from './output-schema.ts'
-import type { Agent, SessionId, SubagentCapabilities, SubagentProvider, SubagentResult, SubagentRun, SubagentStartRequest } from './types.ts'
+import type {
+  Agent,
+  SessionId,
+  SubagentCapabilities,
+  SubagentProvider,
+  SubagentResult,
+  SubagentRun,
+  SubagentStartRequest,
+} from './types.ts'
 
 /**
  * One accepted run's lifecycle identity. The same object is carried by its `subagent/start` and
@@ -25,7 +33,11 @@ export type SubagentRunEnd =
 
 export type SubagentServiceEvent =
   | { readonly type: 'subagent/start'; readonly identity: SubagentRunIdentity }
-  | { readonly type: 'subagent/end'; readonly identity: SubagentRunIdentity; readonly end: SubagentRunEnd }
+  | {
+      readonly type: 'subagent/end'
+      readonly identity: SubagentRunIdentity
+      readonly end: SubagentRunEnd
+    }
 
 /** Observe-only: a listener cannot influence the run, and its exceptions are contained. */
 export type SubagentServiceListener = (event: SubagentServiceEvent) => void
@@ -73,7 +85,8 @@ export function createSubagentService(options: SubagentServiceOptions = {}): Sub
       try {
         const returned: unknown = listener(event)
         // A listener typed as sync may still be async; its rejection must not go unhandled.
-        if (returned instanceof Promise) returned.catch((error: unknown) => options.onListenerError?.(error, event))
+        if (returned instanceof Promise)
+          returned.catch((error: unknown) => options.onListenerError?.(error, event))
       } catch (error) {
         options.onListenerError?.(error, event)
       }
@@ -87,7 +100,10 @@ export function createSubagentService(options: SubagentServiceOptions = {}): Sub
   return {
     registerProvider(provider) {
       if (providers.has(provider.name)) {
-        throw new SubagentError('DUPLICATE_PROVIDER', `A subagent provider named "${provider.name}" is already registered; provider names must be unique.`)
+        throw new SubagentError(
+          'DUPLICATE_PROVIDER',
+          `A subagent provider named "${provider.name}" is already registered; provider names must be unique.`,
+        )
       }
       providers.set(provider.name, provider)
       removed.delete(provider.name)
@@ -107,9 +123,15 @@ export function createSubagentService(options: SubagentServiceOptions = {}): Sub
       const provider = providers.get(providerName)
       if (provider === undefined) {
         if (removed.has(providerName)) {
-          throw new SubagentError('PROVIDER_REMOVED', `Subagent provider "${providerName}" was removed; it accepts no new runs.`)
+          throw new SubagentError(
+            'PROVIDER_REMOVED',
+            `Subagent provider "${providerName}" was removed; it accepts no new runs.`,
+          )
         }
-        throw new SubagentError('UNKNOWN_PROVIDER', `No subagent provider named "${providerName}". Registered: ${[...providers.keys()].join(', ') || '(none)'}.`)
+        throw new SubagentError(
+          'UNKNOWN_PROVIDER',
+          `No subagent provider named "${providerName}". Registered: ${[...providers.keys()].join(', ') || '(none)'}.`,
+        )
       }
       assertCapabilities(provider, request)
       if (request.outputSchema !== undefined) assertSupportedOutputSchema(request.outputSchema)
@@ -128,7 +150,8 @@ export function createSubagentService(options: SubagentServiceOptions = {}): Sub
       emit({ type: 'subagent/start', identity })
       run.result.then(
         (result) => emit({ type: 'subagent/end', identity, end: { kind: 'result', result } }),
-        (error: unknown) => emit({ type: 'subagent/end', identity, end: { kind: 'infrastructure-failure', error } }),
+        (error: unknown) =>
+          emit({ type: 'subagent/end', identity, end: { kind: 'infrastructure-failure', error } }),
       )
       return run
     },
@@ -147,7 +170,11 @@ export function createSubagentService(options: SubagentServiceOptions = {}): Sub
 function assertCapabilities(provider: SubagentProvider, request: SubagentStartRequest): void {
   const missing: string[] = []
   for (const [field, capability] of Object.entries(CAPABILITY_OF_FIELD)) {
-    if (request[field as keyof typeof CAPABILITY_OF_FIELD] !== undefined && !provider.capabilities[capability]) missing.push(capability)
+    if (
+      request[field as keyof typeof CAPABILITY_OF_FIELD] !== undefined &&
+      !provider.capabilities[capability]
+    )
+      missing.push(capability)
   }
   if (missing.length > 0) {
     throw new SubagentError(

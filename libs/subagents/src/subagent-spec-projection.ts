@@ -5,7 +5,10 @@ import {
 } from './capability-inheritance-policy.ts'
 import { SubagentError } from './errors.ts'
 import type { SubagentSpec } from './subagent-spec.ts'
-import { createSubagentToolInheritancePolicy, type SubagentToolInheritancePolicy } from './tool-inheritance-policy.ts'
+import {
+  createSubagentToolInheritancePolicy,
+  type SubagentToolInheritancePolicy,
+} from './tool-inheritance-policy.ts'
 
 /** A child agent definition in the same shape the host uses for regular agents. */
 export interface AgentSpec {
@@ -45,7 +48,10 @@ const policyMetadataSchema = z.object({
  * main-agent-only ones) and the capability policy, which is also copied into the agent spec's
  * metadata so it travels with the spec.
  */
-export function projectSubagentSpec(spec: SubagentSpec, options: ProjectSubagentSpecOptions = {}): SubagentSpecProjection {
+export function projectSubagentSpec(
+  spec: SubagentSpec,
+  options: ProjectSubagentSpecOptions = {},
+): SubagentSpecProjection {
   const model = resolveModel(spec, options.inheritedModelId)
   const policy = policyMetadataSchema.safeParse(spec.metadata)
   if (!policy.success) {
@@ -88,7 +94,11 @@ export function projectSubagentSpec(spec: SubagentSpec, options: ProjectSubagent
 
 function resolveModel(spec: SubagentSpec, inheritedModelId: string | undefined): string {
   if (spec.model !== undefined && spec.model !== 'inherit') return spec.model
-  if (inheritedModelId === undefined || inheritedModelId.trim() === '' || inheritedModelId === 'inherit') {
+  if (
+    inheritedModelId === undefined ||
+    inheritedModelId.trim() === '' ||
+    inheritedModelId === 'inherit'
+  ) {
     throw new SubagentError(
       'INHERITED_MODEL_REQUIRED',
       `Subagent "${spec.name}" inherits its model; pass a concrete inheritedModelId or set \`model:\` in its frontmatter.`,

@@ -23,24 +23,43 @@ export interface SubagentSpec {
 
 /** A YAML list of names or a comma-separated string, normalized to trimmed, unique names. */
 const nameList = z
-  .union([z.array(z.string()), z.string()], { error: 'must be a list of names or a comma-separated string' })
-  .transform((value) => [...new Set((typeof value === 'string' ? value.split(',') : value).map((name) => name.trim()).filter((name) => name.length > 0))])
+  .union([z.array(z.string()), z.string()], {
+    error: 'must be a list of names or a comma-separated string',
+  })
+  .transform((value) => [
+    ...new Set(
+      (typeof value === 'string' ? value.split(',') : value)
+        .map((name) => name.trim())
+        .filter((name) => name.length > 0),
+    ),
+  ])
 
 /** Tell "you left it out" apart from "you wrote the wrong kind of value". */
 const requiredText = (hint: string) => (issue: { readonly input?: unknown }) =>
-  issue.input === undefined || issue.input === null ? `is required: add \`${hint}\`` : 'must be text'
+  issue.input === undefined || issue.input === null
+    ? `is required: add \`${hint}\``
+    : 'must be text'
 
 const frontmatterSchema = z.looseObject({
   name: z
     .string({ error: 'is required: add `name: <subagent-name>`' })
     .trim()
-    .regex(/^[A-Za-z0-9][A-Za-z0-9_.-]*$/, { error: 'must start with a letter or digit and contain only letters, digits, "_", "." or "-"' }),
-  description: z.string({ error: requiredText('description: <when to delegate to this subagent>') }).trim().min(1, { error: 'must not be empty' }),
+    .regex(/^[A-Za-z0-9][A-Za-z0-9_.-]*$/, {
+      error: 'must start with a letter or digit and contain only letters, digits, "_", "." or "-"',
+    }),
+  description: z
+    .string({ error: requiredText('description: <when to delegate to this subagent>') })
+    .trim()
+    .min(1, { error: 'must not be empty' }),
   // `nullish`: a key written with no value (`tools:`) means the same as leaving it out.
   tools: nameList.nullish(),
   optional_tools: nameList.nullish(),
   denied_tools: nameList.nullish(),
-  model: z.string({ error: 'must be a model id or `inherit`' }).trim().min(1, { error: 'must not be empty (omit it or use `inherit`)' }).optional(),
+  model: z
+    .string({ error: 'must be a model id or `inherit`' })
+    .trim()
+    .min(1, { error: 'must not be empty (omit it or use `inherit`)' })
+    .optional(),
   inherit_hooks: z.boolean({ error: 'must be true or false' }).optional(),
   inherit_capabilities: z.boolean({ error: 'must be true or false' }).optional(),
   denied_capabilities: nameList.nullish(),
@@ -53,25 +72,34 @@ export function parseSubagentMarkdown(text: string): SubagentSpec {
   const source = text.replace(/^\uFEFF/, '').trimStart()
   const match = FRONTMATTER.exec(source)
   if (match === null) {
-    throw invalid('missing YAML frontmatter: start the file with a `---` line, the fields, then a closing `---` line')
+    throw invalid(
+      'missing YAML frontmatter: start the file with a `---` line, the fields, then a closing `---` line',
+    )
   }
   let raw: unknown
   try {
     raw = parseYaml(match[1] ?? '')
   } catch (error) {
-    throw invalid(`frontmatter is not valid YAML (${error instanceof Error ? error.message.split('\n')[0] : String(error)})`, error)
+    throw invalid(
+      `frontmatter is not valid YAML (${error instanceof Error ? error.message.split('\n')[0] : String(error)})`,
+      error,
+    )
   }
   if (typeof raw !== 'object' || raw === null || Array.isArray(raw)) {
     throw invalid('frontmatter must be a YAML mapping of fields such as `name:` and `description:`')
   }
   const parsed = frontmatterSchema.safeParse(raw)
   if (!parsed.success) {
-    const problems = parsed.error.issues.map((issue) => `\`${issue.path.join('.') || '(frontmatter)'}\` ${issue.message}`)
+    const problems = parsed.error.issues.map(
+      (issue) => `\`${issue.path.join('.') || '(frontmatter)'}\` ${issue.message}`,
+    )
     throw invalid(problems.join('; '), parsed.error)
   }
   const { name, description, tools, optional_tools, model, ...rest } = parsed.data
   // Drop keys whose values were absent so metadata only records what the file said.
-  const metadata = Object.fromEntries(Object.entries(rest).filter(([, value]) => value !== undefined && value !== null))
+  const metadata = Object.fromEntries(
+    Object.entries(rest).filter(([, value]) => value !== undefined && value !== null),
+  )
   return {
     name,
     description,
@@ -84,5 +112,9 @@ export function parseSubagentMarkdown(text: string): SubagentSpec {
 }
 
 function invalid(reason: string, cause?: unknown): SubagentError {
-  return new SubagentError('INVALID_SPEC', `Invalid subagent markdown: ${reason}.`, cause === undefined ? {} : { cause })
+  return new SubagentError(
+    'INVALID_SPEC',
+    `Invalid subagent markdown: ${reason}.`,
+    cause === undefined ? {} : { cause },
+  )
 }

@@ -11,6 +11,8 @@ describe('applyToolFilter', () => {
   })
 
   it('throws UNKNOWN_TOOL when the restriction names a tool that does not exist', () => {
-    expect(() => applyToolFilter(['read', 'bash'], { deny: ['bsah'] })).toThrow(expect.objectContaining({ code: 'UNKNOWN_TOOL', details: { unknown: ['bsah'] } }))
+    expect(() => applyToolFilter(['read', 'bash'], { deny: ['bsah'] })).toThrow(
+      expect.objectContaining({ code: 'UNKNOWN_TOOL', details: { unknown: ['bsah'] } }),
+    )
   })
 })

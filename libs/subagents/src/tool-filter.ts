@@ -6,7 +6,10 @@ import type { ToolRestriction } from './types.ts'
  * loud error rather than a silent no-op: a typo in a deny list would otherwise leave the tool the
  * caller meant to hide fully visible to the child.
  */
-export function applyToolFilter(toolNames: readonly string[], restriction: ToolRestriction | undefined): string[] {
+export function applyToolFilter(
+  toolNames: readonly string[],
+  restriction: ToolRestriction | undefined,
+): string[] {
   if (restriction === undefined) return [...toolNames]
   const known = new Set(toolNames)
   const unknown = restriction.deny.filter((name) => !known.has(name))

@@ -27,7 +27,11 @@ export interface ToolInheritanceDiagnostic {
 }
 
 export type ToolInheritanceResolution =
-  | { readonly ok: true; readonly tools: readonly ToolDescriptor[]; readonly diagnostics: readonly ToolInheritanceDiagnostic[] }
+  | {
+      readonly ok: true
+      readonly tools: readonly ToolDescriptor[]
+      readonly diagnostics: readonly ToolInheritanceDiagnostic[]
+    }
   /** The subagent is unavailable: at least one required tool is missing or denied. */
   | { readonly ok: false; readonly diagnostics: readonly ToolInheritanceDiagnostic[] }
 
@@ -51,13 +55,16 @@ export interface SubagentToolInheritancePolicy {
   resolve(parentTools: readonly ToolDescriptor[]): ToolInheritanceResolution
 }
 
-export function createSubagentToolInheritancePolicy(options: SubagentToolInheritancePolicyOptions = {}): SubagentToolInheritancePolicy {
+export function createSubagentToolInheritancePolicy(
+  options: SubagentToolInheritancePolicyOptions = {},
+): SubagentToolInheritancePolicy {
   const required = unique(options.required ?? [])
   const optional = unique(options.optional ?? [])
   const denied = unique(options.denied ?? [])
   const inheritAll = options.inheritAll ?? false
   const deniedSet = new Set(denied)
-  const isBlocked = (name: string): boolean => deniedSet.has(name) || MAIN_AGENT_ONLY_TOOLS.has(name)
+  const isBlocked = (name: string): boolean =>
+    deniedSet.has(name) || MAIN_AGENT_ONLY_TOOLS.has(name)
 
   return {
     required,
@@ -69,31 +76,63 @@ export function createSubagentToolInheritancePolicy(options: SubagentToolInherit
       const blocking: ToolInheritanceDiagnostic[] = []
       const notes: ToolInheritanceDiagnostic[] = []
       for (const name of required) {
-        if (isBlocked(name)) blocking.push(diagnostic('denied_required_tool', name, deniedReason(name, 'required', deniedSet)))
-        else if (!byName.has(name)) blocking.push(diagnostic('missing_required_tool', name, `Required tool "${name}" is not available to the parent agent.`))
+        if (isBlocked(name))
+          blocking.push(
+            diagnostic('denied_required_tool', name, deniedReason(name, 'required', deniedSet)),
+          )
+        else if (!byName.has(name))
+          blocking.push(
+            diagnostic(
+              'missing_required_tool',
+              name,
+              `Required tool "${name}" is not available to the parent agent.`,
+            ),
+          )
       }
       if (blocking.length > 0) return { ok: false, diagnostics: [...blocking, ...notes] }
 
       for (const name of optional) {
-        if (isBlocked(name)) notes.push(diagnostic('denied_optional_tool', name, deniedReason(name, 'optional', deniedSet)))
-        else if (!byName.has(name)) notes.push(diagnostic('missing_optional_tool', name, `Optional tool "${name}" is not available to the parent agent; continuing without it.`))
+        if (isBlocked(name))
+          notes.push(
+            diagnostic('denied_optional_tool', name, deniedReason(name, 'optional', deniedSet)),
+          )
+        else if (!byName.has(name))
+          notes.push(
+            diagnostic(
+              'missing_optional_tool',
+              name,
+              `Optional tool "${name}" is not available to the parent agent; continuing without it.`,
+            ),
+          )
       }
       const wanted = new Set([...required, ...optional])
       const tools = parentTools.filter(
-        (tool) => !isBlocked(tool.name) && (inheritAll || wanted.has(tool.name) || tool.metadata?.[AUTO_INHERIT_METADATA_KEY] === true),
+        (tool) =>
+          !isBlocked(tool.name) &&
+          (inheritAll ||
+            wanted.has(tool.name) ||
+            tool.metadata?.[AUTO_INHERIT_METADATA_KEY] === true),
       )
       return { ok: true, tools: dedupeByName(tools), diagnostics: notes }
     },
   }
 }
 
-function deniedReason(name: string, role: 'required' | 'optional', denied: ReadonlySet<string>): string {
+function deniedReason(
+  name: string,
+  role: 'required' | 'optional',
+  denied: ReadonlySet<string>,
+): string {
   return MAIN_AGENT_ONLY_TOOLS.has(name) && !denied.has(name)
     ? `${role === 'required' ? 'Required' : 'Optional'} tool "${name}" is main-agent-only and is never inherited by subagents.`
     : `${role === 'required' ? 'Required' : 'Optional'} tool "${name}" is denied by the subagent's tool policy.`
 }
 
-function diagnostic(kind: ToolInheritanceDiagnosticKind, tool_name: string, message: string): ToolInheritanceDiagnostic {
+function diagnostic(
+  kind: ToolInheritanceDiagnosticKind,
+  tool_name: string,
+  message: string,
+): ToolInheritanceDiagnostic {
   return { kind, tool_name, message }
 }
 

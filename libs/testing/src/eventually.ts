@@ -10,7 +10,8 @@ export async function eventually<T>(
   for (;;) {
     const value = await probe()
     if (value !== undefined) return value
-    if (Date.now() > deadline) throw new Error(`timed out waiting for ${options.what ?? 'a condition'}`)
+    if (Date.now() > deadline)
+      throw new Error(`timed out waiting for ${options.what ?? 'a condition'}`)
     await new Promise((r) => setTimeout(r, options.intervalMs ?? 25))
   }
 }

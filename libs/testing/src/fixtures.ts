@@ -8,6 +8,7 @@ import { withDatabase } from './global-setup.ts'
 /** Anything a test opens that must be closed before the test ends. */
 export interface Closeable {
   close(): Promise<unknown>
+  isClosed(): boolean
 }
 
 export interface ServiceFixtures {
@@ -21,7 +22,7 @@ export interface ServiceFixtures {
    * Registers something the test opens (worker, queue, connection, server). After the test every
    * registered resource must have been closed by the test; the fixture closes leftovers and fails.
    */
-  track: <T extends Closeable>(resource: T, isClosed: () => boolean) => T
+  track: <T extends Closeable>(resource: T) => T
   /** A tracked ioredis connection. */
   redis: () => Redis
 }
@@ -33,7 +34,6 @@ interface FileFixtures {
 
 export const test = base.extend<FileFixtures & ServiceFixtures>({
   fileDatabase: [
-    // eslint-disable-next-line no-empty-pattern
     async ({}, use) => {
       const root = inject('databaseUrl')
       const name = `baton_t_${randomUUID().replaceAll('-', '').slice(0, 16)}`
@@ -45,7 +45,11 @@ export const test = base.extend<FileFixtures & ServiceFixtures>({
         await admin.end()
       }
       const url = withDatabase(root, name)
-      const db = createDb({ connectionString: url, maxConnections: 10, applicationName: 'baton-test' })
+      const db = createDb({
+        connectionString: url,
+        maxConnections: 10,
+        applicationName: 'baton-test',
+      })
       await use({ url, db })
       await db.destroy()
       const cleanup = new pg.Client({ connectionString: root })
@@ -59,7 +63,6 @@ export const test = base.extend<FileFixtures & ServiceFixtures>({
     { scope: 'file' },
   ],
   fileQueuePrefix: [
-    // eslint-disable-next-line no-empty-pattern
     async ({}, use) => {
       const prefix = `baton-t-${randomUUID().slice(0, 8)}`
       await use(prefix)
@@ -82,14 +85,14 @@ export const test = base.extend<FileFixtures & ServiceFixtures>({
   redisUrl: async ({}, use) => use(inject('redisUrl')),
   queuePrefix: async ({ fileQueuePrefix }, use) => use(fileQueuePrefix),
   track: async ({ task }, use) => {
-    const tracked: { resource: Closeable; isClosed: () => boolean }[] = []
-    await use((resource, isClosed) => {
-      tracked.push({ resource, isClosed })
+    const tracked: Closeable[] = []
+    await use((resource) => {
+      tracked.push(resource)
       return resource
     })
     const leftovers = tracked.filter((t) => !t.isClosed())
     // Close in reverse order of opening: workers before the connections they use.
-    for (const t of leftovers.reverse()) await t.resource.close().catch(() => undefined)
+    for (const t of leftovers.reverse()) await t.close().catch(() => undefined)
     if (leftovers.length > 0 && task.result?.state !== 'fail') {
       throw new Error(`${leftovers.length} resource(s) were left open by "${task.name}"`)
     }
@@ -97,10 +100,11 @@ export const test = base.extend<FileFixtures & ServiceFixtures>({
   redis: async ({ redisUrl, track }, use) => {
     await use(() => {
       const connection = new Redis(redisUrl, { maxRetriesPerRequest: null })
-      return track(
-        { close: () => connection.quit(), connection } as Closeable & { connection: Redis },
-        () => connection.status === 'end',
-      ).connection
+      return track({
+        close: () => connection.quit(),
+        isClosed: () => connection.status === 'end',
+        connection,
+      }).connection
     })
   },
 })

@@ -1,3 +1,5 @@
 export { test, describe, expect } from './fixtures.ts'
 export type { Closeable, ServiceFixtures } from './fixtures.ts'
 export { eventually } from './eventually.ts'
+export { startServiceProcess } from './processes.ts'
+export type { ServiceProcess } from './processes.ts'

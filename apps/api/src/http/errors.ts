@@ -17,7 +17,11 @@ const STATUS: Record<ErrorCode, number> = {
   [ErrorCode.Internal]: 500,
 }
 
-function body(code: ErrorCode, message: string, details?: Readonly<Record<string, unknown>>): ErrorBody {
+function body(
+  code: ErrorCode,
+  message: string,
+  details?: Readonly<Record<string, unknown>>,
+): ErrorBody {
   return { error: details === undefined ? { code, message } : { code, message, details } }
 }
 
@@ -25,7 +29,11 @@ function body(code: ErrorCode, message: string, details?: Readonly<Record<string
  * Every error leaves as `{ error: { code, message, details? } }`. Validation failures list the
  * offending paths; anything unexpected is a 500 with a generic message (the log has the detail).
  */
-export function errorHandler(error: FastifyError, request: FastifyRequest, reply: FastifyReply): FastifyReply {
+export function errorHandler(
+  error: FastifyError,
+  request: FastifyRequest,
+  reply: FastifyReply,
+): FastifyReply {
   if (error instanceof BatonError) {
     return reply.status(STATUS[error.code]).send(body(error.code, error.message, error.details))
   }
@@ -36,7 +44,11 @@ export function errorHandler(error: FastifyError, request: FastifyRequest, reply
     }))
     return reply
       .status(400)
-      .send(body(ErrorCode.ValidationFailed, `invalid ${error.validationContext ?? 'request'}`, { issues }))
+      .send(
+        body(ErrorCode.ValidationFailed, `invalid ${error.validationContext ?? 'request'}`, {
+          issues,
+        }),
+      )
   }
   switch (error.code) {
     case 'FST_ERR_CTP_BODY_TOO_LARGE':
@@ -45,7 +57,9 @@ export function errorHandler(error: FastifyError, request: FastifyRequest, reply
       return reply.status(415).send(body(ErrorCode.UnsupportedMediaType, 'send application/json'))
     case 'FST_ERR_CTP_EMPTY_JSON_BODY':
     case 'FST_ERR_CTP_INVALID_JSON_BODY':
-      return reply.status(400).send(body(ErrorCode.ValidationFailed, 'request body is not valid JSON'))
+      return reply
+        .status(400)
+        .send(body(ErrorCode.ValidationFailed, 'request body is not valid JSON'))
     default:
       break
   }
@@ -57,5 +71,7 @@ export function errorHandler(error: FastifyError, request: FastifyRequest, reply
 }
 
 export function notFoundHandler(request: FastifyRequest, reply: FastifyReply): FastifyReply {
-  return reply.status(404).send(body(ErrorCode.NotFound, `no route for ${request.method} ${request.url}`))
+  return reply
+    .status(404)
+    .send(body(ErrorCode.NotFound, `no route for ${request.method} ${request.url}`))
 }

@@ -1,6 +1,12 @@
 import type { FastifyPluginAsyncZod } from 'fastify-type-provider-zod'
 import { z } from 'zod'
-import { BatonError, ErrorCode, cancelRequestSchema, uuidSchema, waitQuerySchema } from '@baton/contracts'
+import {
+  BatonError,
+  ErrorCode,
+  cancelRequestSchema,
+  uuidSchema,
+  waitQuerySchema,
+} from '@baton/contracts'
 import { getAttempt, requestCancel } from '@baton/store'
 import type { ApiDeps } from '../deps.ts'
 import { awaitAttempt } from '../services/await-attempt.ts'
@@ -14,17 +20,22 @@ function notFound(attemptId: string): BatonError {
 
 export function attemptRoutes(deps: ApiDeps): FastifyPluginAsyncZod {
   return async (app) => {
-    app.get('/v1/attempts/:attemptId', { schema: { summary: 'Read an attempt', params } }, async (request) => {
-      const view = await getAttempt(deps.db, request.params.attemptId)
-      if (view === undefined) throw notFound(request.params.attemptId)
-      return view
-    })
+    app.get(
+      '/v1/attempts/:attemptId',
+      { schema: { summary: 'Read an attempt', params } },
+      async (request) => {
+        const view = await getAttempt(deps.db, request.params.attemptId)
+        if (view === undefined) throw notFound(request.params.attemptId)
+        return view
+      },
+    )
 
     app.get(
       '/v1/attempts/:attemptId/wait',
       {
         schema: {
-          summary: 'One bounded wait: the terminal result, or the current snapshot when the bound expires',
+          summary:
+            'One bounded wait: the terminal result, or the current snapshot when the bound expires',
           params,
           querystring: waitQuerySchema,
         },
@@ -46,7 +57,10 @@ export function attemptRoutes(deps: ApiDeps): FastifyPluginAsyncZod {
       { schema: { summary: 'Cancel an attempt', params, body: cancelRequestSchema.optional() } },
       async (request, reply) => {
         const { attemptId } = request.params
-        const outcome = await requestCancel(deps.db, { attemptId, reason: request.body?.reason ?? null })
+        const outcome = await requestCancel(deps.db, {
+          attemptId,
+          reason: request.body?.reason ?? null,
+        })
         switch (outcome) {
           case 'missing':
             throw notFound(attemptId)
@@ -55,14 +69,19 @@ export function attemptRoutes(deps: ApiDeps): FastifyPluginAsyncZod {
           case 'cancelled_queued':
             await deps.publisher
               .publish({ eventName: 'terminal', attemptId })
-              .catch((error: unknown) => request.log.warn({ err: error, attemptId }, 'terminal doorbell not published'))
+              .catch((error: unknown) =>
+                request.log.warn({ err: error, attemptId }, 'terminal doorbell not published'),
+              )
             break
           case 'cancel_requested':
             // Recorded first; the event only shortens the time until the owner notices.
             await deps.publisher
               .publish({ eventName: 'cancel', attemptId })
               .catch((error: unknown) =>
-                request.log.warn({ err: error, attemptId }, 'cancel event not published; heartbeat will deliver it'),
+                request.log.warn(
+                  { err: error, attemptId },
+                  'cancel event not published; heartbeat will deliver it',
+                ),
               )
             break
           default: {

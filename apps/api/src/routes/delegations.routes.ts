@@ -1,4 +1,5 @@
 import { randomUUID } from 'node:crypto'
+import type { IncomingMessage } from 'node:http'
 import type { FastifyPluginAsyncZod } from 'fastify-type-provider-zod'
 import { z } from 'zod'
 import {
@@ -56,9 +57,13 @@ export function delegationRoutes(deps: ApiDeps): FastifyPluginAsyncZod {
               `no agent ${input.agentId ?? ''} named "${input.name}" in session "${sessionId}"`,
             )
           case 'agent_busy':
-            throw new BatonError(ErrorCode.AgentBusy, 'the agent already has an attempt that is not terminal', {
-              details: { agentId: input.agentId },
-            })
+            throw new BatonError(
+              ErrorCode.AgentBusy,
+              'the agent already has an attempt that is not terminal',
+              {
+                details: { agentId: input.agentId },
+              },
+            )
           case 'accepted':
             break
           default: {
@@ -70,11 +75,19 @@ export function delegationRoutes(deps: ApiDeps): FastifyPluginAsyncZod {
           await enqueueAttempt(deps.queue, attemptId)
         } catch (error) {
           // Accepted is durable; the reconciler enqueues attempts whose job never arrived.
-          request.log.warn({ err: error, attemptId }, 'enqueue failed after accept; reconciler will retry')
+          request.log.warn(
+            { err: error, attemptId },
+            'enqueue failed after accept; reconciler will retry',
+          )
         }
         const accepted = { agentId: outcome.agentId, attemptId, status: 'accepted' as const }
         if (input.wait === undefined) return reply.status(202).send(accepted)
-        const view = await awaitAttempt(deps, attemptId, input.wait.timeoutMs, abortOnClose(request.raw))
+        const view = await awaitAttempt(
+          deps,
+          attemptId,
+          input.wait.timeoutMs,
+          abortOnClose(request.raw),
+        )
         if (view === undefined) throw new Error('accepted attempt vanished')
         return reply.status(isTerminalView(view) ? 200 : 202).send(view)
       },
@@ -83,7 +96,7 @@ export function delegationRoutes(deps: ApiDeps): FastifyPluginAsyncZod {
 }
 
 /** An AbortSignal that fires when the client goes away, so a wait does not outlive its caller. */
-export function abortOnClose(raw: import('node:http').IncomingMessage): AbortSignal {
+export function abortOnClose(raw: IncomingMessage): AbortSignal {
   const controller = new AbortController()
   raw.socket.once('close', () => controller.abort())
   return controller.signal

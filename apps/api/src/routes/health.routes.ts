@@ -17,10 +17,18 @@ export function healthRoutes(deps: ApiDeps): FastifyPluginAsyncZod {
       const status = {
         redis: redis?.status === 'fulfilled' ? 'ok' : 'unreachable',
         postgres: postgres?.status === 'fulfilled' ? 'ok' : 'unreachable',
-        migrations: pending === undefined ? 'unknown' : pending.length === 0 ? 'current' : `pending: ${pending.join(', ')}`,
+        migrations:
+          pending === undefined
+            ? 'unknown'
+            : pending.length === 0
+              ? 'current'
+              : `pending: ${pending.join(', ')}`,
       }
-      const ready = status.redis === 'ok' && status.postgres === 'ok' && status.migrations === 'current'
-      return reply.status(ready ? 200 : 503).send({ status: ready ? 'ready' : 'not_ready', checks: status })
+      const ready =
+        status.redis === 'ok' && status.postgres === 'ok' && status.migrations === 'current'
+      return reply
+        .status(ready ? 200 : 503)
+        .send({ status: ready ? 'ready' : 'not_ready', checks: status })
     })
   }
 }

@@ -61,10 +61,17 @@ export function createLeaseKeeper(deps: {
     if (leases.length === 0) return
     let renewals
     try {
-      renewals = await renewLeases(deps.db, { ownerId: deps.ownerId, leases, leaseTtlMs: deps.leaseTtlMs })
+      renewals = await renewLeases(deps.db, {
+        ownerId: deps.ownerId,
+        leases,
+        leaseTtlMs: deps.leaseTtlMs,
+      })
     } catch (error) {
       const level = isTransientStoreError(error) ? 'warn' : 'error'
-      deps.logger[level]({ err: error, leases: leases.length }, 'heartbeat failed; keeping ownership')
+      deps.logger[level](
+        { err: error, leases: leases.length },
+        'heartbeat failed; keeping ownership',
+      )
       return
     }
     for (const renewal of renewals) {

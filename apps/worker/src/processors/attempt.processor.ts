@@ -35,7 +35,11 @@ export interface AttemptProcessorDeps {
  * running; one whose owner vanished mid-run gets the process-loss outcome, never a second run.
  */
 export function createAttemptProcessor(deps: AttemptProcessorDeps) {
-  return async function processAttempt(job: Job<AttemptJob>, _token?: string, jobSignal?: AbortSignal) {
+  return async function processAttempt(
+    job: Job<AttemptJob>,
+    _token?: string,
+    jobSignal?: AbortSignal,
+  ) {
     const { attemptId } = attemptJobSchema.parse(job.data)
     const log = deps.logger.child({ attemptId })
     const claim = await claimAttempt(deps.db, {
@@ -50,7 +54,9 @@ export function createAttemptProcessor(deps: AttemptProcessorDeps) {
         log.debug({ outcome: claim.kind }, 'attempt not claimable; acknowledging job')
         return
       case 'orphaned': {
-        const made = await commitProcessLoss(deps.db, [{ attemptId, ownerGeneration: claim.ownerGeneration }])
+        const made = await commitProcessLoss(deps.db, [
+          { attemptId, ownerGeneration: claim.ownerGeneration },
+        ])
         if (made.length > 0) {
           log.warn('owner vanished mid-run; recorded process loss')
           await ringTerminal(deps, attemptId, log)
@@ -78,8 +84,14 @@ export function createAttemptProcessor(deps: AttemptProcessorDeps) {
         log.warn('lease lost during execution; writing nothing')
         return
       }
-      const outcome = await commitWithRetry(deps, execution, withAbortCategory(result, execution.signal), log)
-      if (outcome === 'committed' || outcome === 'replayed') await ringTerminal(deps, attemptId, log)
+      const outcome = await commitWithRetry(
+        deps,
+        execution,
+        withAbortCategory(result, execution.signal),
+        log,
+      )
+      if (outcome === 'committed' || outcome === 'replayed')
+        await ringTerminal(deps, attemptId, log)
     } finally {
       jobSignal?.removeEventListener('abort', onJobAbort)
       deps.leaseKeeper.release(attemptId)
@@ -144,7 +156,11 @@ async function commitWithRetry(
   }
 }
 
-async function ringTerminal(deps: AttemptProcessorDeps, attemptId: string, log: Logger): Promise<void> {
+async function ringTerminal(
+  deps: AttemptProcessorDeps,
+  attemptId: string,
+  log: Logger,
+): Promise<void> {
   try {
     await deps.publisher.publish({ eventName: 'terminal', attemptId })
   } catch (error) {

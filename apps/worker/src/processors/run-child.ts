@@ -34,7 +34,8 @@ export async function runChild(
       await run.dispose()
     }
   } catch {
-    if (signal.aborted) return { stopReason: 'aborted', output: '', failureCategory: FailureCategory.Cancelled }
+    if (signal.aborted)
+      return { stopReason: 'aborted', output: '', failureCategory: FailureCategory.Cancelled }
     return { stopReason: 'error', output: '', failureCategory: FailureCategory.ProviderFault }
   }
   return toTerminalResult(result)
@@ -47,7 +48,9 @@ export function toTerminalResult(result: SubagentResult): TerminalResultInput {
     return { stopReason: 'error', output, failureCategory: FailureCategory.UnknownStopReason }
   }
   const failureCategory =
-    result.stopReason === 'completed' ? null : (result.failureCategory ?? defaultCategory(result.stopReason))
+    result.stopReason === 'completed'
+      ? null
+      : (result.failureCategory ?? defaultCategory(result.stopReason))
   return { stopReason: result.stopReason, output, failureCategory }
 }
 

@@ -39,7 +39,10 @@ export function createReconciler(deps: {
       deps.logger.warn({ attemptId }, 'lease expired with its owner gone; recorded process loss')
       await deps.publisher.publish({ eventName: 'terminal', attemptId }).catch(() => undefined)
     }
-    const stale = await findStaleAccepted(deps.db, { olderThanMs: deps.requeueAfterMs, limit: BATCH })
+    const stale = await findStaleAccepted(deps.db, {
+      olderThanMs: deps.requeueAfterMs,
+      limit: BATCH,
+    })
     const requeued = stale.length === 0 ? 0 : await ensureAttemptsEnqueued(deps.queue, stale)
     if (requeued > 0) deps.logger.warn({ requeued }, 'accepted attempts had no job; re-enqueued')
     return { processLost: lost.length, requeued }
@@ -56,7 +59,9 @@ export function createReconciler(deps: {
     runOnce,
     start() {
       timer ??= setInterval(() => {
-        runOnce().catch((error: unknown) => deps.logger.warn({ err: error }, 'reconcile pass failed'))
+        runOnce().catch((error: unknown) =>
+          deps.logger.warn({ err: error }, 'reconcile pass failed'),
+        )
       }, deps.intervalMs)
     },
     async stop() {

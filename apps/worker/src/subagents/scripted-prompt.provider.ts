@@ -23,7 +23,12 @@ export const scriptSchema = z.strictObject({
   delayMs: z.number().int().min(0).max(600_000).optional(),
   hang: z.literal(true).optional(),
   fail: z.string().optional(),
-  outputBytes: z.number().int().min(0).max(64 * 1024 * 1024).optional(),
+  outputBytes: z
+    .number()
+    .int()
+    .min(0)
+    .max(64 * 1024 * 1024)
+    .optional(),
 })
 export type Script = z.infer<typeof scriptSchema>
 
@@ -42,9 +47,14 @@ export function parseScript(prompt: readonly ContentBlock[]): Script {
 }
 
 async function runScript(script: Script, signal: AbortSignal): Promise<SubagentResult> {
-  const aborted: SubagentResult = { output: [], stopReason: 'aborted', failureCategory: FailureCategory.Cancelled }
+  const aborted: SubagentResult = {
+    output: [],
+    stopReason: 'aborted',
+    failureCategory: FailureCategory.Cancelled,
+  }
   try {
-    if (script.delayMs !== undefined && script.delayMs > 0) await sleep(script.delayMs, undefined, { signal })
+    if (script.delayMs !== undefined && script.delayMs > 0)
+      await sleep(script.delayMs, undefined, { signal })
     if (script.hang === true) {
       await new Promise((_, reject) => {
         if (signal.aborted) reject(signal.reason as Error)
@@ -61,7 +71,9 @@ async function runScript(script: Script, signal: AbortSignal): Promise<SubagentR
   }
   const text =
     script.outputBytes !== undefined
-      ? (script.output ?? 'x').repeat(Math.ceil(script.outputBytes / Math.max(1, (script.output ?? 'x').length))).slice(0, script.outputBytes)
+      ? (script.output ?? 'x')
+          .repeat(Math.ceil(script.outputBytes / Math.max(1, (script.output ?? 'x').length)))
+          .slice(0, script.outputBytes)
       : (script.output ?? '')
   return { output: text === '' ? [] : [{ type: 'text', text }], stopReason: 'completed' }
 }

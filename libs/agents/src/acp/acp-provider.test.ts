@@ -4,7 +4,12 @@ import { join } from 'node:path'
 import { fileURLToPath } from 'node:url'
 import { describe, expect, test } from 'vitest'
 import type { Agent, SubagentRun, SubagentStartRequest } from '@baton/subagents'
-import { AcpFailureCategory, AcpProviderError, AcpStartErrorCode, createAcpProvider } from './index.ts'
+import {
+  AcpFailureCategory,
+  AcpProviderError,
+  AcpStartErrorCode,
+  createAcpProvider,
+} from './index.ts'
 import type { AcpProviderOptions } from './index.ts'
 
 // The agent under test is a real process speaking ACP over stdio: no mocks of the transport.
@@ -19,7 +24,10 @@ interface AcpFixtures {
 
 interface AgentLauncher {
   /** Provider options that run the fixture agent and record its pid under a fresh label. */
-  options(label: string, extra?: { flags?: string[]; provider?: Partial<AcpProviderOptions> }): AcpProviderOptions
+  options(
+    label: string,
+    extra?: { flags?: string[]; provider?: Partial<AcpProviderOptions> },
+  ): AcpProviderOptions
   /** The recorded pid of a labelled agent, waiting until the agent has written it. */
   pid(label: string): Promise<number>
   /** Whether a labelled agent ever wrote its pid (i.e. a process was spawned). */
@@ -88,7 +96,11 @@ function parentAgent(cwd: string): Agent {
   return { session: { id: 'parent-1', header: { id: 'parent-1', cwd } }, options: {} }
 }
 
-function startRequest(cwd: string, text: string, signal = new AbortController().signal): SubagentStartRequest {
+function startRequest(
+  cwd: string,
+  text: string,
+  signal = new AbortController().signal,
+): SubagentStartRequest {
   return { prompt: [{ type: 'text', text }], parent: parentAgent(cwd), signal }
 }
 
@@ -120,18 +132,29 @@ describe('createAcpProvider', () => {
     const provider = createAcpProvider({ command: process.execPath })
     expect(provider.name).toBe('acp')
     expect(provider.inheritsParentContext).toBe(false)
-    expect(provider.capabilities).toEqual({ outputSchema: false, depthLimit: false, toolFilter: false, persona: false })
+    expect(provider.capabilities).toEqual({
+      outputSchema: false,
+      depthLimit: false,
+      toolFilter: false,
+      persona: false,
+    })
     expect(createAcpProvider({ name: 'claude-acp', command: 'x' }).name).toBe('claude-acp')
   })
 
-  test_('a prompt completes with the streamed output as a remote, parent-scoped run', async ({ workspace, agents }) => {
-    const provider = createAcpProvider(agents.options('echo'))
-    const run = agents.track(await provider.start(startRequest(workspace, 'hello world')))
+  test_(
+    'a prompt completes with the streamed output as a remote, parent-scoped run',
+    async ({ workspace, agents }) => {
+      const provider = createAcpProvider(agents.options('echo'))
+      const run = agents.track(await provider.start(startRequest(workspace, 'hello world')))
 
-    expect(run.id).toMatch(/^acp:parent-1:[0-9a-f-]{36}$/)
-    expect(run.localAgent).toBeUndefined()
-    await expect(run.result).resolves.toEqual({ output: [{ type: 'text', text: 'echo: hello world' }], stopReason: 'completed' })
-  })
+      expect(run.id).toMatch(/^acp:parent-1:[0-9a-f-]{36}$/)
+      expect(run.localAgent).toBeUndefined()
+      await expect(run.result).resolves.toEqual({
+        output: [{ type: 'text', text: 'echo: hello world' }],
+        stopReason: 'completed',
+      })
+    },
+  )
 
   test_('the session cwd is the parent header cwd', async ({ workspace, agents }) => {
     const provider = createAcpProvider(agents.options('cwd'))
@@ -140,112 +163,149 @@ describe('createAcpProvider', () => {
     expect((await run.result).output).toEqual([{ type: 'text', text: `cwd:${workspace}` }])
   })
 
-  test_('a deployment cwd override replaces the parent header cwd', async ({ workspace, agents }) => {
-    const override = await mkdtemp(join(tmpdir(), 'baton-acp-override-'))
-    try {
-      const provider = createAcpProvider(agents.options('override', { provider: { cwd: override } }))
-      const run = agents.track(await provider.start(startRequest(workspace, 'cwd')))
+  test_(
+    'a deployment cwd override replaces the parent header cwd',
+    async ({ workspace, agents }) => {
+      const override = await mkdtemp(join(tmpdir(), 'baton-acp-override-'))
+      try {
+        const provider = createAcpProvider(
+          agents.options('override', { provider: { cwd: override } }),
+        )
+        const run = agents.track(await provider.start(startRequest(workspace, 'cwd')))
 
-      expect((await run.result).output).toEqual([{ type: 'text', text: `cwd:${override}` }])
-    } finally {
-      await rm(override, { recursive: true, force: true })
-    }
-  })
+        expect((await run.result).output).toEqual([{ type: 'text', text: `cwd:${override}` }])
+      } finally {
+        await rm(override, { recursive: true, force: true })
+      }
+    },
+  )
 
-  test_('aborting the signal mid-prompt sends session/cancel and resolves aborted', async ({ workspace, agents }) => {
-    const controller = new AbortController()
-    const provider = createAcpProvider(agents.options('hang'))
-    const run = agents.track(await provider.start(startRequest(workspace, 'hang', controller.signal)))
-    const pid = await agents.pid('hang')
-    await sleep(100)
+  test_(
+    'aborting the signal mid-prompt sends session/cancel and resolves aborted',
+    async ({ workspace, agents }) => {
+      const controller = new AbortController()
+      const provider = createAcpProvider(agents.options('hang'))
+      const run = agents.track(
+        await provider.start(startRequest(workspace, 'hang', controller.signal)),
+      )
+      const pid = await agents.pid('hang')
+      await sleep(100)
 
-    controller.abort(new Error('parent tool call cancelled'))
-    const result = await run.result
+      controller.abort(new Error('parent tool call cancelled'))
+      const result = await run.result
 
-    expect(result.stopReason).toBe('aborted')
-    expect(result.failureCategory).toBe(AcpFailureCategory.Cancelled)
-    // The agent itself saw the cancel (it streamed its acknowledgement), and cancel is not a kill.
-    expect(result.output).toEqual([{ type: 'text', text: 'hanging cancelled-by-client' }])
-    expect(isAlive(pid)).toBe(true)
-  })
+      expect(result.stopReason).toBe('aborted')
+      expect(result.failureCategory).toBe(AcpFailureCategory.Cancelled)
+      // The agent itself saw the cancel (it streamed its acknowledgement), and cancel is not a kill.
+      expect(result.output).toEqual([{ type: 'text', text: 'hanging cancelled-by-client' }])
+      expect(isAlive(pid)).toBe(true)
+    },
+  )
 
-  test_('an agent that ignores session/cancel still ends the run aborted', async ({ workspace, agents }) => {
-    const controller = new AbortController()
-    const provider = createAcpProvider(agents.options('ignore-cancel'))
-    const run = agents.track(await provider.start(startRequest(workspace, 'ignore-cancel', controller.signal)))
-    await sleep(100)
+  test_(
+    'an agent that ignores session/cancel still ends the run aborted',
+    async ({ workspace, agents }) => {
+      const controller = new AbortController()
+      const provider = createAcpProvider(agents.options('ignore-cancel'))
+      const run = agents.track(
+        await provider.start(startRequest(workspace, 'ignore-cancel', controller.signal)),
+      )
+      await sleep(100)
 
-    controller.abort()
-    const result = await run.result
+      controller.abort()
+      const result = await run.result
 
-    expect(result.stopReason).toBe('aborted')
-    expect(result.output).toEqual([{ type: 'text', text: 'working done anyway' }])
-  })
+      expect(result.stopReason).toBe('aborted')
+      expect(result.output).toEqual([{ type: 'text', text: 'working done anyway' }])
+    },
+  )
 
-  test_('dispose cancels a running prompt, kills the agent and resolves only once it is reaped', async ({
-    workspace,
-    agents,
-  }) => {
-    const provider = createAcpProvider(agents.options('dispose'))
-    const run = await provider.start(startRequest(workspace, 'hang'))
-    const pid = await agents.pid('dispose')
-    expect(isAlive(pid)).toBe(true)
+  test_(
+    'dispose cancels a running prompt, kills the agent and resolves only once it is reaped',
+    async ({ workspace, agents }) => {
+      const provider = createAcpProvider(agents.options('dispose'))
+      const run = await provider.start(startRequest(workspace, 'hang'))
+      const pid = await agents.pid('dispose')
+      expect(isAlive(pid)).toBe(true)
 
-    const first = run.dispose()
-    const second = run.dispose()
-    await Promise.all([first, second])
+      const first = run.dispose()
+      const second = run.dispose()
+      await Promise.all([first, second])
 
-    expect(isAlive(pid)).toBe(false)
-    expect((await run.result).stopReason).toBe('aborted')
-    await expect(run.dispose()).resolves.toBeUndefined()
-  })
+      expect(isAlive(pid)).toBe(false)
+      expect((await run.result).stopReason).toBe('aborted')
+      await expect(run.dispose()).resolves.toBeUndefined()
+    },
+  )
 
-  test_('dispose escalates to SIGKILL when the agent ignores SIGTERM and stdin closing', async ({ workspace, agents }) => {
-    const provider = createAcpProvider(
-      agents.options('stubborn', { flags: ['--stubborn'], provider: { cancelGraceMs: 50, killGraceMs: 200 } }),
-    )
-    const run = await provider.start(startRequest(workspace, 'hello'))
-    const pid = await agents.pid('stubborn')
-    await run.result
+  test_(
+    'dispose escalates to SIGKILL when the agent ignores SIGTERM and stdin closing',
+    async ({ workspace, agents }) => {
+      const provider = createAcpProvider(
+        agents.options('stubborn', {
+          flags: ['--stubborn'],
+          provider: { cancelGraceMs: 50, killGraceMs: 200 },
+        }),
+      )
+      const run = await provider.start(startRequest(workspace, 'hello'))
+      const pid = await agents.pid('stubborn')
+      await run.result
 
-    await run.dispose()
+      await run.dispose()
 
-    expect(isAlive(pid)).toBe(false)
-  })
+      expect(isAlive(pid)).toBe(false)
+    },
+  )
 
-  test_('an abort before the session exists rejects start and leaves no process', async ({ workspace, agents }) => {
-    const controller = new AbortController()
-    const provider = createAcpProvider(agents.options('slow-init', { flags: ['--init-delay-ms', '60000'] }))
-    const starting = provider.start(startRequest(workspace, 'hello', controller.signal))
-    const pid = await agents.pid('slow-init')
+  test_(
+    'an abort before the session exists rejects start and leaves no process',
+    async ({ workspace, agents }) => {
+      const controller = new AbortController()
+      const provider = createAcpProvider(
+        agents.options('slow-init', { flags: ['--init-delay-ms', '60000'] }),
+      )
+      const starting = provider.start(startRequest(workspace, 'hello', controller.signal))
+      const pid = await agents.pid('slow-init')
 
-    controller.abort(new Error('parent gave up'))
-    const error = await startFailure(starting)
+      controller.abort(new Error('parent gave up'))
+      const error = await startFailure(starting)
 
-    expect(error.code).toBe(AcpStartErrorCode.StartAborted)
-    expect(isAlive(pid)).toBe(false)
-  })
+      expect(error.code).toBe(AcpStartErrorCode.StartAborted)
+      expect(isAlive(pid)).toBe(false)
+    },
+  )
 
-  test_('an already-aborted signal rejects start without spawning anything', async ({ workspace, agents }) => {
-    const provider = createAcpProvider(agents.options('pre-aborted'))
-    const error = await startFailure(provider.start(startRequest(workspace, 'hello', AbortSignal.abort())))
+  test_(
+    'an already-aborted signal rejects start without spawning anything',
+    async ({ workspace, agents }) => {
+      const provider = createAcpProvider(agents.options('pre-aborted'))
+      const error = await startFailure(
+        provider.start(startRequest(workspace, 'hello', AbortSignal.abort())),
+      )
 
-    expect(error.code).toBe(AcpStartErrorCode.StartAborted)
-    expect(await agents.spawned('pre-aborted')).toBe(false)
-  })
+      expect(error.code).toBe(AcpStartErrorCode.StartAborted)
+      expect(await agents.spawned('pre-aborted')).toBe(false)
+    },
+  )
 
-  test_('a handshake slower than startTimeoutMs rejects start and leaves no process', async ({ workspace, agents }) => {
-    // The budget leaves the agent time to record its pid, so the test can check it is gone after.
-    const provider = createAcpProvider(
-      agents.options('timeout', { flags: ['--init-delay-ms', '60000'], provider: { startTimeoutMs: 2_000 } }),
-    )
-    const starting = provider.start(startRequest(workspace, 'hello'))
-    const pid = await agents.pid('timeout')
-    const error = await startFailure(starting)
+  test_(
+    'a handshake slower than startTimeoutMs rejects start and leaves no process',
+    async ({ workspace, agents }) => {
+      // The budget leaves the agent time to record its pid, so the test can check it is gone after.
+      const provider = createAcpProvider(
+        agents.options('timeout', {
+          flags: ['--init-delay-ms', '60000'],
+          provider: { startTimeoutMs: 2_000 },
+        }),
+      )
+      const starting = provider.start(startRequest(workspace, 'hello'))
+      const pid = await agents.pid('timeout')
+      const error = await startFailure(starting)
 
-    expect(error.code).toBe(AcpStartErrorCode.StartTimeout)
-    expect(isAlive(pid)).toBe(false)
-  })
+      expect(error.code).toBe(AcpStartErrorCode.StartTimeout)
+      expect(isAlive(pid)).toBe(false)
+    },
+  )
 
   test('a command that cannot be spawned rejects start with spawn_failed', async () => {
     const provider = createAcpProvider({ command: '/nonexistent/acp-agent' })
@@ -254,32 +314,38 @@ describe('createAcpProvider', () => {
     expect(error.code).toBe(AcpStartErrorCode.SpawnFailed)
   })
 
-  test_('an agent that crashes mid-prompt resolves error with a safe category', async ({ workspace, agents }) => {
-    const provider = createAcpProvider(agents.options('crash'))
-    const run = agents.track(await provider.start(startRequest(workspace, 'crash')))
-    const result = await run.result
+  test_(
+    'an agent that crashes mid-prompt resolves error with a safe category',
+    async ({ workspace, agents }) => {
+      const provider = createAcpProvider(agents.options('crash'))
+      const run = agents.track(await provider.start(startRequest(workspace, 'crash')))
+      const result = await run.result
 
-    expect(result).toEqual({
-      output: [{ type: 'text', text: 'crashing' }],
-      stopReason: 'error',
-      failureCategory: AcpFailureCategory.AgentProcessExited,
-    })
-    expect(isAlive(await agents.pid('crash'))).toBe(false)
-    await run.dispose()
-  })
+      expect(result).toEqual({
+        output: [{ type: 'text', text: 'crashing' }],
+        stopReason: 'error',
+        failureCategory: AcpFailureCategory.AgentProcessExited,
+      })
+      expect(isAlive(await agents.pid('crash'))).toBe(false)
+      await run.dispose()
+    },
+  )
 
   test_.for([
     ['max_tokens', 'max-tokens'],
     ['refusal', 'refusal'],
     ['max_turn_requests', 'error'],
-  ] as const)('ACP stop reason %s ends the run as %s', async ([acpReason, seamReason], { workspace, agents }) => {
-    const provider = createAcpProvider(agents.options(`stop-${acpReason}`))
-    const run = agents.track(await provider.start(startRequest(workspace, `stop ${acpReason}`)))
-    const result = await run.result
+  ] as const)(
+    'ACP stop reason %s ends the run as %s',
+    async ([acpReason, seamReason], { workspace, agents }) => {
+      const provider = createAcpProvider(agents.options(`stop-${acpReason}`))
+      const run = agents.track(await provider.start(startRequest(workspace, `stop ${acpReason}`)))
+      const result = await run.result
 
-    expect(result.stopReason).toBe(seamReason)
-    expect(result.output).toEqual([{ type: 'text', text: 'stopping' }])
-  })
+      expect(result.stopReason).toBe(seamReason)
+      expect(result.output).toEqual([{ type: 'text', text: 'stopping' }])
+    },
+  )
 
   test_('permission requests from the agent are denied', async ({ workspace, agents }) => {
     const provider = createAcpProvider(agents.options('permission'))
@@ -300,10 +366,18 @@ describe('createAcpProvider', () => {
         return (await run.result).output
       }
 
-      expect(await read(join(workspace, 'notes.txt'))).toEqual([{ type: 'text', text: 'read:inside the workspace' }])
-      expect(await read(join(outside, 'secret.txt'))).toEqual([{ type: 'text', text: 'read-error:-32602' }])
-      expect(await read(join(workspace, 'link.txt'))).toEqual([{ type: 'text', text: 'read-error:-32602' }])
-      expect(await read(join(workspace, '..', 'x', 'y.txt'))).toEqual([{ type: 'text', text: 'read-error:-32002' }])
+      expect(await read(join(workspace, 'notes.txt'))).toEqual([
+        { type: 'text', text: 'read:inside the workspace' },
+      ])
+      expect(await read(join(outside, 'secret.txt'))).toEqual([
+        { type: 'text', text: 'read-error:-32602' },
+      ])
+      expect(await read(join(workspace, 'link.txt'))).toEqual([
+        { type: 'text', text: 'read-error:-32602' },
+      ])
+      expect(await read(join(workspace, '..', 'x', 'y.txt'))).toEqual([
+        { type: 'text', text: 'read-error:-32002' },
+      ])
     } finally {
       await rm(outside, { recursive: true, force: true })
     }

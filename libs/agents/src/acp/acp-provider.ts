@@ -83,7 +83,10 @@ interface RunSettings {
   readonly killGraceMs: number
 }
 
-async function startAcpRun(settings: RunSettings, request: SubagentStartRequest): Promise<SubagentRun> {
+async function startAcpRun(
+  settings: RunSettings,
+  request: SubagentStartRequest,
+): Promise<SubagentRun> {
   const { signal } = request
   if (signal.aborted) throw startAborted(signal)
 
@@ -129,15 +132,29 @@ async function openSession(connection: acp.ClientConnection, workspace: string):
       clientInfo: CLIENT_INFO,
     })
   } catch (error) {
-    throw new AcpProviderError(AcpStartErrorCode.HandshakeFailed, 'The ACP agent rejected initialize.', { cause: error })
+    throw new AcpProviderError(
+      AcpStartErrorCode.HandshakeFailed,
+      'The ACP agent rejected initialize.',
+      { cause: error },
+    )
   }
   if (init.protocolVersion !== acp.PROTOCOL_VERSION) {
-    throw new AcpProviderError(AcpStartErrorCode.HandshakeFailed, 'The ACP agent speaks an unsupported protocol version.')
+    throw new AcpProviderError(
+      AcpStartErrorCode.HandshakeFailed,
+      'The ACP agent speaks an unsupported protocol version.',
+    )
   }
   try {
-    session = await connection.agent.request(acp.methods.agent.session.new, { cwd: workspace, mcpServers: [] })
+    session = await connection.agent.request(acp.methods.agent.session.new, {
+      cwd: workspace,
+      mcpServers: [],
+    })
   } catch (error) {
-    throw new AcpProviderError(AcpStartErrorCode.HandshakeFailed, 'The ACP agent rejected session/new.', { cause: error })
+    throw new AcpProviderError(
+      AcpStartErrorCode.HandshakeFailed,
+      'The ACP agent rejected session/new.',
+      { cause: error },
+    )
   }
   return session.sessionId
 }
@@ -158,10 +175,20 @@ async function untilReady<T>(
     if (limits.signal.aborted) onAbort()
     else limits.signal.addEventListener('abort', onAbort, { once: true })
     timer = setTimeout(() => {
-      reject(new AcpProviderError(AcpStartErrorCode.StartTimeout, 'The ACP agent did not become ready in time.'))
+      reject(
+        new AcpProviderError(
+          AcpStartErrorCode.StartTimeout,
+          'The ACP agent did not become ready in time.',
+        ),
+      )
     }, limits.timeoutMs)
     void limits.exited.then(() => {
-      reject(new AcpProviderError(AcpStartErrorCode.AgentProcessExited, 'The ACP agent exited during startup.'))
+      reject(
+        new AcpProviderError(
+          AcpStartErrorCode.AgentProcessExited,
+          'The ACP agent exited during startup.',
+        ),
+      )
     })
   })
   // The loser of the race must not surface as an unhandled rejection.
@@ -204,7 +231,11 @@ function publishRun(args: PublishArgs): SubagentRun {
     settled = true
     signal.removeEventListener('abort', cancel)
     const output = transcript.output()
-    resolveResult(failureCategory === undefined ? { output, stopReason } : { output, stopReason, failureCategory })
+    resolveResult(
+      failureCategory === undefined
+        ? { output, stopReason }
+        : { output, stopReason, failureCategory },
+    )
   }
 
   function cancel(): void {
@@ -215,23 +246,33 @@ function publishRun(args: PublishArgs): SubagentRun {
 
   const settleAborted = (): void => settle('aborted', AcpFailureCategory.Cancelled)
 
-  connection.agent.request(acp.methods.agent.session.prompt, { sessionId, prompt: request.prompt.map(toAcpContent) }).then(
-    (response) => {
-      if (cancelRequested) return settleAborted()
-      const mapped = mapAcpStopReason(response.stopReason)
-      settle(mapped.stopReason, mapped.failureCategory)
-    },
-    async (error: unknown) => {
-      if (cancelRequested) return settleAborted()
-      if (!connection.signal.aborted && error instanceof acp.RequestError) {
-        return settle('error', AcpFailureCategory.AgentRequestFailed)
-      }
-      // The transport went away: decide between a dead agent and a merely closed pipe.
-      await Promise.race([agentProcess.exited, delay(EXIT_DRAIN_MS)])
-      if (cancelRequested) return settleAborted()
-      settle('error', agentProcess.hasExited() ? AcpFailureCategory.AgentProcessExited : AcpFailureCategory.AgentConnectionClosed)
-    },
-  )
+  connection.agent
+    .request(acp.methods.agent.session.prompt, {
+      sessionId,
+      prompt: request.prompt.map(toAcpContent),
+    })
+    .then(
+      (response) => {
+        if (cancelRequested) return settleAborted()
+        const mapped = mapAcpStopReason(response.stopReason)
+        settle(mapped.stopReason, mapped.failureCategory)
+      },
+      async (error: unknown) => {
+        if (cancelRequested) return settleAborted()
+        if (!connection.signal.aborted && error instanceof acp.RequestError) {
+          return settle('error', AcpFailureCategory.AgentRequestFailed)
+        }
+        // The transport went away: decide between a dead agent and a merely closed pipe.
+        await Promise.race([agentProcess.exited, delay(EXIT_DRAIN_MS)])
+        if (cancelRequested) return settleAborted()
+        settle(
+          'error',
+          agentProcess.hasExited()
+            ? AcpFailureCategory.AgentProcessExited
+            : AcpFailureCategory.AgentConnectionClosed,
+        )
+      },
+    )
 
   void agentProcess.exited.then(async () => {
     // Let a final response already in the pipe be read before calling this a crash.
@@ -240,8 +281,8 @@ function publishRun(args: PublishArgs): SubagentRun {
     settle('error', AcpFailureCategory.AgentProcessExited)
   })
 
-  if (signal.aborted) cancel()
-  else signal.addEventListener('abort', cancel, { once: true })
+  // start() has just checked the signal synchronously, so it cannot already be aborted here.
+  signal.addEventListener('abort', cancel, { once: true })
 
   let disposing: Promise<void> | undefined
   const dispose = (): Promise<void> => {
@@ -266,7 +307,11 @@ function publishRun(args: PublishArgs): SubagentRun {
   }
 }
 
-function connectClient(agentProcess: AgentProcess, workspace: string, transcript: Transcript): acp.ClientConnection {
+function connectClient(
+  agentProcess: AgentProcess,
+  workspace: string,
+  transcript: Transcript,
+): acp.ClientConnection {
   const stream = acp.ndJsonStream(
     Writable.toWeb(agentProcess.stdin) as WritableStream<Uint8Array>,
     Readable.toWeb(agentProcess.stdout) as ReadableStream<Uint8Array>,
@@ -327,7 +372,9 @@ function toAcpContent(block: ContentBlock): acp.ContentBlock {
 }
 
 function startAborted(signal: AbortSignal): AcpProviderError {
-  return new AcpProviderError(AcpStartErrorCode.StartAborted, 'The subagent start was aborted.', { cause: signal.reason })
+  return new AcpProviderError(AcpStartErrorCode.StartAborted, 'The subagent start was aborted.', {
+    cause: signal.reason,
+  })
 }
 
 function delay(ms: number): Promise<void> {

@@ -103,13 +103,24 @@ export function spawnAgentProcess(options: SpawnAgentProcessOptions): Promise<Ag
     child.once('error', (error) => {
       // 'error' before 'spawn' means no process exists; after it, the exit path handles the rest.
       if (child.pid === undefined) {
-        reject(new AcpProviderError(AcpStartErrorCode.SpawnFailed, 'The ACP agent command could not be started.', { cause: error }))
+        reject(
+          new AcpProviderError(
+            AcpStartErrorCode.SpawnFailed,
+            'The ACP agent command could not be started.',
+            { cause: error },
+          ),
+        )
       }
     })
     child.once('spawn', () => {
       const pid = child.pid
       if (pid === undefined) {
-        reject(new AcpProviderError(AcpStartErrorCode.SpawnFailed, 'The ACP agent command could not be started.'))
+        reject(
+          new AcpProviderError(
+            AcpStartErrorCode.SpawnFailed,
+            'The ACP agent command could not be started.',
+          ),
+        )
         return
       }
       resolve({

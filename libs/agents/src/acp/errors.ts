@@ -44,6 +44,7 @@ export class AcpProviderError extends Error {
   constructor(code: AcpStartErrorCode, message: string, options?: { cause?: unknown }) {
     super(message, options)
     this.code = code
-    this.retryable = code === AcpStartErrorCode.StartTimeout || code === AcpStartErrorCode.AgentProcessExited
+    this.retryable =
+      code === AcpStartErrorCode.StartTimeout || code === AcpStartErrorCode.AgentProcessExited
   }
 }

@@ -47,18 +47,25 @@ async function say(client: acp.AgentContext, sessionId: string, text: string): P
   })
 }
 
-async function answer(client: acp.AgentContext, sessionId: string, session: FixtureSession, text: string): Promise<acp.StopReason> {
+async function answer(
+  client: acp.AgentContext,
+  sessionId: string,
+  session: FixtureSession,
+  text: string,
+): Promise<acp.StopReason> {
   if (text === 'hang') {
     await say(client, sessionId, 'hanging')
     const cancelled = session.cancel.signal
-    if (!cancelled.aborted) await new Promise((resolve) => cancelled.addEventListener('abort', resolve, { once: true }))
+    if (!cancelled.aborted)
+      await new Promise((resolve) => cancelled.addEventListener('abort', resolve, { once: true }))
     await say(client, sessionId, ' cancelled-by-client')
     return 'cancelled'
   }
   if (text === 'ignore-cancel') {
     await say(client, sessionId, 'working')
     const cancelled = session.cancel.signal
-    if (!cancelled.aborted) await new Promise((resolve) => cancelled.addEventListener('abort', resolve, { once: true }))
+    if (!cancelled.aborted)
+      await new Promise((resolve) => cancelled.addEventListener('abort', resolve, { once: true }))
     await say(client, sessionId, ' done anyway')
     return 'end_turn'
   }
@@ -80,15 +87,28 @@ async function answer(client: acp.AgentContext, sessionId: string, session: Fixt
       ],
     })
     const outcome = response.outcome
-    await say(client, sessionId, outcome.outcome === 'selected' ? `permission:selected:${outcome.optionId}` : 'permission:cancelled')
+    await say(
+      client,
+      sessionId,
+      outcome.outcome === 'selected'
+        ? `permission:selected:${outcome.optionId}`
+        : 'permission:cancelled',
+    )
     return 'end_turn'
   }
   if (text.startsWith('read ')) {
     try {
-      const file = await client.request(acp.methods.client.fs.readTextFile, { sessionId, path: text.slice('read '.length) })
+      const file = await client.request(acp.methods.client.fs.readTextFile, {
+        sessionId,
+        path: text.slice('read '.length),
+      })
       await say(client, sessionId, `read:${file.content}`)
     } catch (error) {
-      await say(client, sessionId, `read-error:${error instanceof acp.RequestError ? error.code : 'unknown'}`)
+      await say(
+        client,
+        sessionId,
+        `read-error:${error instanceof acp.RequestError ? error.code : 'unknown'}`,
+      )
     }
     return 'end_turn'
   }

@@ -19,8 +19,12 @@ describe('readWorkspaceTextFile', () => {
   test('honours the 1-based line and the limit', async () => {
     const path = join(workspace, 'lines.txt')
     await expect(readWorkspaceTextFile(workspace, { path })).resolves.toBe('one\ntwo\nthree\nfour')
-    await expect(readWorkspaceTextFile(workspace, { path, line: 2, limit: 2 })).resolves.toBe('two\nthree')
-    await expect(readWorkspaceTextFile(workspace, { path, line: 3, limit: null })).resolves.toBe('three\nfour')
+    await expect(readWorkspaceTextFile(workspace, { path, line: 2, limit: 2 })).resolves.toBe(
+      'two\nthree',
+    )
+    await expect(readWorkspaceTextFile(workspace, { path, line: 3, limit: null })).resolves.toBe(
+      'three\nfour',
+    )
   })
 
   test.each([

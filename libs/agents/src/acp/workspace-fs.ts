@@ -19,8 +19,12 @@ export interface WorkspaceReadRequest {
  * workspace cannot reach outside it. Refusals are JSON-RPC errors with messages that reveal nothing
  * the agent did not already send.
  */
-export async function readWorkspaceTextFile(workspaceRoot: string, request: WorkspaceReadRequest): Promise<string> {
-  if (!isAbsolute(request.path)) throw RequestError.invalidParams(undefined, 'path must be absolute')
+export async function readWorkspaceTextFile(
+  workspaceRoot: string,
+  request: WorkspaceReadRequest,
+): Promise<string> {
+  if (!isAbsolute(request.path))
+    throw RequestError.invalidParams(undefined, 'path must be absolute')
 
   let target: string
   let root: string
@@ -30,11 +34,13 @@ export async function readWorkspaceTextFile(workspaceRoot: string, request: Work
   } catch {
     throw RequestError.resourceNotFound(request.path)
   }
-  if (!isInside(root, target)) throw RequestError.invalidParams(undefined, 'path is outside the session workspace')
+  if (!isInside(root, target))
+    throw RequestError.invalidParams(undefined, 'path is outside the session workspace')
 
   const info = await stat(target)
   if (!info.isFile()) throw RequestError.invalidParams(undefined, 'path is not a regular file')
-  if (info.size > MAX_READ_BYTES) throw RequestError.invalidParams(undefined, 'file is too large to read')
+  if (info.size > MAX_READ_BYTES)
+    throw RequestError.invalidParams(undefined, 'file is too large to read')
 
   const content = await readFile(target, 'utf8')
   return sliceLines(content, request.line ?? undefined, request.limit ?? undefined)

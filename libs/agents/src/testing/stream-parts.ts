@@ -1,5 +1,9 @@
 import { convertArrayToReadableStream } from 'ai/test'
-import type { LanguageModelV4CallOptions, LanguageModelV4StreamPart, LanguageModelV4StreamResult } from '../language-model.ts'
+import type {
+  LanguageModelV4CallOptions,
+  LanguageModelV4StreamPart,
+  LanguageModelV4StreamResult,
+} from '../language-model.ts'
 
 /** Test helpers: stream results for `MockLanguageModelV4` from `ai/test`. */
 
@@ -8,7 +12,10 @@ export const testUsage = {
   outputTokens: { total: 2, text: 2, reasoning: undefined },
 }
 
-export function textStream(text: string, unified: 'stop' | 'length' | 'content-filter' = 'stop'): LanguageModelV4StreamResult {
+export function textStream(
+  text: string,
+  unified: 'stop' | 'length' | 'content-filter' = 'stop',
+): LanguageModelV4StreamResult {
   return {
     stream: convertArrayToReadableStream<LanguageModelV4StreamPart>([
       { type: 'text-start', id: 't' },
@@ -19,24 +26,36 @@ export function textStream(text: string, unified: 'stop' | 'length' | 'content-f
   }
 }
 
-export function toolCallStream(toolName: string, input: unknown, toolCallId = `call-${toolName}`): LanguageModelV4StreamResult {
+export function toolCallStream(
+  toolName: string,
+  input: unknown,
+  toolCallId = `call-${toolName}`,
+): LanguageModelV4StreamResult {
   return {
     stream: convertArrayToReadableStream<LanguageModelV4StreamPart>([
       { type: 'tool-call', toolCallId, toolName, input: JSON.stringify(input) },
-      { type: 'finish', finishReason: { unified: 'tool-calls', raw: 'tool_calls' }, usage: testUsage },
+      {
+        type: 'finish',
+        finishReason: { unified: 'tool-calls', raw: 'tool_calls' },
+        usage: testUsage,
+      },
     ]),
   }
 }
 
 /** A stream that emits some text and then stays open until the call is aborted. */
-export function hangingStream(options: LanguageModelV4CallOptions, text = 'working'): LanguageModelV4StreamResult {
+export function hangingStream(
+  options: LanguageModelV4CallOptions,
+  text = 'working',
+): LanguageModelV4StreamResult {
   return {
     stream: new ReadableStream<LanguageModelV4StreamPart>({
       start(controller) {
         controller.enqueue({ type: 'text-start', id: 'h' })
         controller.enqueue({ type: 'text-delta', id: 'h', delta: text })
         const signal = options.abortSignal
-        const fail = (): void => controller.error(signal?.reason ?? new DOMException('aborted', 'AbortError'))
+        const fail = (): void =>
+          controller.error(signal?.reason ?? new DOMException('aborted', 'AbortError'))
         if (signal?.aborted === true) fail()
         else signal?.addEventListener('abort', fail, { once: true })
       },

@@ -38,21 +38,27 @@ describe('attempt ledger', () => {
   test('two claimers racing for one attempt: exactly one claims it', async ({ db }) => {
     const { attemptId } = await accept(db)
     const results = await Promise.all(
-      ['w1', 'w2', 'w3'].map((ownerId) => claimAttempt(db, { attemptId, ownerId, leaseTtlMs: 10_000 })),
+      ['w1', 'w2', 'w3'].map((ownerId) =>
+        claimAttempt(db, { attemptId, ownerId, leaseTtlMs: 10_000 }),
+      ),
     )
     expect(results.filter((r) => r.kind === 'claimed')).toHaveLength(1)
     expect(results.filter((r) => r.kind === 'held')).toHaveLength(2)
     expect(await transitions(db, attemptId)).toEqual(['accepted@0', 'claimed@1'])
   })
 
-  test('a duplicate commit is replayed; a different commit after terminal is refused', async ({ db }) => {
+  test('a duplicate commit is replayed; a different commit after terminal is refused', async ({
+    db,
+  }) => {
     const { attemptId } = await accept(db)
     const claim = await claimAttempt(db, { attemptId, ownerId: 'w1', leaseTtlMs: 10_000 })
     if (claim.kind !== 'claimed') throw new Error(claim.kind)
     const fence = { attemptId, ownerId: 'w1', ownerGeneration: claim.attempt.ownerGeneration }
     expect(await commitTerminal(db, { ...fence, result: done })).toBe('committed')
     expect(await commitTerminal(db, { ...fence, result: done })).toBe('replayed')
-    expect(await commitTerminal(db, { ...fence, result: { ...done, output: 'other' } })).toBe('refused')
+    expect(await commitTerminal(db, { ...fence, result: { ...done, output: 'other' } })).toBe(
+      'refused',
+    )
     const view = await getAttempt(db, attemptId)
     expect(view).toMatchObject({ status: 'terminal', stopReason: 'completed', output: 'done' })
     expect(await transitions(db, attemptId)).toEqual(['accepted@0', 'claimed@1', 'committed@1'])
@@ -70,9 +76,9 @@ describe('attempt ledger', () => {
       leaseTtlMs: 10_000,
     })
     expect(renewals).toEqual([{ attemptId, status: 'lost', cancelRequested: false }])
-    expect(await commitTerminal(db, { attemptId, ownerId: 'w1', ownerGeneration: gen, result: done })).toBe(
-      'lease_lost',
-    )
+    expect(
+      await commitTerminal(db, { attemptId, ownerId: 'w1', ownerGeneration: gen, result: done }),
+    ).toBe('lease_lost')
     expect((await getAttempt(db, attemptId))?.status).toBe('running')
   })
 
@@ -89,9 +95,9 @@ describe('attempt ledger', () => {
       { attemptId, status: 'renewed', cancelRequested: true },
     ])
     // Another owner (or an old generation) renews nothing.
-    expect(await renewLeases(db, { ownerId: 'w2', leases: [lease], leaseTtlMs: 10_000 })).toMatchObject([
-      { status: 'lost' },
-    ])
+    expect(
+      await renewLeases(db, { ownerId: 'w2', leases: [lease], leaseTtlMs: 10_000 }),
+    ).toMatchObject([{ status: 'lost' }])
   })
 
   test('process loss is recorded once, with the commit fingerprint rules, and a late result is refused', async ({
@@ -102,9 +108,14 @@ describe('attempt ledger', () => {
     if (claim.kind !== 'claimed') throw new Error(claim.kind)
     await sleep(100)
     // (Other tests in this file leave expired leases too: look at this attempt only.)
-    const expired = (await findExpiredRunning(db, { limit: 100 })).filter((e) => e.attemptId === attemptId)
+    const expired = (await findExpiredRunning(db, { limit: 100 })).filter(
+      (e) => e.attemptId === attemptId,
+    )
     expect(expired).toEqual([{ attemptId, ownerGeneration: claim.attempt.ownerGeneration }])
-    const [first, second] = await Promise.all([commitProcessLoss(db, expired), commitProcessLoss(db, expired)])
+    const [first, second] = await Promise.all([
+      commitProcessLoss(db, expired),
+      commitProcessLoss(db, expired),
+    ])
     expect([...(first ?? []), ...(second ?? [])]).toEqual([attemptId])
     expect(await getAttempt(db, attemptId)).toMatchObject({
       status: 'terminal',
@@ -112,18 +123,32 @@ describe('attempt ledger', () => {
       failureCategory: 'process_lost',
     })
     expect(
-      await commitTerminal(db, { attemptId, ownerId: 'w1', ownerGeneration: claim.attempt.ownerGeneration, result: done }),
+      await commitTerminal(db, {
+        attemptId,
+        ownerId: 'w1',
+        ownerGeneration: claim.attempt.ownerGeneration,
+        result: done,
+      }),
     ).toBe('refused')
     // A redelivered job for it is acknowledged without running.
-    expect((await claimAttempt(db, { attemptId, ownerId: 'w2', leaseTtlMs: 1000 })).kind).toBe('terminal')
+    expect((await claimAttempt(db, { attemptId, ownerId: 'w2', leaseTtlMs: 1000 })).kind).toBe(
+      'terminal',
+    )
     expect(await transitions(db, attemptId)).toEqual(['accepted@0', 'claimed@1', 'process_lost@1'])
   })
 
-  test('cancel of a queued attempt commits aborted directly and it can never be claimed', async ({ db }) => {
+  test('cancel of a queued attempt commits aborted directly and it can never be claimed', async ({
+    db,
+  }) => {
     const { attemptId } = await accept(db)
     expect(await requestCancel(db, { attemptId, reason: null })).toBe('cancelled_queued')
-    expect(await getAttempt(db, attemptId)).toMatchObject({ status: 'terminal', stopReason: 'aborted' })
-    expect((await claimAttempt(db, { attemptId, ownerId: 'w1', leaseTtlMs: 1000 })).kind).toBe('terminal')
+    expect(await getAttempt(db, attemptId)).toMatchObject({
+      status: 'terminal',
+      stopReason: 'aborted',
+    })
+    expect((await claimAttempt(db, { attemptId, ownerId: 'w1', leaseTtlMs: 1000 })).kind).toBe(
+      'terminal',
+    )
     expect(await requestCancel(db, { attemptId, reason: null })).toBe('already_terminal')
     expect(await requestCancel(db, { attemptId: randomUUID(), reason: null })).toBe('missing')
   })

@@ -29,7 +29,10 @@ export type CommitTerminalOutcome =
  * Outcomes: committed | replayed | refused | lease_lost | stale_fence | missing.
  * Retry safety: an exact retry (same fingerprint) after a lost response is `replayed`.
  */
-export async function commitTerminal(db: Db, input: CommitTerminalInput): Promise<CommitTerminalOutcome> {
+export async function commitTerminal(
+  db: Db,
+  input: CommitTerminalInput,
+): Promise<CommitTerminalOutcome> {
   const { projection: p, fingerprint } = buildTerminalProjection(
     input.attemptId,
     input.ownerGeneration,
@@ -82,6 +85,7 @@ async function classifyRefusedCommit(
   const row = current.rows[0]
   if (row === undefined) return 'missing'
   if (row.status === 'terminal') return row.fingerprint === fingerprint ? 'replayed' : 'refused'
-  if (row.owner_id !== input.ownerId || row.owner_generation !== input.ownerGeneration) return 'stale_fence'
+  if (row.owner_id !== input.ownerId || row.owner_generation !== input.ownerGeneration)
+    return 'stale_fence'
   return 'lease_lost'
 }

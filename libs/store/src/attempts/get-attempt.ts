@@ -4,7 +4,11 @@ import type { AttemptRow } from '../schema.ts'
 
 /** Reads one attempt as the public view, or `undefined`. */
 export async function getAttempt(db: Db, attemptId: string): Promise<AnyAttemptView | undefined> {
-  const row = await db.selectFrom('attempts').selectAll().where('id', '=', attemptId).executeTakeFirst()
+  const row = await db
+    .selectFrom('attempts')
+    .selectAll()
+    .where('id', '=', attemptId)
+    .executeTakeFirst()
   return row === undefined ? undefined : toAttemptView(row)
 }
 

@@ -23,7 +23,11 @@ export interface LeaseRenewal {
  */
 export async function renewLeases(
   db: Db,
-  input: { readonly ownerId: string; readonly leases: readonly HeldLease[]; readonly leaseTtlMs: number },
+  input: {
+    readonly ownerId: string
+    readonly leases: readonly HeldLease[]
+    readonly leaseTtlMs: number
+  },
 ): Promise<LeaseRenewal[]> {
   if (input.leases.length === 0) return []
   const ids = input.leases.map((l) => l.attemptId)

@@ -1,4 +1,9 @@
-import { FailureCategory, resultDigest, terminalFingerprint, type TerminalProjection } from '@baton/contracts'
+import {
+  FailureCategory,
+  resultDigest,
+  terminalFingerprint,
+  type TerminalProjection,
+} from '@baton/contracts'
 
 /** The inline preview bound, in UTF-16 code units of the output string. */
 export const INLINE_PREVIEW_CHARS = 4096

@@ -1,0 +1,452 @@
+import { sql } from 'kysely'
+import { createLogger } from '@baton/observability'
+import { createAttemptQueue } from '@baton/queue'
+import type { Db } from '@baton/store'
+import {
+  describe,
+  eventually,
+  expect,
+  startServiceProcess,
+  test,
+  type ServiceProcess,
+} from '@baton/testing'
+import { composeApi, type ApiProcess } from './compose.ts'
+import { loadConfig } from './config.ts'
+
+const quiet = createLogger({ service: 'test', level: 'silent' })
+
+interface Harness {
+  api: ApiProcess
+  base: string
+  post(
+    path: string,
+    body: unknown,
+    headers?: Record<string, string>,
+  ): Promise<{ status: number; body: any }>
+  get(path: string): Promise<{ status: number; body: any }>
+}
+
+async function startApi(env: {
+  databaseUrl: string
+  redisUrl: string
+  queuePrefix: string
+}): Promise<Harness> {
+  const config = loadConfig({
+    DATABASE_URL: env.databaseUrl,
+    REDIS_URL: env.redisUrl,
+    QUEUE_PREFIX: env.queuePrefix,
+    PORT: '0',
+    BODY_LIMIT_BYTES: '65536',
+    LOG_LEVEL: 'silent',
+  })
+  const api = await composeApi(config, quiet)
+  const base = await api.app.listen({ host: '127.0.0.1', port: 0 })
+  const parse = async (r: Response) => ({ status: r.status, body: await r.json() })
+  return {
+    api,
+    base,
+    post: (path, body, headers = {}) =>
+      fetch(`${base}${path}`, {
+        method: 'POST',
+        headers: { 'content-type': 'application/json', ...headers },
+        body: typeof body === 'string' ? body : JSON.stringify(body),
+      }).then(parse),
+    get: (path) => fetch(`${base}${path}`).then(parse),
+  }
+}
+
+function workerEnv(
+  ctx: { databaseUrl: string; redisUrl: string; queuePrefix: string },
+  extra: Record<string, string> = {},
+) {
+  return {
+    DATABASE_URL: ctx.databaseUrl,
+    REDIS_URL: ctx.redisUrl,
+    QUEUE_PREFIX: ctx.queuePrefix,
+    LEASE_TTL_MS: '1500',
+    HEARTBEAT_INTERVAL_MS: '300',
+    RECONCILE_INTERVAL_MS: '200',
+    REQUEUE_AFTER_MS: '500',
+    WORKER_CONCURRENCY: '20',
+    ...extra,
+  }
+}
+
+async function rowCounts(db: Db): Promise<Record<string, number>> {
+  const r = await sql<{ sessions: number; agents: number; attempts: number; transitions: number }>`
+    select (select count(*)::int from sessions) as sessions,
+           (select count(*)::int from agents) as agents,
+           (select count(*)::int from attempts) as attempts,
+           (select count(*)::int from attempt_transitions) as transitions
+  `.execute(db)
+  return { ...r.rows[0] }
+}
+
+async function events(db: Db, attemptId: string): Promise<string[]> {
+  const r = await sql<{ event: string }>`
+    select event from attempt_transitions where attempt_id = ${attemptId} order by id
+  `.execute(db)
+  return r.rows.map((x) => x.event)
+}
+
+const delegate = (session: string) => `/v1/sessions/${session}/delegations`
+
+describe('HTTP API with real workers', () => {
+  test('delegate → worker → terminal → bounded wait returns it', async ({
+    databaseUrl,
+    redisUrl,
+    queuePrefix,
+    track,
+    db,
+  }) => {
+    const h = await startApi({ databaseUrl, redisUrl, queuePrefix })
+    track(h.api)
+    const worker = track(
+      await startServiceProcess('worker', workerEnv({ databaseUrl, redisUrl, queuePrefix })),
+    )
+    const accepted = await h.post(delegate('s-e2e'), {
+      name: 'scripted',
+      prompt: '{"output":"hello from the child"}',
+    })
+    expect(accepted.status).toBe(202)
+    expect(accepted.body).toMatchObject({ status: 'accepted' })
+    const waited = await h.get(`/v1/attempts/${accepted.body.attemptId}/wait?timeoutMs=5000`)
+    expect(waited.status).toBe(200)
+    expect(waited.body).toMatchObject({
+      status: 'terminal',
+      stopReason: 'completed',
+      output: 'hello from the child',
+      outputBytes: 20,
+      agentId: accepted.body.agentId,
+    })
+    expect(waited.body.digest).toMatch(/^baton\.result\.v1:sha256:[0-9a-f]{64}$/)
+    expect(await events(db, accepted.body.attemptId)).toEqual(['accepted', 'claimed', 'committed'])
+    await worker.close()
+    await h.api.close()
+  })
+
+  test('submit-and-wait returns within its bound, finished or not', async ({
+    databaseUrl,
+    redisUrl,
+    queuePrefix,
+    track,
+  }) => {
+    const h = await startApi({ databaseUrl, redisUrl, queuePrefix })
+    track(h.api)
+    const worker = track(
+      await startServiceProcess('worker', workerEnv({ databaseUrl, redisUrl, queuePrefix })),
+    )
+    const inTime = await h.post(delegate('s-wait'), {
+      name: 'scripted',
+      prompt: '{"output":"quick","delayMs":50}',
+      wait: { timeoutMs: 5000 },
+    })
+    expect(inTime.status).toBe(200)
+    expect(inTime.body).toMatchObject({
+      status: 'terminal',
+      stopReason: 'completed',
+      output: 'quick',
+    })
+
+    const started = performance.now()
+    const late = await h.post(delegate('s-wait'), {
+      name: 'scripted',
+      prompt: '{"output":"slow","delayMs":3000}',
+      wait: { timeoutMs: 300 },
+    })
+    const elapsed = performance.now() - started
+    expect(late.status).toBe(202)
+    expect(['accepted', 'running']).toContain(late.body.status)
+    expect(elapsed).toBeGreaterThanOrEqual(290)
+    expect(elapsed).toBeLessThan(2500)
+    // Not finished is not an error: a later bounded wait returns the result.
+    const finished = await h.get(`/v1/attempts/${late.body.attemptId}/wait?timeoutMs=10000`)
+    expect(finished.body).toMatchObject({ status: 'terminal', output: 'slow' })
+    await worker.close()
+    await h.api.close()
+  })
+
+  test('cancel while queued: aborted terminal at once, and no worker ever runs it', async ({
+    databaseUrl,
+    redisUrl,
+    queuePrefix,
+    track,
+    db,
+  }) => {
+    const h = await startApi({ databaseUrl, redisUrl, queuePrefix })
+    track(h.api)
+    const accepted = await h.post(delegate('s-cancel'), {
+      name: 'scripted',
+      prompt: '{"output":"never"}',
+    })
+    const started = performance.now()
+    const cancel = await h.post(`/v1/attempts/${accepted.body.attemptId}/cancel`, {
+      reason: 'changed my mind',
+    })
+    expect(cancel).toMatchObject({ status: 202, body: { outcome: 'cancelled_queued' } })
+    const view = await h.get(`/v1/attempts/${accepted.body.attemptId}/wait?timeoutMs=1000`)
+    expect(performance.now() - started).toBeLessThan(1000)
+    expect(view.body).toMatchObject({
+      status: 'terminal',
+      stopReason: 'aborted',
+      cancelRequested: true,
+    })
+    const worker = track(
+      await startServiceProcess('worker', workerEnv({ databaseUrl, redisUrl, queuePrefix })),
+    )
+    // The queued job is delivered and acknowledged without running.
+    const queue = createAttemptQueue({ connection: { url: redisUrl }, prefix: queuePrefix })
+    await eventually(async () =>
+      (await queue.getJobState(accepted.body.attemptId)) === 'completed' ? true : undefined,
+    )
+    await queue.close()
+    expect(await events(db, accepted.body.attemptId)).toEqual(['accepted', 'cancelled_queued'])
+    const again = await h.post(`/v1/attempts/${accepted.body.attemptId}/cancel`, {})
+    expect(again).toMatchObject({ status: 409, body: { error: { code: 'ATTEMPT_TERMINAL' } } })
+    await worker.close()
+    await h.api.close()
+  })
+
+  test('cancel while running: the child sees its AbortSignal and the attempt is aborted within a second', async ({
+    databaseUrl,
+    redisUrl,
+    queuePrefix,
+    track,
+    db,
+  }) => {
+    const h = await startApi({ databaseUrl, redisUrl, queuePrefix })
+    track(h.api)
+    // Heartbeats far apart: the cancel must travel by queue event, not by the fallback.
+    const worker = track(
+      await startServiceProcess(
+        'worker',
+        workerEnv(
+          { databaseUrl, redisUrl, queuePrefix },
+          { LEASE_TTL_MS: '30000', HEARTBEAT_INTERVAL_MS: '10000' },
+        ),
+      ),
+    )
+    const accepted = await h.post(delegate('s-cancel'), {
+      name: 'scripted',
+      prompt: '{"hang":true}',
+    })
+    const attemptId = accepted.body.attemptId as string
+    await eventually(async () =>
+      (await h.get(`/v1/attempts/${attemptId}`)).body.status === 'running' ? true : undefined,
+    )
+    const started = performance.now()
+    const cancel = await h.post(`/v1/attempts/${attemptId}/cancel`, {})
+    expect(cancel.body).toMatchObject({ outcome: 'cancel_requested' })
+    const view = await h.get(`/v1/attempts/${attemptId}/wait?timeoutMs=1000`)
+    expect(performance.now() - started).toBeLessThan(1000)
+    // `aborted` from the scripted child is only produced when its AbortSignal fired mid-hang.
+    expect(view.body).toMatchObject({
+      status: 'terminal',
+      stopReason: 'aborted',
+      failureCategory: 'cancelled',
+    })
+    expect(await events(db, attemptId)).toEqual([
+      'accepted',
+      'claimed',
+      'cancel_requested',
+      'committed',
+    ])
+    await worker.close()
+    await h.api.close()
+  })
+
+  test('a worker killed with SIGKILL mid-run: one process-loss terminal, never run again', async ({
+    databaseUrl,
+    redisUrl,
+    queuePrefix,
+    track,
+    db,
+  }) => {
+    const h = await startApi({ databaseUrl, redisUrl, queuePrefix })
+    track(h.api)
+    const doomed: ServiceProcess = track(
+      await startServiceProcess('worker', workerEnv({ databaseUrl, redisUrl, queuePrefix })),
+    )
+    const accepted = await h.post(delegate('s-kill'), { name: 'scripted', prompt: '{"hang":true}' })
+    const attemptId = accepted.body.attemptId as string
+    await eventually(async () =>
+      (await h.get(`/v1/attempts/${attemptId}`)).body.status === 'running' ? true : undefined,
+    )
+    doomed.kill('SIGKILL')
+    expect(await doomed.exited).toBe('SIGKILL')
+    const survivor = track(
+      await startServiceProcess('worker', workerEnv({ databaseUrl, redisUrl, queuePrefix })),
+    )
+    const view = await h.get(`/v1/attempts/${attemptId}/wait?timeoutMs=10000`)
+    expect(view.body).toMatchObject({
+      status: 'terminal',
+      stopReason: 'error',
+      failureCategory: 'process_lost',
+      output: '',
+    })
+    // The dead worker's job is still locked in Redis; a redelivery of the attempt (as BullMQ's
+    // stalled-job check would make) is acknowledged without running it.
+    const queue = createAttemptQueue({ connection: { url: redisUrl }, prefix: queuePrefix })
+    const redelivery = `${attemptId}-redelivered`
+    await queue.add('attempt', { attemptId }, { jobId: redelivery })
+    await eventually(async () =>
+      (await queue.getJobState(redelivery)) === 'completed' ? true : undefined,
+    )
+    await queue.close()
+    expect(await events(db, attemptId)).toEqual(['accepted', 'claimed', 'process_lost'])
+    await survivor.close()
+    await h.api.close()
+  })
+})
+
+describe('bad input is rejected with a typed error and writes nothing', () => {
+  const cases: { name: string; session: string; body: unknown; status: number; code: string }[] = [
+    {
+      name: 'unknown field',
+      session: 's-bad',
+      body: { name: 'scripted', prompt: 'x', surprise: true },
+      status: 400,
+      code: 'VALIDATION_FAILED',
+    },
+    {
+      name: 'wrong type',
+      session: 's-bad',
+      body: { name: 'scripted', prompt: 42 },
+      status: 400,
+      code: 'VALIDATION_FAILED',
+    },
+    {
+      name: 'empty prompt',
+      session: 's-bad',
+      body: { name: 'scripted', prompt: '   ' },
+      status: 400,
+      code: 'VALIDATION_FAILED',
+    },
+    {
+      name: 'empty prompt blocks',
+      session: 's-bad',
+      body: { name: 'scripted', prompt: [] },
+      status: 400,
+      code: 'VALIDATION_FAILED',
+    },
+    {
+      name: 'unknown metadata key',
+      session: 's-bad',
+      body: { name: 'scripted', prompt: 'x', metadata: { systemPrompt: 'obey' } },
+      status: 400,
+      code: 'VALIDATION_FAILED',
+    },
+    {
+      name: 'bad session id',
+      session: 'bad%20session',
+      body: { name: 'scripted', prompt: 'x' },
+      status: 400,
+      code: 'VALIDATION_FAILED',
+    },
+    {
+      name: 'wait above the maximum',
+      session: 's-bad',
+      body: { name: 'scripted', prompt: 'x', wait: { timeoutMs: 3_600_000 } },
+      status: 400,
+      code: 'VALIDATION_FAILED',
+    },
+    {
+      name: 'unknown subagent',
+      session: 's-bad',
+      body: { name: 'nobody', prompt: 'x' },
+      status: 400,
+      code: 'UNKNOWN_SUBAGENT',
+    },
+    {
+      name: 'unknown agentId',
+      session: 's-bad',
+      body: { name: 'scripted', prompt: 'x', agentId: '00000000-0000-4000-8000-000000000000' },
+      status: 404,
+      code: 'AGENT_NOT_FOUND',
+    },
+    {
+      name: 'body over the size limit',
+      session: 's-bad',
+      body: { name: 'scripted', prompt: 'x'.repeat(70_000) },
+      status: 413,
+      code: 'PAYLOAD_TOO_LARGE',
+    },
+    {
+      name: 'malformed JSON',
+      session: 's-bad',
+      body: '{"name":',
+      status: 400,
+      code: 'VALIDATION_FAILED',
+    },
+  ]
+  test.for(cases)(
+    '$name → $status $code',
+    async ({ session, body, status, code }, { databaseUrl, redisUrl, queuePrefix, track, db }) => {
+      const h = await startApi({ databaseUrl, redisUrl, queuePrefix })
+      track(h.api)
+      const before = await rowCounts(db)
+      const response = await h.post(delegate(session), body)
+      expect(response.status).toBe(status)
+      expect(response.body).toMatchObject({ error: { code } })
+      expect(typeof response.body.error.message).toBe('string')
+      expect(await rowCounts(db)).toEqual(before)
+      await h.api.close()
+    },
+  )
+
+  test('an agent that already has a non-terminal attempt → 409 AGENT_BUSY, nothing written', async ({
+    databaseUrl,
+    redisUrl,
+    queuePrefix,
+    track,
+    db,
+  }) => {
+    const h = await startApi({ databaseUrl, redisUrl, queuePrefix })
+    track(h.api)
+    const first = await h.post(delegate('s-busy'), { name: 'scripted', prompt: 'x' })
+    const before = await rowCounts(db)
+    const second = await h.post(delegate('s-busy'), {
+      name: 'scripted',
+      prompt: 'y',
+      agentId: first.body.agentId,
+    })
+    expect(second).toMatchObject({ status: 409, body: { error: { code: 'AGENT_BUSY' } } })
+    expect(await rowCounts(db)).toEqual(before)
+    // Once terminal, the same agent continues with a fresh attempt id.
+    await h.post(`/v1/attempts/${first.body.attemptId}/cancel`, {})
+    const third = await h.post(delegate('s-busy'), {
+      name: 'scripted',
+      prompt: 'z',
+      agentId: first.body.agentId,
+    })
+    expect(third.status).toBe(202)
+    expect(third.body.agentId).toBe(first.body.agentId)
+    expect(third.body.attemptId).not.toBe(first.body.attemptId)
+    await h.api.close()
+  })
+
+  test('attempt routes: malformed id → 400, unknown id → 404', async ({
+    databaseUrl,
+    redisUrl,
+    queuePrefix,
+    track,
+  }) => {
+    const h = await startApi({ databaseUrl, redisUrl, queuePrefix })
+    track(h.api)
+    expect(await h.get('/v1/attempts/not-a-uuid')).toMatchObject({
+      status: 400,
+      body: { error: { code: 'VALIDATION_FAILED' } },
+    })
+    expect(
+      await h.get('/v1/attempts/00000000-0000-4000-8000-000000000000/wait?timeoutMs=10'),
+    ).toMatchObject({
+      status: 404,
+      body: { error: { code: 'ATTEMPT_NOT_FOUND' } },
+    })
+    expect(
+      await h.get('/v1/attempts/00000000-0000-4000-8000-000000000000/wait?timeoutMs=-1'),
+    ).toMatchObject({ status: 400 })
+    expect(await h.get('/readyz')).toMatchObject({ status: 200, body: { status: 'ready' } })
+    await h.api.close()
+  })
+})

@@ -1,0 +1,205 @@
+import { randomUUID } from 'node:crypto'
+import { sql } from 'kysely'
+import { Queue } from 'bullmq'
+import { QueueName } from '@baton/contracts'
+import { createLogger } from '@baton/observability'
+import { createAttemptQueue, enqueueAttempt } from '@baton/queue'
+import { acceptDelegation, getAttempt, type Db } from '@baton/store'
+import type { SubagentProvider } from '@baton/subagents'
+import { describe, eventually, expect, test } from '@baton/testing'
+import { loadConfig } from './config.ts'
+import { createWorkerRuntime, type WorkerRuntime } from './runtime.ts'
+import { createScriptedPromptProvider } from './subagents/scripted-prompt.provider.ts'
+
+const quiet = createLogger({ service: 'test', level: 'silent' })
+
+/** Wraps the scripted provider to count executions and record whether the child saw an abort. */
+function observedScripted() {
+  const inner = createScriptedPromptProvider()
+  const seen = { starts: 0, aborted: 0 }
+  const provider: SubagentProvider = {
+    ...inner,
+    start(request) {
+      seen.starts += 1
+      request.signal.addEventListener('abort', () => (seen.aborted += 1), { once: true })
+      return inner.start(request)
+    },
+  }
+  return { provider, seen }
+}
+
+async function accept(db: Db, prompt: string): Promise<string> {
+  const attemptId = randomUUID()
+  await acceptDelegation(db, {
+    sessionId: 'worker-tests',
+    name: 'scripted',
+    prompt: [{ type: 'text', text: prompt }],
+    metadata: {},
+    attemptId,
+    newAgentId: randomUUID(),
+  })
+  return attemptId
+}
+
+async function events(db: Db, attemptId: string): Promise<string[]> {
+  const r = await sql<{ event: string }>`
+    select event from attempt_transitions where attempt_id = ${attemptId} order by id
+  `.execute(db)
+  return r.rows.map((x) => x.event)
+}
+
+describe('worker', () => {
+  function startRuntime(
+    ctx: {
+      databaseUrl: string
+      redisUrl: string
+      queuePrefix: string
+      track: <T extends { close(): Promise<unknown>; isClosed(): boolean }>(r: T) => T
+    },
+    provider: SubagentProvider,
+    env: Record<string, string> = {},
+  ): Promise<WorkerRuntime> {
+    const config = loadConfig({
+      DATABASE_URL: ctx.databaseUrl,
+      REDIS_URL: ctx.redisUrl,
+      QUEUE_PREFIX: ctx.queuePrefix,
+      LEASE_TTL_MS: '2000',
+      HEARTBEAT_INTERVAL_MS: '200',
+      RECONCILE_INTERVAL_MS: '200',
+      REQUEUE_AFTER_MS: '300',
+      ...env,
+    })
+    const runtime = createWorkerRuntime(config, quiet, new Map([['scripted', provider]]))
+    ctx.track({ close: () => runtime.shutdown(5_000), isClosed: () => runtime.isStopped() })
+    return runtime.start().then(() => runtime)
+  }
+
+  test('two workers receiving the same attempt twice: exactly one executes it', async ({
+    db,
+    databaseUrl,
+    redisUrl,
+    queuePrefix,
+    track,
+    redis,
+  }) => {
+    const ctx = { db, databaseUrl, redisUrl, queuePrefix, track, redis }
+    const { provider, seen } = observedScripted()
+    const a = await startRuntime(ctx, provider)
+    const b = await startRuntime(ctx, provider)
+    const attemptId = await accept(ctx.db, '{"output":"once","delayMs":200}')
+    // At-least-once delivery: the same attempt arrives as two jobs at once.
+    const queue = new Queue(QueueName.Attempts, {
+      connection: { url: ctx.redisUrl },
+      prefix: ctx.queuePrefix,
+    })
+    await queue.add('attempt', { attemptId }, { jobId: attemptId })
+    await queue.add('attempt', { attemptId }, { jobId: `${attemptId}-redelivered` })
+    const view = await eventually(async () => {
+      const v = await getAttempt(ctx.db, attemptId)
+      return v?.status === 'terminal' ? v : undefined
+    })
+    await eventually(async () =>
+      (await queue.getJobCounts('completed')).completed === 2 ? true : undefined,
+    )
+    await queue.close()
+    expect(view).toMatchObject({ stopReason: 'completed', output: 'once' })
+    expect(seen.starts).toBe(1)
+    expect(await events(ctx.db, attemptId)).toEqual(['accepted', 'claimed', 'committed'])
+    await a.shutdown(5_000)
+    await b.shutdown(5_000)
+  })
+
+  test('heartbeat after lease expiry: the lease is lost, the child is aborted, the stale owner writes nothing', async ({
+    db,
+    databaseUrl,
+    redisUrl,
+    queuePrefix,
+    track,
+    redis,
+  }) => {
+    const ctx = { db, databaseUrl, redisUrl, queuePrefix, track, redis }
+    const { provider, seen } = observedScripted()
+    // Reconciler effectively off here, so nothing but the stale owner could write.
+    const runtime = await startRuntime(ctx, provider, { RECONCILE_INTERVAL_MS: '600000' })
+    const attemptId = await accept(ctx.db, '{"hang":true}')
+    const queue = createAttemptQueue({ connection: { url: ctx.redisUrl }, prefix: ctx.queuePrefix })
+    await enqueueAttempt(queue, attemptId)
+    await queue.close()
+    await eventually(async () =>
+      (await getAttempt(ctx.db, attemptId))?.status === 'running' ? true : undefined,
+    )
+    // The owner stalls past its lease: on the database clock, its lease is now over.
+    await sql`update attempts set lease_expires_at = now() - interval '1 second' where id = ${attemptId}`.execute(
+      ctx.db,
+    )
+    await eventually(async () => (seen.aborted === 1 ? true : undefined), {
+      what: 'the child to see its abort',
+    })
+    // Give the stale owner every chance to write, then check it wrote nothing.
+    await new Promise((r) => setTimeout(r, 500))
+    expect((await getAttempt(ctx.db, attemptId))?.status).toBe('running')
+    expect(await events(ctx.db, attemptId)).toEqual(['accepted', 'claimed'])
+    // The reconciler (any worker) then records the process loss exactly once.
+    expect(await runtime.reconciler.runOnce()).toMatchObject({ processLost: 1 })
+    expect(await getAttempt(ctx.db, attemptId)).toMatchObject({
+      status: 'terminal',
+      failureCategory: 'process_lost',
+    })
+    expect(await events(ctx.db, attemptId)).toEqual(['accepted', 'claimed', 'process_lost'])
+    await runtime.shutdown(5_000)
+  })
+
+  test('Redis flushed after accept: the reconciler re-enqueues and the attempt completes', async ({
+    db,
+    databaseUrl,
+    redisUrl,
+    queuePrefix,
+    track,
+    redis,
+  }) => {
+    const ctx = { db, databaseUrl, redisUrl, queuePrefix, track, redis }
+    const { provider } = observedScripted()
+    const attemptId = await accept(ctx.db, '{"output":"survived"}')
+    const queue = createAttemptQueue({ connection: { url: ctx.redisUrl }, prefix: ctx.queuePrefix })
+    await enqueueAttempt(queue, attemptId)
+    // Flush everything under this test's prefix: the job is gone, the ledger still says accepted.
+    const client = ctx.redis()
+    const keys = await client.keys(`${ctx.queuePrefix}:*`)
+    if (keys.length > 0) await client.del(...keys)
+    expect(await queue.getJobState(attemptId)).toBe('unknown')
+    await queue.close()
+    await client.quit()
+    const runtime = await startRuntime(ctx, provider)
+    const view = await eventually(async () => {
+      const v = await getAttempt(ctx.db, attemptId)
+      return v?.status === 'terminal' ? v : undefined
+    })
+    expect(view).toMatchObject({ stopReason: 'completed', output: 'survived' })
+    await runtime.shutdown(5_000)
+  })
+
+  test('shutdown aborts running children and commits their aborted outcome', async ({
+    db,
+    databaseUrl,
+    redisUrl,
+    queuePrefix,
+    track,
+    redis,
+  }) => {
+    const ctx = { db, databaseUrl, redisUrl, queuePrefix, track, redis }
+    const { provider, seen } = observedScripted()
+    const runtime = await startRuntime(ctx, provider)
+    const attemptId = await accept(ctx.db, '{"hang":true}')
+    const queue = createAttemptQueue({ connection: { url: ctx.redisUrl }, prefix: ctx.queuePrefix })
+    await enqueueAttempt(queue, attemptId)
+    await queue.close()
+    await eventually(async () => (seen.starts === 1 ? true : undefined))
+    await runtime.shutdown(5_000)
+    expect(seen.aborted).toBe(1)
+    expect(await getAttempt(ctx.db, attemptId)).toMatchObject({
+      status: 'terminal',
+      stopReason: 'aborted',
+      failureCategory: 'shutdown',
+    })
+  })
+})

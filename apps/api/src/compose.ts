@@ -10,6 +10,7 @@ import { createDb } from '@baton/store'
 import type { FastifyInstance } from 'fastify'
 import type { ApiConfig } from './config.ts'
 import { buildServer } from './server.ts'
+import { createAdmission } from './services/admission.ts'
 
 export interface ApiProcess {
   readonly app: FastifyInstance
@@ -27,7 +28,7 @@ export async function composeApi(config: ApiConfig, logger: Logger): Promise<Api
     maxConnections: config.dbPoolSize,
     applicationName: 'baton-api',
   })
-  const redis = createRedisConnection(config.redisUrl, 'baton-api')
+  const redis = createRedisConnection(config.redisUrl, 'baton-api', { autoPipelining: true })
   const queue = createAttemptQueue({ connection: redis, prefix: config.queuePrefix })
   const publisher = createControlPublisher({ connection: redis, prefix: config.queuePrefix })
   const doorbell = createCompletionDoorbell()
@@ -39,7 +40,17 @@ export async function composeApi(config: ApiConfig, logger: Logger): Promise<Api
     },
   })
   await listener.ready()
-  const app = await buildServer({ config, logger, db, redis, queue, publisher, doorbell })
+  const admission = createAdmission({ db, queue, logger, maxInFlight: 2 })
+  const app = await buildServer({
+    config,
+    logger,
+    db,
+    redis,
+    queue,
+    publisher,
+    doorbell,
+    admission,
+  })
   let closed = false
   return {
     app,

@@ -3,6 +3,7 @@ import type { AttemptQueue, CompletionDoorbell, ControlPublisher } from '@baton/
 import type { Db } from '@baton/store'
 import type { Redis } from 'ioredis'
 import type { ApiConfig } from './config.ts'
+import type { Admission } from './services/admission.ts'
 
 /** Everything the HTTP layer needs, built by main.ts (or a test) and passed in. */
 export interface ApiDeps {
@@ -13,4 +14,5 @@ export interface ApiDeps {
   readonly queue: AttemptQueue
   readonly publisher: ControlPublisher
   readonly doorbell: CompletionDoorbell
+  readonly admission: Admission
 }

@@ -8,7 +8,16 @@ import {
   createRedisConnection,
   type ControlListener,
 } from '@baton/queue'
-import { createDb, type Db } from '@baton/store'
+import {
+  claimAttempts,
+  commitTerminals,
+  createDb,
+  createGroupBatcher,
+  type ClaimAttemptOutcome,
+  type CommitTerminalInput,
+  type CommitTerminalOutcome,
+  type Db,
+} from '@baton/store'
 import type { SubagentProvider } from '@baton/subagents'
 import type { WorkerConfig } from './config.ts'
 import { createLeaseKeeper } from './lease/lease-keeper.ts'
@@ -51,7 +60,9 @@ export function createWorkerRuntime(
     maxConnections: config.dbPoolSize,
     applicationName: `baton-worker:${config.workerId}`,
   })
-  const connection = createRedisConnection(config.redisUrl, `baton-worker:${config.workerId}`)
+  const connection = createRedisConnection(config.redisUrl, `baton-worker:${config.workerId}`, {
+    autoPipelining: true,
+  })
   const queue = createAttemptQueue({ connection, prefix: config.queuePrefix })
   const publisher = createControlPublisher({ connection, prefix: config.queuePrefix })
   const leaseKeeper = createLeaseKeeper({
@@ -69,10 +80,24 @@ export function createWorkerRuntime(
     requeueAfterMs: config.requeueAfterMs,
     logger: log.child({ component: 'reconciler' }),
   })
+  // Concurrent claims and commits of this worker share statements (see createGroupBatcher).
+  // Few batches in flight: every statement costs a round trip and a commit, so under load it is
+  // cheaper to let items gather behind one running statement than to run many small ones.
+  const batch = { maxBatch: 500, maxInFlight: 2 }
+  const claims = createGroupBatcher<string, ClaimAttemptOutcome>(
+    (attemptIds) =>
+      claimAttempts(db, { ownerId: config.workerId, leaseTtlMs: config.leaseTtlMs, attemptIds }),
+    batch,
+  )
+  const commits = createGroupBatcher<CommitTerminalInput, CommitTerminalOutcome>(
+    (inputs) => commitTerminals(db, inputs),
+    batch,
+  )
   const processor = createAttemptProcessor({
     db,
     ownerId: config.workerId,
-    leaseTtlMs: config.leaseTtlMs,
+    claim: (attemptId) => claims.submit(attemptId),
+    commit: (input) => commits.submit(input),
     heartbeatIntervalMs: config.heartbeatIntervalMs,
     workspaceDir: config.workspaceDir,
     leaseKeeper,

@@ -4,6 +4,15 @@ import { Redis } from 'ioredis'
  * A Redis connection as BullMQ needs it: blocking commands must not be retried per request, so
  * `maxRetriesPerRequest` is null; the client reconnects on its own after a Redis restart.
  */
-export function createRedisConnection(url: string, connectionName = 'baton'): Redis {
-  return new Redis(url, { maxRetriesPerRequest: null, connectionName, lazyConnect: false })
+export function createRedisConnection(
+  url: string,
+  connectionName = 'baton',
+  options: { autoPipelining?: boolean } = {},
+): Redis {
+  return new Redis(url, {
+    maxRetriesPerRequest: null,
+    connectionName,
+    // Commands issued in the same tick leave in one write (non-blocking connections only).
+    enableAutoPipelining: options.autoPipelining ?? false,
+  })
 }

@@ -4,12 +4,13 @@ export type { DB, AttemptRow } from './schema.ts'
 export { migrateToLatest, pendingMigrations } from './migrate.ts'
 export type { MigrationReport } from './migrate.ts'
 export { isTransientStoreError } from './pg-errors.ts'
-export { acceptDelegation } from './attempts/accept-delegation.ts'
+export { acceptDelegation, acceptNewDelegations } from './attempts/accept-delegation.ts'
 export type {
   AcceptDelegationInput,
   AcceptDelegationOutcome,
+  NewDelegationInput,
 } from './attempts/accept-delegation.ts'
-export { claimAttempt } from './attempts/claim-attempt.ts'
+export { claimAttempt, claimAttempts } from './attempts/claim-attempt.ts'
 export type {
   ClaimAttemptInput,
   ClaimAttemptOutcome,
@@ -17,7 +18,7 @@ export type {
 } from './attempts/claim-attempt.ts'
 export { renewLeases } from './attempts/renew-leases.ts'
 export type { HeldLease, LeaseRenewal } from './attempts/renew-leases.ts'
-export { commitTerminal } from './attempts/commit-terminal.ts'
+export { commitTerminal, commitTerminals } from './attempts/commit-terminal.ts'
 export type { CommitTerminalInput, CommitTerminalOutcome } from './attempts/commit-terminal.ts'
 export { requestCancel } from './attempts/request-cancel.ts'
 export type { RequestCancelOutcome } from './attempts/request-cancel.ts'
@@ -27,3 +28,5 @@ export { getAttempt, toAttemptView } from './attempts/get-attempt.ts'
 export { INLINE_PREVIEW_CHARS, buildTerminalProjection } from './attempts/terminal-record.ts'
 export type { TerminalResultInput } from './attempts/terminal-record.ts'
 export { pingStore } from './ping.ts'
+export { createGroupBatcher } from './batching/group-batcher.ts'
+export type { GroupBatcher, GroupBatcherOptions } from './batching/group-batcher.ts'

@@ -36,7 +36,9 @@ export async function migrateToLatest(db: Db): Promise<MigrationReport> {
       const migrator = new Migrator({ db: conn, provider })
       const result: MigrationResultSet = await migrator.migrateToLatest()
       if (result.error !== undefined) {
-        throw result.error instanceof Error ? result.error : new Error('migration failed', { cause: result.error })
+        throw result.error instanceof Error
+          ? result.error
+          : new Error('migration failed', { cause: result.error })
       }
       return {
         applied: (result.results ?? [])

@@ -42,13 +42,11 @@ export function errorHandler(
       path: `${error.validationContext ?? 'body'}${v.instancePath}`,
       message: v.message ?? 'invalid',
     }))
-    return reply
-      .status(400)
-      .send(
-        body(ErrorCode.ValidationFailed, `invalid ${error.validationContext ?? 'request'}`, {
-          issues,
-        }),
-      )
+    return reply.status(400).send(
+      body(ErrorCode.ValidationFailed, `invalid ${error.validationContext ?? 'request'}`, {
+        issues,
+      }),
+    )
   }
   switch (error.code) {
     case 'FST_ERR_CTP_BODY_TOO_LARGE':

@@ -10,7 +10,6 @@ import {
   promptToBlocks,
   sessionIdSchema,
 } from '@baton/contracts'
-import { enqueueAttempt } from '@baton/queue'
 import { acceptDelegation } from '@baton/store'
 import type { ApiDeps } from '../deps.ts'
 import { awaitAttempt } from '../services/await-attempt.ts'
@@ -41,15 +40,20 @@ export function delegationRoutes(deps: ApiDeps): FastifyPluginAsyncZod {
           })
         }
         const attemptId = randomUUID()
-        const outcome = await acceptDelegation(deps.db, {
+        const fresh = {
           sessionId,
           name: input.name,
           prompt: promptToBlocks(input.prompt),
           metadata: input.metadata ?? {},
           attemptId,
           newAgentId: randomUUID(),
-          ...(input.agentId === undefined ? {} : { agentId: input.agentId }),
-        })
+        }
+        const outcome =
+          input.agentId === undefined
+            ? await deps.admission
+                .acceptNew(fresh)
+                .then(() => ({ kind: 'accepted' as const, agentId: fresh.newAgentId }))
+            : await acceptDelegation(deps.db, { ...fresh, agentId: input.agentId })
         switch (outcome.kind) {
           case 'agent_not_found':
             throw new BatonError(
@@ -71,15 +75,8 @@ export function delegationRoutes(deps: ApiDeps): FastifyPluginAsyncZod {
             throw new Error(`unexpected outcome ${JSON.stringify(unexpected)}`)
           }
         }
-        try {
-          await enqueueAttempt(deps.queue, attemptId)
-        } catch (error) {
-          // Accepted is durable; the reconciler enqueues attempts whose job never arrived.
-          request.log.warn(
-            { err: error, attemptId },
-            'enqueue failed after accept; reconciler will retry',
-          )
-        }
+        // Accepted is durable; an enqueue that fails is finished by the reconciler.
+        await deps.admission.enqueue(attemptId)
         const accepted = { agentId: outcome.agentId, attemptId, status: 'accepted' as const }
         if (input.wait === undefined) return reply.status(202).send(accepted)
         const view = await awaitAttempt(

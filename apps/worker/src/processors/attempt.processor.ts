@@ -4,10 +4,10 @@ import { FailureCategory, attemptJobSchema, type AttemptJob } from '@baton/contr
 import type { Logger } from '@baton/observability'
 import type { ControlPublisher } from '@baton/queue'
 import {
-  claimAttempt,
   commitProcessLoss,
-  commitTerminal,
   isTransientStoreError,
+  type ClaimAttemptOutcome,
+  type CommitTerminalInput,
   type CommitTerminalOutcome,
   type Db,
   type TerminalResultInput,
@@ -19,7 +19,10 @@ import { runChild } from './run-child.ts'
 export interface AttemptProcessorDeps {
   readonly db: Db
   readonly ownerId: string
-  readonly leaseTtlMs: number
+  /** Fenced claim for this owner (batched with concurrent claims by the runtime). */
+  readonly claim: (attemptId: string) => Promise<ClaimAttemptOutcome>
+  /** Fenced terminal commit (batched with concurrent commits by the runtime). */
+  readonly commit: (input: CommitTerminalInput) => Promise<CommitTerminalOutcome>
   readonly heartbeatIntervalMs: number
   readonly workspaceDir: string
   readonly leaseKeeper: LeaseKeeper
@@ -42,11 +45,7 @@ export function createAttemptProcessor(deps: AttemptProcessorDeps) {
   ) {
     const { attemptId } = attemptJobSchema.parse(job.data)
     const log = deps.logger.child({ attemptId })
-    const claim = await claimAttempt(deps.db, {
-      attemptId,
-      ownerId: deps.ownerId,
-      leaseTtlMs: deps.leaseTtlMs,
-    })
+    const claim = await deps.claim(attemptId)
     switch (claim.kind) {
       case 'terminal':
       case 'held':
@@ -123,7 +122,7 @@ async function commitWithRetry(
   let delayMs = 50
   for (;;) {
     try {
-      const outcome = await commitTerminal(deps.db, {
+      const outcome = await deps.commit({
         attemptId: execution.attemptId,
         ownerId: deps.ownerId,
         ownerGeneration: execution.ownerGeneration,

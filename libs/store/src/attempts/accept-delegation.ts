@@ -2,16 +2,19 @@ import { sql } from 'kysely'
 import type { Db } from '../db.ts'
 import { isUniqueViolation } from '../pg-errors.ts'
 
-export interface AcceptDelegationInput {
+export interface NewDelegationInput {
   readonly sessionId: string
   readonly name: string
   readonly prompt: unknown
   readonly metadata: Readonly<Record<string, unknown>>
-  /** A fresh id for the attempt (and for the agent, when `agentId` is absent). */
+  /** Fresh ids minted by the caller for this request. */
   readonly attemptId: string
+  readonly newAgentId: string
+}
+
+export interface AcceptDelegationInput extends NewDelegationInput {
   /** Present to continue a known agent; absent for a new delegation (a new agent). */
   readonly agentId?: string
-  readonly newAgentId: string
 }
 
 export type AcceptDelegationOutcome =
@@ -20,41 +23,59 @@ export type AcceptDelegationOutcome =
   | { readonly kind: 'agent_busy' }
 
 /**
- * Accept a delegation: one statement, so one round trip and one commit.
- *
- * New delegation: inserts the session (if new), a new agent, the attempt (`accepted`) and its
- * audit row. Continuation: inserts the attempt for the caller's agent only if that agent exists in
- * this session under this name, and the partial unique index `attempts_one_active_per_agent`
- * refuses it while the agent has a non-terminal attempt.
- *
- * Outcomes: `accepted` | `agent_not_found` (nothing written) | `agent_busy` (nothing written).
- * Retry safety: not idempotent by itself; the caller mints fresh ids per request.
+ * Accept new delegations, many per statement (one round trip, one commit).
+ * Inputs: per delegation the session, subagent name, prompt, metadata and fresh agent/attempt ids.
+ * Inserts each session if new, a new agent, the `accepted` attempt and its audit row. Nothing in
+ * a new delegation can conflict (ids are fresh), so the only failure is the store's own, and then
+ * no row of the batch is written.
+ * Retry safety: not idempotent by itself; a caller retrying mints fresh ids.
+ */
+export async function acceptNewDelegations(
+  db: Db,
+  inputs: readonly NewDelegationInput[],
+): Promise<void> {
+  if (inputs.length === 0) return
+  await sql`
+    with input as (
+      select * from unnest(
+        ${inputs.map((i) => i.attemptId)}::uuid[],
+        ${inputs.map((i) => i.newAgentId)}::uuid[],
+        ${inputs.map((i) => i.sessionId)}::text[],
+        ${inputs.map((i) => i.name)}::text[],
+        ${inputs.map((i) => JSON.stringify(i.prompt))}::jsonb[],
+        ${inputs.map((i) => JSON.stringify(i.metadata))}::jsonb[]
+      ) as i(attempt_id, agent_id, session_id, name, prompt, metadata)
+    ), s as (
+      insert into sessions (id, namespace_id)
+      select distinct session_id, 'default' from input
+      on conflict (id) do nothing
+    ), ag as (
+      insert into agents (id, session_id, name)
+      select agent_id, session_id, name from input
+    ), at as (
+      insert into attempts (id, agent_id, session_id, name, prompt, metadata, status)
+      select attempt_id, agent_id, session_id, name, prompt, metadata, 'accepted' from input
+    )
+    insert into attempt_transitions (attempt_id, from_status, to_status, event, owner_generation)
+    select attempt_id, null, 'accepted', 'accepted', 0 from input
+  `.execute(db)
+}
+
+/**
+ * Accept one delegation. A new delegation goes through `acceptNewDelegations`. A continuation
+ * inserts the attempt only if the agent exists in this session under this name; the partial
+ * unique index `attempts_one_active_per_agent` refuses it while the agent has a non-terminal
+ * attempt. Outcomes: `accepted` | `agent_not_found` | `agent_busy` — the last two write nothing.
  */
 export async function acceptDelegation(
   db: Db,
   input: AcceptDelegationInput,
 ): Promise<AcceptDelegationOutcome> {
-  const prompt = JSON.stringify(input.prompt)
-  const metadata = JSON.stringify(input.metadata)
+  if (input.agentId === undefined) {
+    await acceptNewDelegations(db, [input])
+    return { kind: 'accepted', agentId: input.newAgentId, attemptId: input.attemptId }
+  }
   try {
-    if (input.agentId === undefined) {
-      await sql`
-        with s as (
-          insert into sessions (id, namespace_id) values (${input.sessionId}, 'default')
-          on conflict (id) do nothing
-        ), ag as (
-          insert into agents (id, session_id, name)
-          values (${input.newAgentId}, ${input.sessionId}, ${input.name})
-        ), at as (
-          insert into attempts (id, agent_id, session_id, name, prompt, metadata, status)
-          values (${input.attemptId}, ${input.newAgentId}, ${input.sessionId}, ${input.name},
-                  ${prompt}::jsonb, ${metadata}::jsonb, 'accepted')
-        )
-        insert into attempt_transitions (attempt_id, from_status, to_status, event, owner_generation)
-        values (${input.attemptId}, null, 'accepted', 'accepted', 0)
-      `.execute(db)
-      return { kind: 'accepted', agentId: input.newAgentId, attemptId: input.attemptId }
-    }
     const result = await sql<{ id: string }>`
       with ag as (
         select id from agents
@@ -62,7 +83,7 @@ export async function acceptDelegation(
       ), at as (
         insert into attempts (id, agent_id, session_id, name, prompt, metadata, status)
         select ${input.attemptId}, ag.id, ${input.sessionId}, ${input.name},
-               ${prompt}::jsonb, ${metadata}::jsonb, 'accepted'
+               ${JSON.stringify(input.prompt)}::jsonb, ${JSON.stringify(input.metadata)}::jsonb, 'accepted'
         from ag
         returning id
       )

@@ -4,8 +4,8 @@ import { sql } from 'kysely'
 import { describe, expect, test } from '@baton/testing'
 import type { Db } from '../db.ts'
 import { acceptDelegation } from './accept-delegation.ts'
-import { claimAttempt } from './claim-attempt.ts'
-import { commitTerminal } from './commit-terminal.ts'
+import { claimAttempt, claimAttempts } from './claim-attempt.ts'
+import { commitTerminal, commitTerminals } from './commit-terminal.ts'
 import { getAttempt } from './get-attempt.ts'
 import { commitProcessLoss, findExpiredRunning } from './reconcile-process-loss.ts'
 import { renewLeases } from './renew-leases.ts'
@@ -163,5 +163,44 @@ describe('attempt ledger', () => {
     const continuation = await accept(db, agentId)
     expect(continuation.outcome).toMatchObject({ kind: 'accepted', agentId })
     expect(continuation.attemptId).not.toBe(first.attemptId)
+  })
+
+  test('a batched claim that names one attempt twice claims it once', async ({ db }) => {
+    const { attemptId } = await accept(db)
+    const other = await accept(db)
+    const outcomes = await claimAttempts(db, {
+      ownerId: 'w1',
+      leaseTtlMs: 10_000,
+      attemptIds: [attemptId, other.attemptId, attemptId],
+    })
+    expect(outcomes.map((o) => o.kind)).toEqual(['claimed', 'claimed', 'held'])
+    expect(await transitions(db, attemptId)).toEqual(['accepted@0', 'claimed@1'])
+  })
+
+  test('a batched commit reports each attempt on its own: committed, replayed, refused, missing', async ({
+    db,
+  }) => {
+    const a = await accept(db)
+    const b = await accept(db)
+    const [ca, cb] = await claimAttempts(db, {
+      ownerId: 'w1',
+      leaseTtlMs: 10_000,
+      attemptIds: [a.attemptId, b.attemptId],
+    })
+    if (ca?.kind !== 'claimed' || cb?.kind !== 'claimed') throw new Error('not claimed')
+    await commitTerminal(db, {
+      attemptId: b.attemptId,
+      ownerId: 'w1',
+      ownerGeneration: 1,
+      result: done,
+    })
+    const outcomes = await commitTerminals(db, [
+      { attemptId: a.attemptId, ownerId: 'w1', ownerGeneration: 1, result: done },
+      { attemptId: b.attemptId, ownerId: 'w1', ownerGeneration: 1, result: done },
+      { attemptId: a.attemptId, ownerId: 'w2', ownerGeneration: 7, result: done },
+      { attemptId: randomUUID(), ownerId: 'w1', ownerGeneration: 1, result: done },
+    ])
+    expect(outcomes).toEqual(['committed', 'replayed', 'refused', 'missing'])
+    expect(await transitions(db, a.attemptId)).toEqual(['accepted@0', 'claimed@1', 'committed@1'])
   })
 })

@@ -31,15 +31,24 @@ export type ClaimAttemptOutcome =
   | { readonly kind: 'missing' }
 
 /**
- * Fenced claim. Inputs: attempt id, the claiming owner id, the lease TTL.
- * One statement moves `accepted → running`, bumps `owner_generation` (the fence), sets
- * `lease_expires_at = now() + ttl` on the database clock and appends the audit row.
- * Only an `accepted` attempt can be claimed, so two claimers racing for one attempt serialise on
- * its row lock and exactly one wins; the loser re-reads the row to learn why.
- * Outcomes: claimed | terminal | held | orphaned | missing. Retry safety: a retried claim after a
- * lost response sees `held` (its own live lease) and does not run the child.
+ * Fenced claim of many attempts by one owner, in one statement.
+ * Inputs: owner id, lease TTL, attempt ids (the same id twice is allowed: it is claimed once).
+ * Moves each `accepted` attempt to `running`, bumps `owner_generation` (the fence), sets
+ * `lease_expires_at = now() + ttl` on the database clock and appends the audit row. Claimers racing
+ * for one attempt serialise on its row lock and exactly one wins; every loser is classified by a
+ * second statement on a fresh snapshot.
+ * Outcomes per id: claimed | terminal | held | orphaned | missing. Retry safety: a retried claim
+ * after a lost response sees `held` (its own live lease) and does not run the child twice.
  */
-export async function claimAttempt(db: Db, input: ClaimAttemptInput): Promise<ClaimAttemptOutcome> {
+export async function claimAttempts(
+  db: Db,
+  input: {
+    readonly ownerId: string
+    readonly leaseTtlMs: number
+    readonly attemptIds: readonly string[]
+  },
+): Promise<ClaimAttemptOutcome[]> {
+  if (input.attemptIds.length === 0) return []
   const claimed = await sql<{
     id: string
     agent_id: string
@@ -50,43 +59,73 @@ export async function claimAttempt(db: Db, input: ClaimAttemptInput): Promise<Cl
     owner_generation: number
   }>`
     with c as (
-      update attempts
+      update attempts a
       set status = 'running',
           owner_id = ${input.ownerId},
-          owner_generation = owner_generation + 1,
+          owner_generation = a.owner_generation + 1,
           lease_expires_at = now() + ${input.leaseTtlMs} * interval '1 millisecond',
           started_at = now()
-      where id = ${input.attemptId} and status = 'accepted'
-      returning id, agent_id, session_id, name, prompt, metadata, owner_generation
+      from unnest(${input.attemptIds}::uuid[]) as i(id)
+      where a.id = i.id and a.status = 'accepted'
+      returning a.id, a.agent_id, a.session_id, a.name, a.prompt, a.metadata, a.owner_generation
     ), t as (
       insert into attempt_transitions (attempt_id, from_status, to_status, event, owner_id, owner_generation)
       select id, 'accepted', 'running', 'claimed', ${input.ownerId}, owner_generation from c
     )
     select * from c
   `.execute(db)
-  const row = claimed.rows[0]
-  if (row !== undefined) {
-    return {
-      kind: 'claimed',
-      attempt: {
-        attemptId: row.id,
-        agentId: row.agent_id,
-        sessionId: row.session_id,
-        name: row.name,
-        prompt: row.prompt,
-        metadata: row.metadata,
-        ownerGeneration: row.owner_generation,
-      },
-    }
+  const won = new Map(claimed.rows.map((r) => [r.id, r]))
+  const lost = input.attemptIds.filter((id) => !won.has(id))
+  const states = new Map<
+    string,
+    { status: string; live: boolean | null; owner_generation: number }
+  >()
+  if (lost.length > 0) {
+    const current = await sql<{
+      id: string
+      status: string
+      live: boolean | null
+      owner_generation: number
+    }>`
+      select id, status, lease_expires_at > now() as live, owner_generation
+      from attempts where id = any(${lost}::uuid[])
+    `.execute(db)
+    for (const row of current.rows) states.set(row.id, row)
   }
-  // Not claimable. A fresh statement (fresh snapshot) tells why.
-  const current = await sql<{ status: string; live: boolean | null; owner_generation: number }>`
-    select status, lease_expires_at > now() as live, owner_generation
-    from attempts where id = ${input.attemptId}
-  `.execute(db)
-  const state = current.rows[0]
-  if (state === undefined) return { kind: 'missing' }
-  if (state.status === 'terminal') return { kind: 'terminal' }
-  if (state.live === true) return { kind: 'held' }
-  return { kind: 'orphaned', ownerGeneration: state.owner_generation }
+  const handedOut = new Set<string>()
+  return input.attemptIds.map((id): ClaimAttemptOutcome => {
+    const row = won.get(id)
+    if (row !== undefined && !handedOut.has(id)) {
+      handedOut.add(id)
+      return {
+        kind: 'claimed',
+        attempt: {
+          attemptId: row.id,
+          agentId: row.agent_id,
+          sessionId: row.session_id,
+          name: row.name,
+          prompt: row.prompt,
+          metadata: row.metadata,
+          ownerGeneration: row.owner_generation,
+        },
+      }
+    }
+    if (row !== undefined) return { kind: 'held' } // the same id twice in one batch
+    const state = states.get(id)
+    if (state === undefined) return { kind: 'missing' }
+    if (state.status === 'terminal') return { kind: 'terminal' }
+    if (state.live === true) return { kind: 'held' }
+    return { kind: 'orphaned', ownerGeneration: state.owner_generation }
+  })
+}
+
+/** Fenced claim of one attempt: `claimAttempts` with a single id. */
+export async function claimAttempt(db: Db, input: ClaimAttemptInput): Promise<ClaimAttemptOutcome> {
+  const [outcome] = await claimAttempts(db, {
+    ownerId: input.ownerId,
+    leaseTtlMs: input.leaseTtlMs,
+    attemptIds: [input.attemptId],
+  })
+  if (outcome === undefined) throw new Error('claimAttempts returned no outcome')
+  return outcome
 }

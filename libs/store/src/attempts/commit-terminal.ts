@@ -22,70 +22,112 @@ export type CommitTerminalOutcome =
   | 'missing'
 
 /**
- * Fenced terminal commit. Inputs: attempt id, owner id and generation (the fence), the result.
- * Applies only while the attempt is `running`, owned by (owner, generation), and its lease is live
- * at the database's `now()`; stores the projection and its fingerprint and appends the audit row
- * in the same statement.
+ * Fenced terminal commits, many per statement.
+ * Inputs per attempt: id, owner id and generation (the fence), the result.
+ * Each applies only while the attempt is `running`, owned by (owner, generation), and its lease
+ * is live at the database's `now()`; it stores the projection and its fingerprint and appends the
+ * audit row in the same statement. Commits that did not apply are classified on a fresh snapshot.
  * Outcomes: committed | replayed | refused | lease_lost | stale_fence | missing.
  * Retry safety: an exact retry (same fingerprint) after a lost response is `replayed`.
  */
+export async function commitTerminals(
+  db: Db,
+  inputs: readonly CommitTerminalInput[],
+): Promise<CommitTerminalOutcome[]> {
+  if (inputs.length === 0) return []
+  const rows = inputs.map((input) => ({
+    input,
+    ...buildTerminalProjection(input.attemptId, input.ownerGeneration, input.result),
+  }))
+  const applied = await sql<{ id: string }>`
+    with input as (
+      select * from unnest(
+        ${rows.map((r) => r.input.attemptId)}::uuid[],
+        ${rows.map((r) => r.input.ownerId)}::text[],
+        ${rows.map((r) => r.input.ownerGeneration)}::int[],
+        ${rows.map((r) => r.projection.stopReason)}::text[],
+        ${rows.map((r) => r.projection.outputPreview)}::text[],
+        ${rows.map((r) => r.projection.outputTruncated)}::boolean[],
+        ${rows.map((r) => r.projection.outputBytes)}::int[],
+        ${rows.map((r) => r.projection.outputDigest)}::text[],
+        ${rows.map((r) => r.projection.failureCategory)}::text[],
+        ${rows.map((r) => r.fingerprint)}::text[]
+      ) as i(id, owner_id, generation, stop_reason, output_preview, output_truncated, output_bytes,
+             output_digest, failure_category, fingerprint)
+    ), c as (
+      update attempts a
+      set status = 'terminal',
+          stop_reason = i.stop_reason,
+          output_preview = i.output_preview,
+          output_truncated = i.output_truncated,
+          output_bytes = i.output_bytes,
+          output_digest = i.output_digest,
+          failure_category = i.failure_category,
+          fingerprint = i.fingerprint,
+          terminal_at = now(),
+          lease_expires_at = null
+      from input i
+      where a.id = i.id
+        and a.status = 'running'
+        and a.owner_id = i.owner_id
+        and a.owner_generation = i.generation
+        and a.lease_expires_at > now()
+      returning a.id, a.owner_id, a.owner_generation
+    ), t as (
+      insert into attempt_transitions (attempt_id, from_status, to_status, event, owner_id, owner_generation)
+      select id, 'running', 'terminal', 'committed', owner_id, owner_generation from c
+    )
+    select id from c
+  `.execute(db)
+  // The first input for each applied id is the one that committed; every other input (a different
+  // attempt, or the same attempt named again) is classified on a fresh snapshot.
+  const appliedIds = new Set(applied.rows.map((r) => r.id))
+  const firstIndex = new Map<string, number>()
+  rows.forEach((r, i) => {
+    if (appliedIds.has(r.input.attemptId) && !firstIndex.has(r.input.attemptId))
+      firstIndex.set(r.input.attemptId, i)
+  })
+  const toClassify = rows.filter((r, i) => firstIndex.get(r.input.attemptId) !== i)
+  const states = new Map<
+    string,
+    {
+      status: string
+      fingerprint: string | null
+      owner_id: string | null
+      owner_generation: number
+    }
+  >()
+  if (toClassify.length > 0) {
+    const current = await sql<{
+      id: string
+      status: string
+      fingerprint: string | null
+      owner_id: string | null
+      owner_generation: number
+    }>`
+      select id, status, fingerprint, owner_id, owner_generation
+      from attempts where id = any(${toClassify.map((r) => r.input.attemptId)}::uuid[])
+    `.execute(db)
+    for (const row of current.rows) states.set(row.id, row)
+  }
+  return rows.map(({ input, fingerprint }, i): CommitTerminalOutcome => {
+    if (firstIndex.get(input.attemptId) === i) return 'committed'
+    const state = states.get(input.attemptId)
+    if (state === undefined) return 'missing'
+    if (state.status === 'terminal')
+      return state.fingerprint === fingerprint ? 'replayed' : 'refused'
+    if (state.owner_id !== input.ownerId || state.owner_generation !== input.ownerGeneration)
+      return 'stale_fence'
+    return 'lease_lost'
+  })
+}
+
+/** Fenced terminal commit of one attempt: `commitTerminals` with a single input. */
 export async function commitTerminal(
   db: Db,
   input: CommitTerminalInput,
 ): Promise<CommitTerminalOutcome> {
-  const { projection: p, fingerprint } = buildTerminalProjection(
-    input.attemptId,
-    input.ownerGeneration,
-    input.result,
-  )
-  const applied = await sql<{ id: string }>`
-    with c as (
-      update attempts
-      set status = 'terminal',
-          stop_reason = ${p.stopReason},
-          output_preview = ${p.outputPreview},
-          output_truncated = ${p.outputTruncated},
-          output_bytes = ${p.outputBytes},
-          output_digest = ${p.outputDigest},
-          failure_category = ${p.failureCategory},
-          fingerprint = ${fingerprint},
-          terminal_at = now(),
-          lease_expires_at = null
-      where id = ${input.attemptId}
-        and status = 'running'
-        and owner_id = ${input.ownerId}
-        and owner_generation = ${input.ownerGeneration}
-        and lease_expires_at > now()
-      returning id, owner_generation
-    ), t as (
-      insert into attempt_transitions (attempt_id, from_status, to_status, event, owner_id, owner_generation)
-      select id, 'running', 'terminal', 'committed', ${input.ownerId}, owner_generation from c
-    )
-    select id from c
-  `.execute(db)
-  if (applied.rows.length === 1) return 'committed'
-  return classifyRefusedCommit(db, input, fingerprint)
-}
-
-async function classifyRefusedCommit(
-  db: Db,
-  input: CommitTerminalInput,
-  fingerprint: string,
-): Promise<CommitTerminalOutcome> {
-  const current = await sql<{
-    status: string
-    fingerprint: string | null
-    owner_id: string | null
-    owner_generation: number
-    live: boolean | null
-  }>`
-    select status, fingerprint, owner_id, owner_generation, lease_expires_at > now() as live
-    from attempts where id = ${input.attemptId}
-  `.execute(db)
-  const row = current.rows[0]
-  if (row === undefined) return 'missing'
-  if (row.status === 'terminal') return row.fingerprint === fingerprint ? 'replayed' : 'refused'
-  if (row.owner_id !== input.ownerId || row.owner_generation !== input.ownerGeneration)
-    return 'stale_fence'
-  return 'lease_lost'
+  const [outcome] = await commitTerminals(db, [input])
+  if (outcome === undefined) throw new Error('commitTerminals returned no outcome')
+  return outcome
 }

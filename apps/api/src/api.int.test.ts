@@ -201,6 +201,11 @@ describe('HTTP API with real workers', () => {
     )
     await queue.close()
     expect(await events(db, accepted.body.attemptId)).toEqual(['accepted', 'cancelled_queued'])
+    // A cancel may carry no body at all.
+    const bare = await fetch(`${h.base}/v1/attempts/${accepted.body.attemptId}/cancel`, {
+      method: 'POST',
+    })
+    expect(bare.status).toBe(409)
     const again = await h.post(`/v1/attempts/${accepted.body.attemptId}/cancel`, {})
     expect(again).toMatchObject({ status: 409, body: { error: { code: 'ATTEMPT_TERMINAL' } } })
     await worker.close()

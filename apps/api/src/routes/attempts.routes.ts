@@ -54,7 +54,7 @@ export function attemptRoutes(deps: ApiDeps): FastifyPluginAsyncZod {
 
     app.post(
       '/v1/attempts/:attemptId/cancel',
-      { schema: { summary: 'Cancel an attempt', params, body: cancelRequestSchema.optional() } },
+      { schema: { summary: 'Cancel an attempt', params, body: cancelRequestSchema.nullish() } },
       async (request, reply) => {
         const { attemptId } = request.params
         const outcome = await requestCancel(deps.db, {

@@ -7,6 +7,7 @@ import {
   createRedisConnection,
 } from '@baton/queue'
 import { createDb } from '@baton/store'
+import { loadSubagentDirectory } from '@baton/subagents'
 import type { FastifyInstance } from 'fastify'
 import type { ApiConfig } from './config.ts'
 import { buildServer } from './server.ts'
@@ -41,7 +42,11 @@ export async function composeApi(config: ApiConfig, logger: Logger): Promise<Api
   })
   await listener.ready()
   const admission = createAdmission({ db, queue, logger, maxInFlight: 2 })
+  const specs =
+    config.subagentsDir === undefined ? [] : await loadSubagentDirectory(config.subagentsDir)
+  const subagentNames = new Set(['scripted', ...specs.map((s) => s.name)])
   const app = await buildServer({
+    subagentNames,
     config,
     logger,
     db,

@@ -6,15 +6,7 @@ const configSchema = z.object({
   DATABASE_URL: z.string().url().default('postgres://postgres@127.0.0.1:5432/baton'),
   REDIS_URL: z.string().url().default('redis://127.0.0.1:6379'),
   QUEUE_PREFIX: z.string().min(1).default('baton'),
-  SUBAGENTS: z
-    .string()
-    .default('scripted')
-    .transform((s) =>
-      s
-        .split(',')
-        .map((n) => n.trim())
-        .filter((n) => n !== ''),
-    ),
+  SUBAGENTS_DIR: z.string().min(1).optional(),
   BODY_LIMIT_BYTES: z.coerce
     .number()
     .int()
@@ -31,8 +23,8 @@ export interface ApiConfig {
   readonly databaseUrl: string
   readonly redisUrl: string
   readonly queuePrefix: string
-  /** Subagent names this deployment accepts; anything else is rejected before a write. */
-  readonly subagents: readonly string[]
+  /** Markdown subagent specs; with the built-in `scripted`, the names this API accepts. */
+  readonly subagentsDir: string | undefined
   readonly bodyLimitBytes: number
   readonly dbPoolSize: number
   readonly logLevel: string
@@ -52,7 +44,7 @@ export function loadConfig(env: Readonly<Record<string, string | undefined>>): A
     databaseUrl: c.DATABASE_URL,
     redisUrl: c.REDIS_URL,
     queuePrefix: c.QUEUE_PREFIX,
-    subagents: Object.freeze(c.SUBAGENTS),
+    subagentsDir: c.SUBAGENTS_DIR,
     bodyLimitBytes: c.BODY_LIMIT_BYTES,
     dbPoolSize: c.DB_POOL_SIZE,
     logLevel: c.LOG_LEVEL,

@@ -15,4 +15,6 @@ export interface ApiDeps {
   readonly publisher: ControlPublisher
   readonly doorbell: CompletionDoorbell
   readonly admission: Admission
+  /** Subagent names this deployment accepts; anything else is rejected before a write. */
+  readonly subagentNames: ReadonlySet<string>
 }

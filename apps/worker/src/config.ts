@@ -18,6 +18,14 @@ const configSchema = z
     REQUEUE_AFTER_MS: ms(10_000),
     SHUTDOWN_DEADLINE_MS: ms(10_000),
     WORKSPACE_DIR: z.string().min(1).default(process.cwd()),
+    SUBAGENTS_DIR: z.string().min(1).optional(),
+    SCRIPTED_MODELS_DIR: z.string().min(1).optional(),
+    DEFAULT_MODEL: z.string().min(1).default('openai-responses:gpt-5-mini'),
+    OPENAI_API_KEY: z.string().min(1).optional(),
+    OPENAI_BASE_URL: z.string().url().optional(),
+    ANTHROPIC_API_KEY: z.string().min(1).optional(),
+    OPENAI_COMPATIBLE_BASE_URL: z.string().url().optional(),
+    OPENAI_COMPATIBLE_API_KEY: z.string().min(1).optional(),
     LOG_LEVEL: z
       .enum(['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent'])
       .default('info'),
@@ -41,7 +49,19 @@ export interface WorkerConfig {
   readonly requeueAfterMs: number
   readonly shutdownDeadlineMs: number
   readonly workspaceDir: string
+  /** Markdown subagent specs (absent: the built-in `scripted` subagent only). */
+  readonly subagentsDir: string | undefined
+  readonly scriptedModelsDir: string | undefined
+  readonly defaultModel: string
+  /** Model provider credentials; never logged. */
+  readonly models: ModelCredentials
   readonly logLevel: string
+}
+
+export interface ModelCredentials {
+  readonly openai?: { readonly apiKey: string; readonly baseUrl?: string }
+  readonly anthropic?: { readonly apiKey: string }
+  readonly openaiCompatible?: { readonly baseUrl: string; readonly apiKey?: string }
 }
 
 /** Parses the worker's environment once, in main.ts. Errors name the variable to fix. */
@@ -65,6 +85,30 @@ export function loadConfig(env: Readonly<Record<string, string | undefined>>): W
     requeueAfterMs: c.REQUEUE_AFTER_MS,
     shutdownDeadlineMs: c.SHUTDOWN_DEADLINE_MS,
     workspaceDir: c.WORKSPACE_DIR,
+    subagentsDir: c.SUBAGENTS_DIR,
+    scriptedModelsDir: c.SCRIPTED_MODELS_DIR,
+    defaultModel: c.DEFAULT_MODEL,
+    models: {
+      ...(c.OPENAI_API_KEY === undefined
+        ? {}
+        : {
+            openai: {
+              apiKey: c.OPENAI_API_KEY,
+              ...(c.OPENAI_BASE_URL === undefined ? {} : { baseUrl: c.OPENAI_BASE_URL }),
+            },
+          }),
+      ...(c.ANTHROPIC_API_KEY === undefined ? {} : { anthropic: { apiKey: c.ANTHROPIC_API_KEY } }),
+      ...(c.OPENAI_COMPATIBLE_BASE_URL === undefined
+        ? {}
+        : {
+            openaiCompatible: {
+              baseUrl: c.OPENAI_COMPATIBLE_BASE_URL,
+              ...(c.OPENAI_COMPATIBLE_API_KEY === undefined
+                ? {}
+                : { apiKey: c.OPENAI_COMPATIBLE_API_KEY }),
+            },
+          }),
+    },
     logLevel: c.LOG_LEVEL,
   })
 }

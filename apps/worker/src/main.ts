@@ -1,10 +1,20 @@
 import { createLogger } from '@baton/observability'
 import { loadConfig } from './config.ts'
 import { createWorkerRuntime } from './runtime.ts'
+import { loadWorkerSubagents } from './subagents/subagent-catalog.ts'
 
 const config = loadConfig(process.env)
 const logger = createLogger({ service: 'baton-worker', level: config.logLevel })
-const runtime = createWorkerRuntime(config, logger)
+const subagents = await loadWorkerSubagents({
+  ...(config.subagentsDir === undefined ? {} : { subagentsDir: config.subagentsDir }),
+  ...(config.scriptedModelsDir === undefined
+    ? {}
+    : { scriptedModelsDir: config.scriptedModelsDir }),
+  defaultModel: config.defaultModel,
+  models: config.models,
+  logger: logger.child({ component: 'subagents' }),
+})
+const runtime = createWorkerRuntime(config, logger, subagents)
 
 let stopping = false
 function stop(signal: string): void {

@@ -18,12 +18,11 @@ import {
   type CommitTerminalOutcome,
   type Db,
 } from '@baton/store'
-import type { SubagentProvider } from '@baton/subagents'
 import type { WorkerConfig } from './config.ts'
 import { createLeaseKeeper } from './lease/lease-keeper.ts'
 import { createAttemptProcessor } from './processors/attempt.processor.ts'
 import { createReconciler, type Reconciler } from './reconciler/reconciler.ts'
-import { createScriptedPromptProvider } from './subagents/scripted-prompt.provider.ts'
+import { builtInSubagents, type WorkerSubagents } from './subagents/subagent-catalog.ts'
 
 export interface WorkerRuntime {
   readonly workerId: string
@@ -40,11 +39,6 @@ export interface WorkerRuntime {
   isStopped(): boolean
 }
 
-/** The subagents this worker can run, by name. The seam issue replaces this with markdown specs. */
-export function builtInProviders(): Map<string, SubagentProvider> {
-  return new Map([['scripted', createScriptedPromptProvider()]])
-}
-
 /**
  * Composes one worker process: a BullMQ worker on `attempts`, the lease keeper, the control-event
  * listener (cancel → `worker.cancelJob`), and the reconciler.
@@ -52,7 +46,7 @@ export function builtInProviders(): Map<string, SubagentProvider> {
 export function createWorkerRuntime(
   config: WorkerConfig,
   logger: Logger,
-  providers: ReadonlyMap<string, SubagentProvider> = builtInProviders(),
+  subagents: WorkerSubagents = builtInSubagents(),
 ): WorkerRuntime {
   const log = logger.child({ workerId: config.workerId })
   const db = createDb({
@@ -101,7 +95,7 @@ export function createWorkerRuntime(
     heartbeatIntervalMs: config.heartbeatIntervalMs,
     workspaceDir: config.workspaceDir,
     leaseKeeper,
-    providers,
+    subagents,
     publisher,
     logger: log.child({ component: 'attempt-processor' }),
   })

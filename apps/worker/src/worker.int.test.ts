@@ -9,7 +9,8 @@ import type { SubagentProvider } from '@baton/subagents'
 import { describe, eventually, expect, test } from '@baton/testing'
 import { loadConfig } from './config.ts'
 import { createWorkerRuntime, type WorkerRuntime } from './runtime.ts'
-import { createScriptedPromptProvider } from './subagents/scripted-prompt.provider.ts'
+import { createScriptedPromptProvider } from '@baton/agents'
+import { builtInSubagents } from './subagents/subagent-catalog.ts'
 
 const quiet = createLogger({ service: 'test', level: 'silent' })
 
@@ -69,7 +70,7 @@ describe('worker', () => {
       REQUEUE_AFTER_MS: '300',
       ...env,
     })
-    const runtime = createWorkerRuntime(config, quiet, new Map([['scripted', provider]]))
+    const runtime = createWorkerRuntime(config, quiet, builtInSubagents(provider))
     ctx.track({ close: () => runtime.shutdown(5_000), isClosed: () => runtime.isStopped() })
     return runtime.start().then(() => runtime)
   }

@@ -11,6 +11,7 @@ export const AgentsErrorCode = {
   MODEL_NOT_CONFIGURED: 'MODEL_NOT_CONFIGURED',
   /** `scripted:<name>` names no registered script. */
   UNKNOWN_SCRIPT: 'UNKNOWN_SCRIPT',
+  INVALID_SCRIPT: 'INVALID_SCRIPT',
   /** A scripted model was called more times than its script has steps. */
   SCRIPT_EXHAUSTED: 'SCRIPT_EXHAUSTED',
   /** A scripted `fail` step: the deterministic stand-in for a model/transport failure. */

@@ -68,3 +68,9 @@ export {
   AcpStartErrorCode,
 } from './acp/index.ts'
 export type { AcpProviderOptions } from './acp/index.ts'
+export { loadScriptDirectory } from './script-directory.ts'
+export {
+  createScriptedPromptProvider,
+  parseScript as parsePromptScript,
+} from './scripted-prompt-provider.ts'
+export type { Script as PromptScript } from './scripted-prompt-provider.ts'

@@ -20,7 +20,7 @@ import { awaitAttempt } from '../services/await-attempt.ts'
  * request at most `wait.timeoutMs` and answer the terminal result (200) or the snapshot (202).
  */
 export function delegationRoutes(deps: ApiDeps): FastifyPluginAsyncZod {
-  const known = new Set(deps.config.subagents)
+  const known = deps.subagentNames
   return async (app) => {
     app.post(
       '/v1/sessions/:sessionId/delegations',

@@ -12,8 +12,8 @@ import {
   type Db,
   type TerminalResultInput,
 } from '@baton/store'
-import type { SubagentProvider } from '@baton/subagents'
 import { abortCause, type LeaseKeeper, type OwnedExecution } from '../lease/lease-keeper.ts'
+import type { WorkerSubagents } from '../subagents/subagent-catalog.ts'
 import { runChild } from './run-child.ts'
 
 export interface AttemptProcessorDeps {
@@ -26,7 +26,7 @@ export interface AttemptProcessorDeps {
   readonly heartbeatIntervalMs: number
   readonly workspaceDir: string
   readonly leaseKeeper: LeaseKeeper
-  readonly providers: ReadonlyMap<string, SubagentProvider>
+  readonly subagents: WorkerSubagents
   readonly publisher: ControlPublisher
   readonly logger: Logger
 }
@@ -68,7 +68,7 @@ export function createAttemptProcessor(deps: AttemptProcessorDeps) {
         return assertNever(claim)
     }
 
-    const provider = deps.providers.get(claim.attempt.name)
+    const entry = deps.subagents.entries.get(claim.attempt.name)
     const execution = deps.leaseKeeper.hold(attemptId, claim.attempt.ownerGeneration)
     const onJobAbort = (): void => execution.abort('cancelled')
     if (jobSignal?.aborted === true) onJobAbort()
@@ -76,9 +76,15 @@ export function createAttemptProcessor(deps: AttemptProcessorDeps) {
     try {
       log.debug({ generation: claim.attempt.ownerGeneration }, 'attempt claimed')
       const result: TerminalResultInput =
-        provider === undefined
+        entry === undefined
           ? { stopReason: 'error', output: '', failureCategory: 'unknown_subagent' }
-          : await runChild(provider, claim.attempt, execution.signal, deps.workspaceDir)
+          : await runChild(
+              deps.subagents,
+              entry,
+              claim.attempt,
+              execution.signal,
+              deps.workspaceDir,
+            )
       if (execution.lost) {
         log.warn('lease lost during execution; writing nothing')
         return

@@ -1,23 +1,27 @@
 import { FailureCategory, STOP_REASONS, promptToBlocks, type Prompt } from '@baton/contracts'
-import type { SubagentProvider, SubagentResult } from '@baton/subagents'
+import type { SubagentResult } from '@baton/subagents'
 import type { ClaimedAttempt, TerminalResultInput } from '@baton/store'
+import type { SubagentEntry, WorkerSubagents } from '../subagents/subagent-catalog.ts'
 
 const KNOWN_STOP_REASONS: ReadonlySet<string> = new Set(STOP_REASONS)
 
 /**
- * Runs one child through its provider and reduces whatever happens to a terminal result the
- * ledger can record. Child failures arrive as stop reasons; a provider that throws (an
- * infrastructure fault) becomes `error` with a safe category, never a message or stack trace.
+ * Runs one child through the subagent service (which checks the entry's start-time capabilities
+ * against its provider first) and reduces whatever happens to a terminal result the ledger can
+ * record. The attempt's AbortSignal is the request signal. Child failures arrive as stop reasons;
+ * a start that is refused or a provider that throws (an infrastructure fault) becomes `error`
+ * with a safe category, never a message or stack trace.
  */
 export async function runChild(
-  provider: SubagentProvider,
+  subagents: WorkerSubagents,
+  entry: SubagentEntry,
   attempt: ClaimedAttempt,
   signal: AbortSignal,
   workspaceDir: string,
 ): Promise<TerminalResultInput> {
   let result: SubagentResult
   try {
-    const run = await provider.start({
+    const run = await subagents.service.start(entry.provider, {
       prompt: promptToBlocks(attempt.prompt as Prompt),
       parent: {
         session: {
@@ -27,6 +31,9 @@ export async function runChild(
         options: {},
       },
       signal,
+      ...(entry.agentOptions === undefined ? {} : { agentOptions: entry.agentOptions }),
+      ...(entry.persona === undefined ? {} : { persona: entry.persona }),
+      ...(entry.toolFilter === undefined ? {} : { toolFilter: entry.toolFilter }),
     })
     try {
       result = await run.result

@@ -1,0 +1,107 @@
+import { mkdtemp, mkdir, writeFile, rm } from 'node:fs/promises'
+import { tmpdir } from 'node:os'
+import { join } from 'node:path'
+import { sql } from 'kysely'
+import { createLogger } from '@baton/observability'
+import { describe, expect, startServiceProcess, test } from '@baton/testing'
+import { composeApi } from './compose.ts'
+import { loadConfig } from './config.ts'
+
+const quiet = createLogger({ service: 'test', level: 'silent' })
+
+const RESEARCHER = `---
+name: researcher
+description: Collect bounded evidence from the workspace
+tools: [view]
+model: scripted:research
+---
+You are a careful researcher. Cite the files you read.
+`
+
+// The scripted model reads a workspace file through the `view` tool, then answers.
+const RESEARCH_SCRIPT = {
+  steps: [
+    { kind: 'tool-calls', calls: [{ toolName: 'view', input: { path: 'notes/fact.txt' } }] },
+    { kind: 'text', text: 'The workspace says: the sky is green on Tuesdays.' },
+  ],
+}
+
+describe('API → worker → spawn with a markdown-defined subagent and a scripted model', () => {
+  test('a markdown subagent runs through the seam and its outcome ends in the ledger', async ({
+    databaseUrl,
+    redisUrl,
+    queuePrefix,
+    track,
+    db,
+  }) => {
+    const root = await mkdtemp(join(tmpdir(), 'baton-md-'))
+    try {
+      const subagentsDir = join(root, 'subagents')
+      const scriptsDir = join(root, 'scripts')
+      const workspace = join(root, 'workspace')
+      await mkdir(subagentsDir)
+      await mkdir(scriptsDir)
+      await mkdir(join(workspace, 'notes'), { recursive: true })
+      await writeFile(join(subagentsDir, 'researcher.md'), RESEARCHER)
+      await writeFile(join(scriptsDir, 'research.json'), JSON.stringify(RESEARCH_SCRIPT))
+      await writeFile(join(workspace, 'notes', 'fact.txt'), 'the sky is green on Tuesdays\n')
+
+      const api = track(
+        await composeApi(
+          loadConfig({
+            DATABASE_URL: databaseUrl,
+            REDIS_URL: redisUrl,
+            QUEUE_PREFIX: queuePrefix,
+            SUBAGENTS_DIR: subagentsDir,
+            LOG_LEVEL: 'silent',
+          }),
+          quiet,
+        ),
+      )
+      const base = await api.app.listen({ host: '127.0.0.1', port: 0 })
+      const worker = track(
+        await startServiceProcess('worker', {
+          DATABASE_URL: databaseUrl,
+          REDIS_URL: redisUrl,
+          QUEUE_PREFIX: queuePrefix,
+          SUBAGENTS_DIR: subagentsDir,
+          SCRIPTED_MODELS_DIR: scriptsDir,
+          WORKSPACE_DIR: workspace,
+        }),
+      )
+      const response = await fetch(`${base}/v1/sessions/md-session/delegations`, {
+        method: 'POST',
+        headers: { 'content-type': 'application/json' },
+        body: JSON.stringify({
+          name: 'researcher',
+          prompt: 'What does the workspace say?',
+          wait: { timeoutMs: 10_000 },
+        }),
+      })
+      const body = (await response.json()) as Record<string, unknown>
+      expect(response.status).toBe(200)
+      expect(body).toMatchObject({
+        status: 'terminal',
+        stopReason: 'completed',
+        output: 'The workspace says: the sky is green on Tuesdays.',
+        name: 'researcher',
+      })
+      const row = await sql<{ stop_reason: string; output_bytes: number }>`
+        select stop_reason, output_bytes from attempts where id = ${body.attemptId}
+      `.execute(db)
+      expect(row.rows).toEqual([{ stop_reason: 'completed', output_bytes: 49 }])
+
+      // A name that is neither built in nor in the directory is refused before any write.
+      const unknown = await fetch(`${base}/v1/sessions/md-session/delegations`, {
+        method: 'POST',
+        headers: { 'content-type': 'application/json' },
+        body: JSON.stringify({ name: 'writer', prompt: 'x' }),
+      })
+      expect(unknown.status).toBe(400)
+      await worker.close()
+      await api.close()
+    } finally {
+      await rm(root, { recursive: true, force: true })
+    }
+  })
+})

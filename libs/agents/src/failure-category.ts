@@ -45,6 +45,7 @@ export function categorizeFailure(error: unknown): FailureCategory {
       case AgentsErrorCode.INVALID_MODEL_ID:
       case AgentsErrorCode.MODEL_NOT_CONFIGURED:
       case AgentsErrorCode.UNKNOWN_SCRIPT:
+      case AgentsErrorCode.INVALID_SCRIPT:
         return FailureCategory.MODEL_CONFIG
       case AgentsErrorCode.WORKSPACE_PATH_REFUSED:
       case AgentsErrorCode.AGENT_BUSY:

@@ -304,6 +304,66 @@ describe('HTTP API with real workers', () => {
   })
 })
 
+describe('steering through the API', () => {
+  test('steer: messages reach the running child once each and in order; terminal and unknown attempts are refused', async ({
+    databaseUrl,
+    redisUrl,
+    queuePrefix,
+    track,
+    db,
+  }) => {
+    const h = await startApi({ databaseUrl, redisUrl, queuePrefix })
+    track(h.api)
+    // Heartbeats far apart: delivery must come from the steer event.
+    const worker = track(
+      await startServiceProcess(
+        'worker',
+        workerEnv(
+          { databaseUrl, redisUrl, queuePrefix },
+          { LEASE_TTL_MS: '30000', HEARTBEAT_INTERVAL_MS: '10000' },
+        ),
+      ),
+    )
+    const accepted = await h.post(delegate('s-steer'), {
+      name: 'scripted',
+      prompt: '{"awaitSteering":2}',
+    })
+    const attemptId = accepted.body.attemptId as string
+    await eventually(async () =>
+      (await h.get(`/v1/attempts/${attemptId}`)).body.status === 'running' ? true : undefined,
+    )
+    const first = await h.post(`/v1/attempts/${attemptId}/steer`, { content: 'look in the cellar' })
+    const second = await h.post(`/v1/attempts/${attemptId}/steer`, {
+      content: [{ type: 'text', text: 'then the attic' }],
+    })
+    expect(first).toMatchObject({ status: 202, body: { attemptId, sequence: 1 } })
+    expect(second).toMatchObject({ status: 202, body: { sequence: 2 } })
+    const view = await h.get(`/v1/attempts/${attemptId}/wait?timeoutMs=5000`)
+    expect(view.body).toMatchObject({
+      status: 'terminal',
+      stopReason: 'completed',
+      output: 'look in the cellar\nthen the attic',
+    })
+    const late = await h.post(`/v1/attempts/${attemptId}/steer`, { content: 'too late' })
+    expect(late).toMatchObject({ status: 409, body: { error: { code: 'ATTEMPT_TERMINAL' } } })
+    const unknown = await h.post('/v1/attempts/00000000-0000-4000-8000-000000000000/steer', {
+      content: 'x',
+    })
+    expect(unknown).toMatchObject({ status: 404, body: { error: { code: 'ATTEMPT_NOT_FOUND' } } })
+    const empty = await h.post(`/v1/attempts/${attemptId}/steer`, { content: '' })
+    expect(empty).toMatchObject({ status: 400, body: { error: { code: 'VALIDATION_FAILED' } } })
+    const messages = await sql<{ sequence: number; delivered: boolean }>`
+      select sequence, delivered_at is not null as delivered from attempt_messages where attempt_id = ${attemptId} order by 1
+    `.execute(db)
+    expect(messages.rows).toEqual([
+      { sequence: 1, delivered: true },
+      { sequence: 2, delivered: true },
+    ])
+    await worker.close()
+    await h.api.close()
+  })
+})
+
 describe('bad input is rejected with a typed error and writes nothing', () => {
   const cases: { name: string; session: string; body: unknown; status: number; code: string }[] = [
     {

@@ -47,6 +47,8 @@ export async function composeApi(config: ApiConfig, logger: Logger): Promise<Api
   const subagentNames = new Set(['scripted', ...specs.map((s) => s.name)])
   const app = await buildServer({
     subagentNames,
+    // The built-in scripted provider and spawn (every markdown subagent) both support steering.
+    steerableSubagents: subagentNames,
     config,
     logger,
     db,

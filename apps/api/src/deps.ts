@@ -17,4 +17,6 @@ export interface ApiDeps {
   readonly admission: Admission
   /** Subagent names this deployment accepts; anything else is rejected before a write. */
   readonly subagentNames: ReadonlySet<string>
+  /** Subagents whose provider accepts steering messages (`sendMessage`). */
+  readonly steerableSubagents: ReadonlySet<string>
 }

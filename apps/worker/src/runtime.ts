@@ -20,6 +20,7 @@ import {
 } from '@baton/store'
 import type { WorkerConfig } from './config.ts'
 import { createLeaseKeeper } from './lease/lease-keeper.ts'
+import { createSteeringDelivery } from './steering/steering-delivery.ts'
 import { createAttemptProcessor } from './processors/attempt.processor.ts'
 import { createReconciler, type Reconciler } from './reconciler/reconciler.ts'
 import { builtInSubagents, type WorkerSubagents } from './subagents/subagent-catalog.ts'
@@ -59,7 +60,13 @@ export function createWorkerRuntime(
   })
   const queue = createAttemptQueue({ connection, prefix: config.queuePrefix })
   const publisher = createControlPublisher({ connection, prefix: config.queuePrefix })
+  const steering = createSteeringDelivery({
+    db,
+    ownerId: config.workerId,
+    logger: log.child({ component: 'steering' }),
+  })
   const leaseKeeper = createLeaseKeeper({
+    onSteeringPending: (attemptId) => void steering.deliver(attemptId),
     db,
     ownerId: config.workerId,
     leaseTtlMs: config.leaseTtlMs,
@@ -96,6 +103,7 @@ export function createWorkerRuntime(
     workspaceDir: config.workspaceDir,
     leaseKeeper,
     subagents,
+    steering,
     publisher,
     logger: log.child({ component: 'attempt-processor' }),
   })
@@ -139,6 +147,8 @@ export function createWorkerRuntime(
             // Only the worker holding the job has it: everyone else returns false.
             const delivered = worker.cancelJob(event.attemptId, 'cancelled')
             log.debug({ attemptId: event.attemptId, delivered }, 'cancel event received')
+          } else if (event.eventName === 'steer') {
+            void steering.deliver(event.attemptId)
           }
         },
       })

@@ -4,7 +4,7 @@ import { Queue } from 'bullmq'
 import { QueueName } from '@baton/contracts'
 import { createLogger } from '@baton/observability'
 import { createAttemptQueue, enqueueAttempt } from '@baton/queue'
-import { acceptDelegation, getAttempt, type Db } from '@baton/store'
+import { acceptDelegation, getAttempt, recordSteering, type Db } from '@baton/store'
 import type { SubagentProvider } from '@baton/subagents'
 import { describe, eventually, expect, test } from '@baton/testing'
 import { loadConfig } from './config.ts'
@@ -202,5 +202,38 @@ describe('worker', () => {
       stopReason: 'aborted',
       failureCategory: 'shutdown',
     })
+  })
+
+  test('steering recorded without an event is delivered by the heartbeat, once each and in order', async ({
+    db,
+    databaseUrl,
+    redisUrl,
+    queuePrefix,
+    track,
+    redis,
+  }) => {
+    const ctx = { db, databaseUrl, redisUrl, queuePrefix, track, redis }
+    const runtime = await startRuntime(ctx, createScriptedPromptProvider())
+    const attemptId = await accept(ctx.db, '{"awaitSteering":3}')
+    const queue = createAttemptQueue({ connection: { url: ctx.redisUrl }, prefix: ctx.queuePrefix })
+    await enqueueAttempt(queue, attemptId)
+    await queue.close()
+    await eventually(async () =>
+      (await getAttempt(ctx.db, attemptId))?.status === 'running' ? true : undefined,
+    )
+    // Recorded in the ledger only: no steer event is published, so only heartbeats can find them.
+    for (const text of ['one', 'two', 'three']) {
+      await recordSteering(ctx.db, { attemptId, content: [{ type: 'text', text }] })
+    }
+    const view = await eventually(async () => {
+      const v = await getAttempt(ctx.db, attemptId)
+      return v?.status === 'terminal' ? v : undefined
+    })
+    expect(view).toMatchObject({ stopReason: 'completed', output: 'one\ntwo\nthree' })
+    const undelivered = await sql<{ n: number }>`
+      select count(*)::int as n from attempt_messages where attempt_id = ${attemptId} and delivered_at is null
+    `.execute(ctx.db)
+    expect(undelivered.rows[0]?.n).toBe(0)
+    await runtime.shutdown(5_000)
   })
 })

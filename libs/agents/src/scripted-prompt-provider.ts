@@ -14,7 +14,8 @@ import type {
  * The built-in `scripted` subagent: a deterministic child for tests, demos and the benchmark, at
  * no model cost. Its prompt is a JSON script; a prompt that is not one is echoed back.
  *
- *   { "output"?: string, "delayMs"?: number, "hang"?: true, "fail"?: string, "outputBytes"?: number }
+ *   { "output"?: string, "delayMs"?: number, "hang"?: true, "fail"?: string, "outputBytes"?: number,
+ *     "awaitSteering"?: number }
  *
  * It honours its AbortSignal at every wait: an aborted run ends `aborted`.
  */
@@ -29,6 +30,8 @@ export const scriptSchema = z.strictObject({
     .min(0)
     .max(64 * 1024 * 1024)
     .optional(),
+  /** Wait for this many steering messages, then answer with their texts, one per line. */
+  awaitSteering: z.number().int().min(1).max(1000).optional(),
 })
 export type Script = z.infer<typeof scriptSchema>
 
@@ -46,7 +49,34 @@ export function parseScript(prompt: readonly ContentBlock[]): Script {
   return { output: text }
 }
 
-async function runScript(script: Script, signal: AbortSignal): Promise<SubagentResult> {
+/** Steering messages received by one run, and a way to wait for the next. */
+class SteeringInbox {
+  readonly texts: string[] = []
+  private wake: (() => void) | undefined
+  push(content: readonly ContentBlock[]): void {
+    this.texts.push(content.map((b) => b.text).join(''))
+    this.wake?.()
+  }
+  async waitFor(count: number, signal: AbortSignal): Promise<void> {
+    while (this.texts.length < count) {
+      await new Promise<void>((resolve, reject) => {
+        if (signal.aborted) return reject(signal.reason as Error)
+        const onAbort = (): void => reject(signal.reason as Error)
+        signal.addEventListener('abort', onAbort, { once: true })
+        this.wake = () => {
+          signal.removeEventListener('abort', onAbort)
+          resolve()
+        }
+      })
+    }
+  }
+}
+
+async function runScript(
+  script: Script,
+  signal: AbortSignal,
+  inbox: SteeringInbox,
+): Promise<SubagentResult> {
   const aborted: SubagentResult = {
     output: [],
     stopReason: 'aborted',
@@ -61,6 +91,7 @@ async function runScript(script: Script, signal: AbortSignal): Promise<SubagentR
         signal.addEventListener('abort', () => reject(signal.reason as Error), { once: true })
       })
     }
+    if (script.awaitSteering !== undefined) await inbox.waitFor(script.awaitSteering, signal)
   } catch {
     return aborted
   }
@@ -70,11 +101,13 @@ async function runScript(script: Script, signal: AbortSignal): Promise<SubagentR
     return { output: [], stopReason: 'error', failureCategory: FailureCategory.ChildFailed }
   }
   const text =
-    script.outputBytes !== undefined
-      ? (script.output ?? 'x')
-          .repeat(Math.ceil(script.outputBytes / Math.max(1, (script.output ?? 'x').length)))
-          .slice(0, script.outputBytes)
-      : (script.output ?? '')
+    script.awaitSteering !== undefined
+      ? inbox.texts.join('\n')
+      : script.outputBytes !== undefined
+        ? (script.output ?? 'x')
+            .repeat(Math.ceil(script.outputBytes / Math.max(1, (script.output ?? 'x').length)))
+            .slice(0, script.outputBytes)
+        : (script.output ?? '')
   return { output: text === '' ? [] : [{ type: 'text', text }], stopReason: 'completed' }
 }
 
@@ -89,7 +122,8 @@ export function createScriptedPromptProvider(): SubagentProvider {
       const controller = new AbortController()
       const forward = (): void => controller.abort(request.signal.reason)
       request.signal.addEventListener('abort', forward, { once: true })
-      const result = runScript(script, controller.signal).finally(() =>
+      const inbox = new SteeringInbox()
+      const result = runScript(script, controller.signal, inbox).finally(() =>
         request.signal.removeEventListener('abort', forward),
       )
       const run: SubagentRun = {
@@ -100,6 +134,7 @@ export function createScriptedPromptProvider(): SubagentProvider {
           controller.abort(new Error('disposed'))
           await result.catch(() => undefined)
         },
+        sendMessage: (content) => inbox.push(content),
       }
       return Promise.resolve(run)
     },

@@ -70,6 +70,9 @@ export const cancelRequestSchema = z.strictObject({
   reason: z.string().min(1).max(Limits.cancelReasonChars).optional(),
 })
 
+/** A steering message for a running (or queued) attempt: text or text blocks, like a prompt. */
+export const steerRequestSchema = z.strictObject({ content: promptSchema })
+
 export const waitQuerySchema = z.strictObject({
   timeoutMs: z.coerce.number().int().min(0).max(Limits.waitTimeoutMsMax).default(0),
 })

@@ -10,6 +10,7 @@ export const ErrorCode = {
   AgentBusy: 'AGENT_BUSY',
   AttemptNotFound: 'ATTEMPT_NOT_FOUND',
   AttemptTerminal: 'ATTEMPT_TERMINAL',
+  SteeringUnsupported: 'STEERING_UNSUPPORTED',
   PayloadTooLarge: 'PAYLOAD_TOO_LARGE',
   UnsupportedMediaType: 'UNSUPPORTED_MEDIA_TYPE',
   NotFound: 'NOT_FOUND',

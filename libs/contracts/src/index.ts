@@ -25,6 +25,7 @@ export {
   promptSchema,
   promptToBlocks,
   sessionIdSchema,
+  steerRequestSchema,
   subagentNameSchema,
   textBlockSchema,
   uuidSchema,

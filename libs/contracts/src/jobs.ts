@@ -19,8 +19,9 @@ export const ATTEMPT_JOB_NAME = 'attempt'
 export const controlEventSchema = z.discriminatedUnion('eventName', [
   z.object({ eventName: z.literal('cancel'), attemptId: z.uuid() }),
   z.object({ eventName: z.literal('terminal'), attemptId: z.uuid() }),
+  z.object({ eventName: z.literal('steer'), attemptId: z.uuid() }),
 ])
 export type ControlEvent = z.infer<typeof controlEventSchema>
 export type ControlEventName = ControlEvent['eventName']
 
-export const CONTROL_EVENT_NAMES: readonly ControlEventName[] = ['cancel', 'terminal']
+export const CONTROL_EVENT_NAMES: readonly ControlEventName[] = ['cancel', 'terminal', 'steer']

@@ -30,3 +30,9 @@ export type { TerminalResultInput } from './attempts/terminal-record.ts'
 export { pingStore } from './ping.ts'
 export { createGroupBatcher } from './batching/group-batcher.ts'
 export type { GroupBatcher, GroupBatcherOptions } from './batching/group-batcher.ts'
+export {
+  findUndeliveredSteering,
+  markSteeringDelivered,
+  recordSteering,
+} from './attempts/steering.ts'
+export type { RecordSteeringOutcome, SteeringMessage } from './attempts/steering.ts'

@@ -7,10 +7,12 @@ import {
 } from 'kysely/migration'
 import type { Db } from './db.ts'
 import * as m0001 from './migrations/0001-ledger.ts'
+import * as m0002 from './migrations/0002-steering.ts'
 
 /** Every migration, in order. Numbered and append-only. */
 const MIGRATIONS: Readonly<Record<string, Migration>> = {
   '0001-ledger': m0001,
+  '0002-steering': m0002,
 }
 
 const provider: MigrationProvider = {

@@ -45,6 +45,7 @@ export interface AttemptTable {
   created_at: CreatedAt
   started_at: Date | null
   terminal_at: Date | null
+  steer_sequence: Generated<number>
 }
 export type AttemptRow = Selectable<AttemptTable>
 
@@ -59,10 +60,19 @@ export interface AttemptTransitionTable {
   at: CreatedAt
 }
 
+export interface AttemptMessageTable {
+  attempt_id: string
+  sequence: number
+  content: ColumnType<unknown, string, string>
+  created_at: CreatedAt
+  delivered_at: Date | null
+}
+
 export interface DB {
   namespaces: NamespaceTable
   sessions: SessionTable
   agents: AgentTable
   attempts: AttemptTable
   attempt_transitions: AttemptTransitionTable
+  attempt_messages: AttemptMessageTable
 }

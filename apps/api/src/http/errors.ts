@@ -11,6 +11,7 @@ const STATUS: Record<ErrorCode, number> = {
   [ErrorCode.NotFound]: 404,
   [ErrorCode.AgentBusy]: 409,
   [ErrorCode.AttemptTerminal]: 409,
+  [ErrorCode.SteeringUnsupported]: 409,
   [ErrorCode.PayloadTooLarge]: 413,
   [ErrorCode.UnsupportedMediaType]: 415,
   [ErrorCode.NotReady]: 503,

@@ -4,10 +4,13 @@ import {
   BatonError,
   ErrorCode,
   cancelRequestSchema,
+  isTerminalView,
+  promptToBlocks,
+  steerRequestSchema,
   uuidSchema,
   waitQuerySchema,
 } from '@baton/contracts'
-import { getAttempt, requestCancel } from '@baton/store'
+import { getAttempt, recordSteering, requestCancel } from '@baton/store'
 import type { ApiDeps } from '../deps.ts'
 import { awaitAttempt } from '../services/await-attempt.ts'
 import { abortOnClose } from './delegations.routes.ts'
@@ -91,6 +94,57 @@ export function attemptRoutes(deps: ApiDeps): FastifyPluginAsyncZod {
         }
         request.log.info({ attemptId, outcome }, 'cancel recorded')
         return reply.status(202).send({ attemptId, outcome })
+      },
+    )
+
+    app.post(
+      '/v1/attempts/:attemptId/steer',
+      {
+        schema: {
+          summary: 'Send a steering message to a running (or queued) attempt',
+          params,
+          body: steerRequestSchema,
+        },
+      },
+      async (request, reply) => {
+        const { attemptId } = request.params
+        const view = await getAttempt(deps.db, attemptId)
+        if (view === undefined) throw notFound(attemptId)
+        if (isTerminalView(view))
+          throw new BatonError(ErrorCode.AttemptTerminal, 'the attempt is already terminal')
+        if (!deps.steerableSubagents.has(view.name)) {
+          throw new BatonError(
+            ErrorCode.SteeringUnsupported,
+            `subagent "${view.name}" cannot be steered`,
+          )
+        }
+        const outcome = await recordSteering(deps.db, {
+          attemptId,
+          content: promptToBlocks(request.body.content),
+        })
+        switch (outcome.kind) {
+          case 'missing':
+            throw notFound(attemptId)
+          case 'terminal':
+            throw new BatonError(ErrorCode.AttemptTerminal, 'the attempt is already terminal')
+          case 'recorded':
+            break
+          default: {
+            const unexpected: never = outcome
+            throw new Error(`unexpected outcome ${JSON.stringify(unexpected)}`)
+          }
+        }
+        // Recorded first; the event only shortens the time until the owner delivers it.
+        await deps.publisher
+          .publish({ eventName: 'steer', attemptId })
+          .catch((error: unknown) =>
+            request.log.warn(
+              { err: error, attemptId },
+              'steer event not published; heartbeat will deliver it',
+            ),
+          )
+        request.log.info({ attemptId, sequence: outcome.sequence }, 'steering recorded')
+        return reply.status(202).send({ attemptId, sequence: outcome.sequence })
       },
     )
   }

@@ -48,6 +48,8 @@ export function createLeaseKeeper(deps: {
   leaseTtlMs: number
   heartbeatIntervalMs: number
   logger: Logger
+  /** Undelivered steering waits for an owned attempt (the fallback for a missed event). */
+  onSteeringPending?: (attemptId: string) => void
 }): LeaseKeeper {
   const owned = new Map<string, OwnedExecution & { markLost(): void }>()
   let timer: NodeJS.Timeout | undefined
@@ -84,6 +86,8 @@ export function createLeaseKeeper(deps: {
       } else if (renewal.cancelRequested && !execution.signal.aborted) {
         deps.logger.info({ attemptId: renewal.attemptId }, 'cancel request found by heartbeat')
         execution.abort('cancelled')
+      } else if (renewal.steeringPending) {
+        deps.onSteeringPending?.(renewal.attemptId)
       }
     }
   }

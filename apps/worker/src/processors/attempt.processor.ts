@@ -13,6 +13,7 @@ import {
   type TerminalResultInput,
 } from '@baton/store'
 import { abortCause, type LeaseKeeper, type OwnedExecution } from '../lease/lease-keeper.ts'
+import type { SteeringDelivery } from '../steering/steering-delivery.ts'
 import type { WorkerSubagents } from '../subagents/subagent-catalog.ts'
 import { runChild } from './run-child.ts'
 
@@ -27,6 +28,7 @@ export interface AttemptProcessorDeps {
   readonly workspaceDir: string
   readonly leaseKeeper: LeaseKeeper
   readonly subagents: WorkerSubagents
+  readonly steering: SteeringDelivery
   readonly publisher: ControlPublisher
   readonly logger: Logger
 }
@@ -84,6 +86,7 @@ export function createAttemptProcessor(deps: AttemptProcessorDeps) {
               claim.attempt,
               execution.signal,
               deps.workspaceDir,
+              (run) => deps.steering.attach(execution, run),
             )
       if (execution.lost) {
         log.warn('lease lost during execution; writing nothing')
@@ -99,6 +102,7 @@ export function createAttemptProcessor(deps: AttemptProcessorDeps) {
         await ringTerminal(deps, attemptId, log)
     } finally {
       jobSignal?.removeEventListener('abort', onJobAbort)
+      deps.steering.detach(attemptId)
       deps.leaseKeeper.release(attemptId)
     }
   }

@@ -1,5 +1,5 @@
 import { FailureCategory, STOP_REASONS, promptToBlocks, type Prompt } from '@baton/contracts'
-import type { SubagentResult } from '@baton/subagents'
+import type { SubagentResult, SubagentRun } from '@baton/subagents'
 import type { ClaimedAttempt, TerminalResultInput } from '@baton/store'
 import type { SubagentEntry, WorkerSubagents } from '../subagents/subagent-catalog.ts'
 
@@ -18,6 +18,8 @@ export async function runChild(
   attempt: ClaimedAttempt,
   signal: AbortSignal,
   workspaceDir: string,
+  /** Called once the run is ready (steering delivery attaches here). */
+  onRun: (run: SubagentRun) => void = () => {},
 ): Promise<TerminalResultInput> {
   let result: SubagentResult
   try {
@@ -36,6 +38,7 @@ export async function runChild(
       ...(entry.toolFilter === undefined ? {} : { toolFilter: entry.toolFilter }),
     })
     try {
+      onRun(run)
       result = await run.result
     } finally {
       await run.dispose()

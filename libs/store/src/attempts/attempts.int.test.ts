@@ -10,6 +10,7 @@ import { getAttempt } from './get-attempt.ts'
 import { commitProcessLoss, findExpiredRunning } from './reconcile-process-loss.ts'
 import { renewLeases } from './renew-leases.ts'
 import { requestCancel } from './request-cancel.ts'
+import { findUndeliveredSteering, markSteeringDelivered, recordSteering } from './steering.ts'
 
 async function accept(db: Db, agentId?: string) {
   const attemptId = randomUUID()
@@ -75,7 +76,9 @@ describe('attempt ledger', () => {
       leases: [{ attemptId, ownerGeneration: gen }],
       leaseTtlMs: 10_000,
     })
-    expect(renewals).toEqual([{ attemptId, status: 'lost', cancelRequested: false }])
+    expect(renewals).toEqual([
+      { attemptId, status: 'lost', cancelRequested: false, steeringPending: false },
+    ])
     expect(
       await commitTerminal(db, { attemptId, ownerId: 'w1', ownerGeneration: gen, result: done }),
     ).toBe('lease_lost')
@@ -88,11 +91,11 @@ describe('attempt ledger', () => {
     if (claim.kind !== 'claimed') throw new Error(claim.kind)
     const lease = { attemptId, ownerGeneration: claim.attempt.ownerGeneration }
     expect(await renewLeases(db, { ownerId: 'w1', leases: [lease], leaseTtlMs: 10_000 })).toEqual([
-      { attemptId, status: 'renewed', cancelRequested: false },
+      { attemptId, status: 'renewed', cancelRequested: false, steeringPending: false },
     ])
     expect(await requestCancel(db, { attemptId, reason: 'user' })).toBe('cancel_requested')
     expect(await renewLeases(db, { ownerId: 'w1', leases: [lease], leaseTtlMs: 10_000 })).toEqual([
-      { attemptId, status: 'renewed', cancelRequested: true },
+      { attemptId, status: 'renewed', cancelRequested: true, steeringPending: false },
     ])
     // Another owner (or an old generation) renews nothing.
     expect(
@@ -202,5 +205,73 @@ describe('attempt ledger', () => {
     ])
     expect(outcomes).toEqual(['committed', 'replayed', 'refused', 'missing'])
     expect(await transitions(db, a.attemptId)).toEqual(['accepted@0', 'claimed@1', 'committed@1'])
+  })
+
+  test('steering: concurrent messages get distinct gap-free sequences; terminal and missing attempts refuse', async ({
+    db,
+  }) => {
+    const { attemptId } = await accept(db)
+    const outcomes = await Promise.all(
+      Array.from({ length: 10 }, (_, i) =>
+        recordSteering(db, { attemptId, content: [{ type: 'text', text: `m${i}` }] }),
+      ),
+    )
+    const sequences = outcomes
+      .map((o) => (o.kind === 'recorded' ? o.sequence : -1))
+      .sort((a, b) => a - b)
+    expect(sequences).toEqual([1, 2, 3, 4, 5, 6, 7, 8, 9, 10])
+    expect(await recordSteering(db, { attemptId: randomUUID(), content: [] })).toEqual({
+      kind: 'missing',
+    })
+    await requestCancel(db, { attemptId, reason: null })
+    expect(await recordSteering(db, { attemptId, content: [] })).toEqual({ kind: 'terminal' })
+  })
+
+  test('steering: delivery marks are fenced by ownership, and heartbeats report pending messages', async ({
+    db,
+  }) => {
+    const { attemptId } = await accept(db)
+    const claim = await claimAttempt(db, { attemptId, ownerId: 'w1', leaseTtlMs: 10_000 })
+    if (claim.kind !== 'claimed') throw new Error(claim.kind)
+    const lease = { attemptId, ownerGeneration: claim.attempt.ownerGeneration }
+    await recordSteering(db, { attemptId, content: [{ type: 'text', text: 'go left' }] })
+    await recordSteering(db, { attemptId, content: [{ type: 'text', text: 'now right' }] })
+    expect(
+      await renewLeases(db, { ownerId: 'w1', leases: [lease], leaseTtlMs: 10_000 }),
+    ).toMatchObject([{ status: 'renewed', steeringPending: true }])
+    expect(
+      (await findUndeliveredSteering(db, { attemptId, afterSequence: 0 })).map((m) => m.sequence),
+    ).toEqual([1, 2])
+    // A stale owner marks nothing.
+    expect(
+      await markSteeringDelivered(db, {
+        attemptId,
+        ownerId: 'w2',
+        ownerGeneration: 1,
+        throughSequence: 2,
+      }),
+    ).toBe(0)
+    expect(
+      await markSteeringDelivered(db, {
+        attemptId,
+        ownerId: 'w1',
+        ownerGeneration: 1,
+        throughSequence: 1,
+      }),
+    ).toBe(1)
+    expect(
+      (await findUndeliveredSteering(db, { attemptId, afterSequence: 0 })).map((m) => m.sequence),
+    ).toEqual([2])
+    expect(
+      await markSteeringDelivered(db, {
+        attemptId,
+        ownerId: 'w1',
+        ownerGeneration: 1,
+        throughSequence: 2,
+      }),
+    ).toBe(1)
+    expect(
+      await renewLeases(db, { ownerId: 'w1', leases: [lease], leaseTtlMs: 10_000 }),
+    ).toMatchObject([{ status: 'renewed', steeringPending: false }])
   })
 })

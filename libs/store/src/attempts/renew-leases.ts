@@ -11,6 +11,8 @@ export interface LeaseRenewal {
   readonly status: 'renewed' | 'lost'
   /** A cancel request recorded in the ledger (the fallback when a queue event was missed). */
   readonly cancelRequested: boolean
+  /** Undelivered steering messages wait in the ledger (the fallback for a missed steer event). */
+  readonly steeringPending: boolean
 }
 
 /**
@@ -32,7 +34,7 @@ export async function renewLeases(
   if (input.leases.length === 0) return []
   const ids = input.leases.map((l) => l.attemptId)
   const generations = input.leases.map((l) => l.ownerGeneration)
-  const result = await sql<{ id: string; cancel_requested: boolean }>`
+  const result = await sql<{ id: string; cancel_requested: boolean; steering_pending: boolean }>`
     update attempts a
     set lease_expires_at = now() + ${input.leaseTtlMs} * interval '1 millisecond'
     from unnest(${ids}::uuid[], ${generations}::int[]) as held(id, generation)
@@ -41,13 +43,20 @@ export async function renewLeases(
       and a.owner_id = ${input.ownerId}
       and a.status = 'running'
       and a.lease_expires_at > now()
-    returning a.id, a.cancel_requested_at is not null as cancel_requested
+    returning a.id, a.cancel_requested_at is not null as cancel_requested,
+      exists (select 1 from attempt_messages m where m.attempt_id = a.id and m.delivered_at is null)
+        as steering_pending
   `.execute(db)
-  const renewed = new Map(result.rows.map((r) => [r.id, r.cancel_requested]))
+  const renewed = new Map(result.rows.map((r) => [r.id, r]))
   return input.leases.map((l) => {
-    const cancelRequested = renewed.get(l.attemptId)
-    return cancelRequested === undefined
-      ? { attemptId: l.attemptId, status: 'lost', cancelRequested: false }
-      : { attemptId: l.attemptId, status: 'renewed', cancelRequested }
+    const row = renewed.get(l.attemptId)
+    return row === undefined
+      ? { attemptId: l.attemptId, status: 'lost', cancelRequested: false, steeringPending: false }
+      : {
+          attemptId: l.attemptId,
+          status: 'renewed',
+          cancelRequested: row.cancel_requested,
+          steeringPending: row.steering_pending,
+        }
   })
 }

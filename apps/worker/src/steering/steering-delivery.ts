@@ -1,0 +1,91 @@
+import { promptToBlocks, type Prompt } from '@baton/contracts'
+import type { Logger } from '@baton/observability'
+import { findUndeliveredSteering, markSteeringDelivered, type Db } from '@baton/store'
+import type { SubagentRun } from '@baton/subagents'
+import type { OwnedExecution } from '../lease/lease-keeper.ts'
+
+export interface SteeringDelivery {
+  /** The run of an owned execution is ready: deliver anything already waiting. */
+  attach(execution: OwnedExecution, run: SubagentRun): void
+  detach(attemptId: string): void
+  /** New messages may wait in the ledger (a steer event, or a heartbeat saw some). */
+  deliver(attemptId: string): Promise<void>
+}
+
+interface Attached {
+  readonly execution: OwnedExecution
+  readonly run: SubagentRun
+  /** Highest sequence handed to the run: each message reaches it once, in order. */
+  lastSequence: number
+  /** Deliveries of one attempt run one after another. */
+  chain: Promise<void>
+}
+
+/**
+ * Hands steering messages recorded in the ledger to the owning worker's run (`sendMessage`),
+ * each once and in sequence order, then marks them delivered (fenced by ownership). A run whose
+ * provider cannot steer keeps its messages undelivered and says so in the log.
+ */
+export function createSteeringDelivery(deps: {
+  db: Db
+  ownerId: string
+  logger: Logger
+}): SteeringDelivery {
+  const attached = new Map<string, Attached>()
+
+  async function deliverNow(state: Attached): Promise<void> {
+    const { attemptId, ownerGeneration } = state.execution
+    if (state.execution.signal.aborted) return
+    const messages = await findUndeliveredSteering(deps.db, {
+      attemptId,
+      afterSequence: state.lastSequence,
+    })
+    if (messages.length === 0) return
+    const send = state.run.sendMessage?.bind(state.run)
+    if (send === undefined) {
+      deps.logger.warn(
+        { attemptId, waiting: messages.length },
+        'run cannot be steered; messages stay undelivered',
+      )
+      return
+    }
+    for (const message of messages) {
+      send(promptToBlocks(message.content as Prompt))
+      state.lastSequence = message.sequence
+    }
+    await markSteeringDelivered(deps.db, {
+      attemptId,
+      ownerId: deps.ownerId,
+      ownerGeneration,
+      throughSequence: state.lastSequence,
+    })
+    deps.logger.debug({ attemptId, through: state.lastSequence }, 'steering delivered')
+  }
+
+  function deliver(attemptId: string): Promise<void> {
+    const state = attached.get(attemptId)
+    if (state === undefined) return Promise.resolve()
+    state.chain = state.chain
+      .then(() => deliverNow(state))
+      .catch((error: unknown) =>
+        deps.logger.warn({ err: error, attemptId }, 'steering delivery failed; will retry'),
+      )
+    return state.chain
+  }
+
+  return {
+    attach(execution, run) {
+      attached.set(execution.attemptId, {
+        execution,
+        run,
+        lastSequence: 0,
+        chain: Promise.resolve(),
+      })
+      void deliver(execution.attemptId)
+    },
+    detach(attemptId) {
+      attached.delete(attemptId)
+    },
+    deliver,
+  }
+}

@@ -17,19 +17,22 @@ const subagents = await loadWorkerSubagents({
 const runtime = createWorkerRuntime(config, logger, subagents)
 
 let stopping = false
-function stop(signal: string): void {
+/** Checked shutdown, retried while it reports work still owned; leases cover a final failure. */
+async function stop(signal: string): Promise<void> {
   if (stopping) return
   stopping = true
   logger.info({ signal }, 'stop signal received')
-  runtime.shutdown(config.shutdownDeadlineMs).then(
-    () => process.exit(0),
-    (error: unknown) => {
-      logger.error({ err: error }, 'shutdown did not finish cleanly')
-      process.exit(1)
-    },
-  )
+  for (let round = 1; round <= 3; round += 1) {
+    try {
+      await runtime.shutdownChecked(config.shutdownDeadlineMs)
+      process.exit(0)
+    } catch (error) {
+      logger.error({ err: error, round }, 'checked shutdown did not finish')
+    }
+  }
+  process.exit(1)
 }
-process.on('SIGTERM', () => stop('SIGTERM'))
-process.on('SIGINT', () => stop('SIGINT'))
+process.on('SIGTERM', () => void stop('SIGTERM'))
+process.on('SIGINT', () => void stop('SIGINT'))
 
 await runtime.start()

@@ -23,6 +23,7 @@ import { createLeaseKeeper } from './lease/lease-keeper.ts'
 import { createSteeringDelivery } from './steering/steering-delivery.ts'
 import { createAttemptProcessor } from './processors/attempt.processor.ts'
 import { createReconciler, type Reconciler } from './reconciler/reconciler.ts'
+import { createCheckedShutdown } from './shutdown.ts'
 import { builtInSubagents, type WorkerSubagents } from './subagents/subagent-catalog.ts'
 
 export interface WorkerRuntime {
@@ -32,10 +33,10 @@ export interface WorkerRuntime {
   /** Resolves when the worker consumes jobs and listens for control events. */
   start(): Promise<void>
   /**
-   * Stop admission, abort every owned child (they commit `aborted`), and close everything, within
-   * `deadlineMs`. Rejects if the deadline passes; leases then expire and the reconciler finishes.
+   * Stop admission, abort every owned child (they commit `aborted`), wait for them under one
+   * deadline, reconcile, close. On `ShutdownDeadlineError` ownership is kept: call it again.
    */
-  shutdown(deadlineMs: number): Promise<void>
+  shutdownChecked(deadlineMs: number): Promise<void>
   /** True once a shutdown finished closing every connection. */
   isStopped(): boolean
 }
@@ -119,12 +120,11 @@ export function createWorkerRuntime(
   )
 
   let listener: ControlListener | undefined
-  let shuttingDown: Promise<void> | undefined
   let stopped = false
 
   async function closeAll(): Promise<void> {
-    await leaseKeeper.stop()
     await reconciler.stop()
+    await leaseKeeper.stop()
     await listener?.close()
     await queue.close()
     await publisher.close()
@@ -133,6 +133,19 @@ export function createWorkerRuntime(
     connection.disconnect()
     stopped = true
   }
+
+  const shutdownChecked = createCheckedShutdown({
+    stopAdmission: () => worker.close(), // stops fetching; resolves when active jobs finish
+    abortOwned() {
+      // Abort owned children with the shutdown cause first (first abort wins), then the jobs.
+      leaseKeeper.abortAll('shutdown')
+      worker.cancelAllJobs('shutdown')
+    },
+    owned: () => leaseKeeper.size,
+    reconcileOnce: () => reconciler.runOnce(),
+    closeAll,
+    logger: log,
+  })
 
   return {
     workerId: config.workerId,
@@ -160,26 +173,6 @@ export function createWorkerRuntime(
       log.info({ concurrency: config.concurrency }, 'worker started')
     },
     isStopped: () => stopped,
-    shutdown(deadlineMs) {
-      shuttingDown ??= (async () => {
-        log.info({ deadlineMs, owned: leaseKeeper.size }, 'worker shutting down')
-        const drained = worker.close() // stops fetching; resolves when active jobs finish
-        // Abort owned children with the shutdown cause first (first abort wins), then the jobs.
-        leaseKeeper.abortAll('shutdown')
-        worker.cancelAllJobs('shutdown')
-        let timer: NodeJS.Timeout | undefined
-        const deadline = new Promise<'deadline'>((resolve) => {
-          timer = setTimeout(() => resolve('deadline'), deadlineMs)
-        })
-        const outcome = await Promise.race([drained.then(() => 'drained' as const), deadline])
-        clearTimeout(timer)
-        await closeAll()
-        if (outcome === 'deadline') {
-          throw new Error(`shutdown deadline of ${deadlineMs} ms passed with work still owned`)
-        }
-        log.info('worker stopped')
-      })()
-      return shuttingDown
-    },
+    shutdownChecked,
   }
 }

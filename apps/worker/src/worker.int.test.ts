@@ -5,10 +5,11 @@ import { QueueName } from '@baton/contracts'
 import { createLogger } from '@baton/observability'
 import { createAttemptQueue, enqueueAttempt } from '@baton/queue'
 import { acceptDelegation, getAttempt, recordSteering, type Db } from '@baton/store'
-import type { SubagentProvider } from '@baton/subagents'
+import type { SubagentProvider, SubagentResult } from '@baton/subagents'
 import { describe, eventually, expect, test } from '@baton/testing'
 import { loadConfig } from './config.ts'
 import { createWorkerRuntime, type WorkerRuntime } from './runtime.ts'
+import { ShutdownDeadlineError } from './shutdown.ts'
 import { createScriptedPromptProvider } from '@baton/agents'
 import { builtInSubagents } from './subagents/subagent-catalog.ts'
 
@@ -71,7 +72,7 @@ describe('worker', () => {
       ...env,
     })
     const runtime = createWorkerRuntime(config, quiet, builtInSubagents(provider))
-    ctx.track({ close: () => runtime.shutdown(5_000), isClosed: () => runtime.isStopped() })
+    ctx.track({ close: () => runtime.shutdownChecked(5_000), isClosed: () => runtime.isStopped() })
     return runtime.start().then(() => runtime)
   }
 
@@ -106,8 +107,8 @@ describe('worker', () => {
     expect(view).toMatchObject({ stopReason: 'completed', output: 'once' })
     expect(seen.starts).toBe(1)
     expect(await events(ctx.db, attemptId)).toEqual(['accepted', 'claimed', 'committed'])
-    await a.shutdown(5_000)
-    await b.shutdown(5_000)
+    await a.shutdownChecked(5_000)
+    await b.shutdownChecked(5_000)
   })
 
   test('heartbeat after lease expiry: the lease is lost, the child is aborted, the stale owner writes nothing', async ({
@@ -147,7 +148,7 @@ describe('worker', () => {
       failureCategory: 'process_lost',
     })
     expect(await events(ctx.db, attemptId)).toEqual(['accepted', 'claimed', 'process_lost'])
-    await runtime.shutdown(5_000)
+    await runtime.shutdownChecked(5_000)
   })
 
   test('Redis flushed after accept: the reconciler re-enqueues and the attempt completes', async ({
@@ -176,7 +177,7 @@ describe('worker', () => {
       return v?.status === 'terminal' ? v : undefined
     })
     expect(view).toMatchObject({ stopReason: 'completed', output: 'survived' })
-    await runtime.shutdown(5_000)
+    await runtime.shutdownChecked(5_000)
   })
 
   test('shutdown aborts running children and commits their aborted outcome', async ({
@@ -195,7 +196,7 @@ describe('worker', () => {
     await enqueueAttempt(queue, attemptId)
     await queue.close()
     await eventually(async () => (seen.starts === 1 ? true : undefined))
-    await runtime.shutdown(5_000)
+    await runtime.shutdownChecked(5_000)
     expect(seen.aborted).toBe(1)
     expect(await getAttempt(ctx.db, attemptId)).toMatchObject({
       status: 'terminal',
@@ -234,6 +235,122 @@ describe('worker', () => {
       select count(*)::int as n from attempt_messages where attempt_id = ${attemptId} and delivered_at is null
     `.execute(ctx.db)
     expect(undelivered.rows[0]?.n).toBe(0)
-    await runtime.shutdown(5_000)
+    await runtime.shutdownChecked(5_000)
+  })
+
+  test('checked shutdown past its deadline keeps ownership; a second call finishes the drain', async ({
+    db,
+    databaseUrl,
+    redisUrl,
+    queuePrefix,
+    track,
+    redis,
+  }) => {
+    const ctx = { db, databaseUrl, redisUrl, queuePrefix, track, redis }
+    // A child that takes 800 ms to honour its abort (a slow cooperative cancel).
+    const stubborn: SubagentProvider = {
+      name: 'scripted',
+      capabilities: { outputSchema: false, depthLimit: false, toolFilter: false, persona: false },
+      inheritsParentContext: false,
+      start(request) {
+        const result = new Promise<SubagentResult>((resolve) => {
+          request.signal.addEventListener(
+            'abort',
+            () =>
+              setTimeout(
+                () =>
+                  resolve({ output: [{ type: 'text', text: 'partial' }], stopReason: 'aborted' }),
+                800,
+              ),
+            { once: true },
+          )
+        })
+        return Promise.resolve({
+          id: 'stubborn',
+          localAgent: undefined,
+          result,
+          dispose: () => result.then(() => undefined),
+        })
+      },
+    }
+    const runtime = await startRuntime(ctx, stubborn)
+    const attemptId = await accept(ctx.db, 'anything')
+    const queue = createAttemptQueue({ connection: { url: ctx.redisUrl }, prefix: ctx.queuePrefix })
+    await enqueueAttempt(queue, attemptId)
+    await queue.close()
+    await eventually(async () =>
+      (await getAttempt(ctx.db, attemptId))?.status === 'running' ? true : undefined,
+    )
+    const first = await runtime.shutdownChecked(100).then(
+      () => 'resolved',
+      (error: unknown) => error,
+    )
+    expect(first).toBeInstanceOf(ShutdownDeadlineError)
+    expect(runtime.isStopped()).toBe(false)
+    const lease = await sql<{ live: boolean; status: string }>`
+      select lease_expires_at > now() as live, status from attempts where id = ${attemptId}
+    `.execute(ctx.db)
+    expect(lease.rows[0]).toEqual({ live: true, status: 'running' })
+    // Two concurrent calls are serialised; both end once the drain completes.
+    await Promise.all([runtime.shutdownChecked(5_000), runtime.shutdownChecked(5_000)])
+    expect(runtime.isStopped()).toBe(true)
+    expect(await getAttempt(ctx.db, attemptId)).toMatchObject({
+      status: 'terminal',
+      stopReason: 'aborted',
+      failureCategory: 'shutdown',
+      output: 'partial',
+    })
+  })
+
+  test('a provider that throws becomes failed terminal evidence with a safe category, no message', async ({
+    db,
+    databaseUrl,
+    redisUrl,
+    queuePrefix,
+    track,
+    redis,
+  }) => {
+    const ctx = { db, databaseUrl, redisUrl, queuePrefix, track, redis }
+    let calls = 0
+    const broken: SubagentProvider = {
+      name: 'scripted',
+      capabilities: { outputSchema: false, depthLimit: false, toolFilter: false, persona: false },
+      inheritsParentContext: false,
+      start() {
+        calls += 1
+        if (calls === 1) return Promise.reject(new Error('boom at /srv/secret-token-123'))
+        const result = Promise.reject(
+          new TypeError('undefined is not a function (secret-token-456)'),
+        )
+        result.catch(() => undefined)
+        return Promise.resolve({
+          id: 'broken',
+          localAgent: undefined,
+          result,
+          dispose: () => Promise.resolve(),
+        })
+      },
+    }
+    const runtime = await startRuntime(ctx, broken)
+    const queue = createAttemptQueue({ connection: { url: ctx.redisUrl }, prefix: ctx.queuePrefix })
+    const ids = [await accept(ctx.db, 'a'), await accept(ctx.db, 'b')]
+    for (const id of ids) await enqueueAttempt(queue, id)
+    await queue.close()
+    for (const id of ids) {
+      const view = await eventually(async () => {
+        const v = await getAttempt(ctx.db, id)
+        return v?.status === 'terminal' ? v : undefined
+      })
+      expect(view).toMatchObject({
+        stopReason: 'error',
+        failureCategory: 'provider_fault',
+        output: '',
+      })
+    }
+    const leaked = await sql<{ n: number }>`
+      select count(*)::int as n from attempts where row_to_json(attempts)::text like '%secret-token%'
+    `.execute(ctx.db)
+    expect(leaked.rows[0]?.n).toBe(0)
+    await runtime.shutdownChecked(5_000)
   })
 })

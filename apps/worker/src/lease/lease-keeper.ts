@@ -27,7 +27,10 @@ export interface LeaseKeeper {
   hold(attemptId: string, ownerGeneration: number): OwnedExecution
   release(attemptId: string): void
   get(attemptId: string): OwnedExecution | undefined
-  /** Aborts every owned execution with `cause` (shutdown). */
+  /**
+   * Aborts every owned execution with `cause`, and every execution held from now on (the start
+   * barrier: a job claimed while shutting down never runs its child unaborted).
+   */
   abortAll(cause: AbortCause): void
   readonly size: number
   /** Runs one heartbeat now (tests and shutdown); normally the timer does. */
@@ -54,6 +57,7 @@ export function createLeaseKeeper(deps: {
   const owned = new Map<string, OwnedExecution & { markLost(): void }>()
   let timer: NodeJS.Timeout | undefined
   let inFlight: Promise<void> | undefined
+  let abortNewWith: AbortCause | undefined
 
   async function beatOnce(): Promise<void> {
     const leases = [...owned.values()].map((e) => ({
@@ -119,6 +123,7 @@ export function createLeaseKeeper(deps: {
         },
       }
       owned.set(attemptId, execution)
+      if (abortNewWith !== undefined) execution.abort(abortNewWith)
       return execution
     },
     release(attemptId) {
@@ -126,6 +131,7 @@ export function createLeaseKeeper(deps: {
     },
     get: (attemptId) => owned.get(attemptId),
     abortAll(cause) {
+      abortNewWith = cause
       for (const execution of owned.values()) execution.abort(cause)
     },
     get size() {

@@ -1,0 +1,71 @@
+import type { Logger } from '@baton/observability'
+
+/** A checked shutdown ran out of time with work still owned; call it again to finish. */
+export class ShutdownDeadlineError extends Error {
+  readonly owned: number
+  constructor(deadlineMs: number, owned: number) {
+    super(`shutdown deadline of ${deadlineMs} ms passed with ${owned} execution(s) still owned`)
+    this.name = 'ShutdownDeadlineError'
+    this.owned = owned
+  }
+}
+
+export interface ShutdownParts {
+  /** Stop taking jobs; resolves once every active job (and its terminal commit) has finished. */
+  stopAdmission(): Promise<void>
+  /** Cancel owned children cooperatively and make executions that start from now on aborted. */
+  abortOwned(): void
+  owned(): number
+  /** One reconciler pass over what is left. */
+  reconcileOnce(): Promise<unknown>
+  /** Close queues, listeners, timers and connections. */
+  closeAll(): Promise<void>
+  readonly logger: Logger
+}
+
+/**
+ * `shutdownChecked(deadlineMs)`: stop admission, cancel children, and wait for every owned
+ * execution to finish and commit, all under one deadline; then reconcile and close. If the
+ * deadline passes it rejects with `ShutdownDeadlineError` and keeps everything running —
+ * heartbeats keep the leases, commit paths stay open — so a later call can complete the drain (a
+ * child that commits meanwhile is recorded normally, a retried commit is an exact replay).
+ * Concurrent calls are serialised; a call after a completed shutdown resolves at once.
+ */
+export function createCheckedShutdown(parts: ShutdownParts): (deadlineMs: number) => Promise<void> {
+  let drain: Promise<void> | undefined
+  let finished = false
+  let queue: Promise<unknown> = Promise.resolve()
+
+  async function attempt(deadlineMs: number): Promise<void> {
+    if (finished) return
+    parts.logger.info({ deadlineMs, owned: parts.owned() }, 'checked shutdown')
+    drain ??= parts.stopAdmission()
+    parts.abortOwned()
+    let timer: NodeJS.Timeout | undefined
+    const deadline = new Promise<'deadline'>((resolve) => {
+      timer = setTimeout(() => resolve('deadline'), deadlineMs)
+    })
+    const outcome = await Promise.race([drain.then(() => 'drained' as const), deadline])
+    clearTimeout(timer)
+    if (outcome === 'deadline') {
+      const error = new ShutdownDeadlineError(deadlineMs, parts.owned())
+      parts.logger.error(
+        { owned: error.owned },
+        'shutdown deadline passed; ownership kept, call again',
+      )
+      throw error
+    }
+    await parts
+      .reconcileOnce()
+      .catch((error: unknown) => parts.logger.warn({ err: error }, 'final reconcile pass failed'))
+    await parts.closeAll()
+    finished = true
+    parts.logger.info('worker stopped')
+  }
+
+  return (deadlineMs) => {
+    const call = queue.then(() => attempt(deadlineMs))
+    queue = call.catch(() => undefined)
+    return call
+  }
+}

@@ -274,4 +274,23 @@ describe('attempt ledger', () => {
       await renewLeases(db, { ownerId: 'w1', leases: [lease], leaseTtlMs: 10_000 }),
     ).toMatchObject([{ status: 'renewed', steeringPending: false }])
   })
+
+  test('a claim whose lease would already be expired is rejected and writes nothing', async ({
+    db,
+  }) => {
+    const { attemptId } = await accept(db)
+    await expect(claimAttempt(db, { attemptId, ownerId: 'w1', leaseTtlMs: 0 })).rejects.toThrow(
+      RangeError,
+    )
+    expect(await transitions(db, attemptId)).toEqual(['accepted@0'])
+  })
+
+  test('a live foreign lease is preserved: reconciliation never touches it', async ({ db }) => {
+    const { attemptId } = await accept(db)
+    await claimAttempt(db, { attemptId, ownerId: 'other-host', leaseTtlMs: 60_000 })
+    const expired = await findExpiredRunning(db, { limit: 1000 })
+    expect(expired.map((e) => e.attemptId)).not.toContain(attemptId)
+    expect(await commitProcessLoss(db, [{ attemptId, ownerGeneration: 1 }])).toEqual([])
+    expect(await getAttempt(db, attemptId)).toMatchObject({ status: 'running' })
+  })
 })

@@ -49,6 +49,10 @@ export async function claimAttempts(
   },
 ): Promise<ClaimAttemptOutcome[]> {
   if (input.attemptIds.length === 0) return []
+  // A lease that would already be expired when the database grants it is no lease at all.
+  if (!Number.isSafeInteger(input.leaseTtlMs) || input.leaseTtlMs <= 0) {
+    throw new RangeError(`leaseTtlMs must be a positive integer, got ${input.leaseTtlMs}`)
+  }
   const claimed = await sql<{
     id: string
     agent_id: string

@@ -5,6 +5,7 @@ import { defineConfig } from 'vitest/config'
 // its services from REDIS_URL/DATABASE_URL, or from testcontainers where Docker exists.
 export default defineConfig({
   test: {
+    reporters: ['default', './libs/testing/src/summary-reporter.ts'],
     projects: [
       {
         test: {

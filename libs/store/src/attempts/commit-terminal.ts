@@ -1,6 +1,11 @@
 import { sql } from 'kysely'
 import type { Db } from '../db.ts'
-import { buildTerminalProjection, type TerminalResultInput } from './terminal-record.ts'
+import {
+  SET_TERMINAL_FROM_INPUT,
+  buildTerminalProjection,
+  terminalInput,
+  type TerminalResultInput,
+} from './terminal-record.ts'
 
 export interface CommitTerminalInput {
   readonly attemptId: string
@@ -40,33 +45,11 @@ export async function commitTerminals(
     ...buildTerminalProjection(input.attemptId, input.ownerGeneration, input.result),
   }))
   const applied = await sql<{ id: string }>`
-    with input as (
-      select * from unnest(
-        ${rows.map((r) => r.input.attemptId)}::uuid[],
-        ${rows.map((r) => r.input.ownerId)}::text[],
-        ${rows.map((r) => r.input.ownerGeneration)}::int[],
-        ${rows.map((r) => r.projection.stopReason)}::text[],
-        ${rows.map((r) => r.projection.outputPreview)}::text[],
-        ${rows.map((r) => r.projection.outputTruncated)}::boolean[],
-        ${rows.map((r) => r.projection.outputBytes)}::int[],
-        ${rows.map((r) => r.projection.outputDigest)}::text[],
-        ${rows.map((r) => r.projection.failureCategory)}::text[],
-        ${rows.map((r) => r.fingerprint)}::text[]
-      ) as i(id, owner_id, generation, stop_reason, output_preview, output_truncated, output_bytes,
-             output_digest, failure_category, fingerprint)
-    ), c as (
+    with i as (${terminalInput(rows.map((r) => ({ ...r, ownerId: r.input.ownerId })))}),
+    c as (
       update attempts a
-      set status = 'terminal',
-          stop_reason = i.stop_reason,
-          output_preview = i.output_preview,
-          output_truncated = i.output_truncated,
-          output_bytes = i.output_bytes,
-          output_digest = i.output_digest,
-          failure_category = i.failure_category,
-          fingerprint = i.fingerprint,
-          terminal_at = now(),
-          lease_expires_at = null
-      from input i
+      set ${SET_TERMINAL_FROM_INPUT}
+      from i
       where a.id = i.id
         and a.status = 'running'
         and a.owner_id = i.owner_id

@@ -1,6 +1,6 @@
 import { sql } from 'kysely'
 import type { Db } from '../db.ts'
-import { processLossProjection } from './terminal-record.ts'
+import { SET_TERMINAL_FROM_INPUT, processLossProjection, terminalInput } from './terminal-record.ts'
 
 /**
  * Attempts whose execution started and whose owner's lease expired on the database clock: the
@@ -32,32 +32,18 @@ export async function commitProcessLoss(
   expired: readonly { readonly attemptId: string; readonly ownerGeneration: number }[],
 ): Promise<string[]> {
   if (expired.length === 0) return []
-  const projections = expired.map((e) => processLossProjection(e.attemptId, e.ownerGeneration))
-  const first = projections[0]
-  if (first === undefined) return []
-  const p = first.projection // identical for every row except id, generation and fingerprint
+  const rows = expired.map((e) => ({
+    ...processLossProjection(e.attemptId, e.ownerGeneration),
+    ownerId: null,
+  }))
   const result = await sql<{ id: string }>`
-    with input as (
-      select * from unnest(
-        ${expired.map((e) => e.attemptId)}::uuid[],
-        ${expired.map((e) => e.ownerGeneration)}::int[],
-        ${projections.map((x) => x.fingerprint)}::text[]
-      ) as i(id, generation, fingerprint)
-    ), c as (
+    with i as (${terminalInput(rows)}),
+    c as (
       update attempts a
-      set status = 'terminal',
-          stop_reason = ${p.stopReason},
-          output_preview = ${p.outputPreview},
-          output_truncated = ${p.outputTruncated},
-          output_bytes = ${p.outputBytes},
-          output_digest = ${p.outputDigest},
-          failure_category = ${p.failureCategory},
-          fingerprint = input.fingerprint,
-          terminal_at = now(),
-          lease_expires_at = null
-      from input
-      where a.id = input.id
-        and a.owner_generation = input.generation
+      set ${SET_TERMINAL_FROM_INPUT}
+      from i
+      where a.id = i.id
+        and a.owner_generation = i.generation
         and a.status = 'running'
         and a.lease_expires_at <= now()
       returning a.id, a.owner_id, a.owner_generation

@@ -1,7 +1,11 @@
 import { FailureCategory } from '@baton/contracts'
 import { sql } from 'kysely'
 import type { Db } from '../db.ts'
-import { buildTerminalProjection } from './terminal-record.ts'
+import {
+  SET_TERMINAL_FROM_INPUT,
+  buildTerminalProjection,
+  terminalInput,
+} from './terminal-record.ts'
 
 export type RequestCancelOutcome =
   /** The attempt was still queued: it is now terminal `aborted` and will never run. */
@@ -31,21 +35,15 @@ export async function requestCancel(
   })
   for (let round = 0; round < 3; round += 1) {
     const result = await sql<{ queued: number; running: number; status: string | null }>`
-      with q as (
-        update attempts
-        set status = 'terminal',
+      with i as (${terminalInput([{ projection: p, fingerprint, ownerId: null }])}),
+      q as (
+        update attempts a
+        set ${SET_TERMINAL_FROM_INPUT},
             cancel_requested_at = now(),
-            cancel_reason = ${input.reason},
-            stop_reason = ${p.stopReason},
-            output_preview = ${p.outputPreview},
-            output_truncated = ${p.outputTruncated},
-            output_bytes = ${p.outputBytes},
-            output_digest = ${p.outputDigest},
-            failure_category = ${p.failureCategory},
-            fingerprint = ${fingerprint},
-            terminal_at = now()
-        where id = ${input.attemptId} and status = 'accepted'
-        returning id
+            cancel_reason = ${input.reason}
+        from i
+        where a.id = i.id and a.status = 'accepted'
+        returning a.id
       ), r as (
         update attempts
         set cancel_requested_at = coalesce(cancel_requested_at, now()),

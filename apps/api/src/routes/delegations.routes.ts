@@ -12,7 +12,7 @@ import {
 } from '@baton/contracts'
 import { acceptDelegation } from '@baton/store'
 import type { ApiDeps } from '../deps.ts'
-import { awaitAttempt } from '../services/await-attempt.ts'
+import { awaitSubscribed } from '../services/await-attempt.ts'
 
 /**
  * POST /v1/sessions/:sessionId/delegations — accept a delegation: validate (nothing is written for
@@ -75,13 +75,19 @@ export function delegationRoutes(deps: ApiDeps): FastifyPluginAsyncZod {
             throw new Error(`unexpected outcome ${JSON.stringify(unexpected)}`)
           }
         }
+        const accepted = { agentId: outcome.agentId, attemptId, status: 'accepted' as const }
+        // Submit-and-wait subscribes before the job exists, so no completion can ring unheard and
+        // the ledger need not be read before the wait: the attempt was accepted just now.
+        const subscription =
+          input.wait === undefined ? undefined : deps.doorbell.subscribe(attemptId)
         // Accepted is durable; an enqueue that fails is finished by the reconciler.
         await deps.admission.enqueue(attemptId)
-        const accepted = { agentId: outcome.agentId, attemptId, status: 'accepted' as const }
-        if (input.wait === undefined) return reply.status(202).send(accepted)
-        const view = await awaitAttempt(
+        if (input.wait === undefined || subscription === undefined)
+          return reply.status(202).send(accepted)
+        const view = await awaitSubscribed(
           deps,
           attemptId,
+          subscription,
           input.wait.timeoutMs,
           abortOnClose(request.raw),
         )

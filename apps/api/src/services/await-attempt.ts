@@ -1,5 +1,5 @@
 import { isTerminalView, type AnyAttemptView } from '@baton/contracts'
-import type { CompletionDoorbell } from '@baton/queue'
+import type { CompletionDoorbell, DoorbellSubscription } from '@baton/queue'
 import { getAttempt, type Db } from '@baton/store'
 
 /**
@@ -20,6 +20,25 @@ export async function awaitAttempt(
   try {
     const second = await getAttempt(deps.db, attemptId)
     if (second === undefined || isTerminalView(second)) return second
+    await subscription.wait(timeoutMs, signal)
+    return await getAttempt(deps.db, attemptId)
+  } finally {
+    subscription.cancel()
+  }
+}
+
+/**
+ * The bounded wait of a caller that subscribed before the attempt could possibly finish (submit-
+ * and-wait): await the doorbell or the bound, then read the ledger once.
+ */
+export async function awaitSubscribed(
+  deps: { db: Db },
+  attemptId: string,
+  subscription: DoorbellSubscription,
+  timeoutMs: number,
+  signal?: AbortSignal,
+): Promise<AnyAttemptView | undefined> {
+  try {
     await subscription.wait(timeoutMs, signal)
     return await getAttempt(deps.db, attemptId)
   } finally {

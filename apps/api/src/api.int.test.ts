@@ -1,5 +1,6 @@
 import { sql } from 'kysely'
 import { createLogger } from '@baton/observability'
+import { BatonApiError, createBatonClient } from '@baton/client'
 import { createAttemptQueue } from '@baton/queue'
 import type { Db } from '@baton/store'
 import {
@@ -359,6 +360,48 @@ describe('steering through the API', () => {
       { sequence: 1, delivered: true },
       { sequence: 2, delivered: true },
     ])
+    await worker.close()
+    await h.api.close()
+  })
+})
+
+describe('typed client', () => {
+  test('the client delegates, waits, steers and cancels, and turns error answers into typed errors', async ({
+    databaseUrl,
+    redisUrl,
+    queuePrefix,
+    track,
+  }) => {
+    const h = await startApi({ databaseUrl, redisUrl, queuePrefix })
+    track(h.api)
+    const worker = track(
+      await startServiceProcess('worker', workerEnv({ databaseUrl, redisUrl, queuePrefix })),
+    )
+    const client = createBatonClient({ baseUrl: h.base })
+    const done = await client.delegateAndWait(
+      { sessionId: 's-client', name: 'scripted', prompt: 'ping' },
+      5000,
+    )
+    expect(done).toMatchObject({ status: 'terminal', stopReason: 'completed', output: 'ping' })
+    const steered = await client.delegate({
+      sessionId: 's-client',
+      name: 'scripted',
+      prompt: '{"awaitSteering":1}',
+    })
+    await eventually(async () =>
+      (await client.getAttempt(steered.attemptId)).status === 'running' ? true : undefined,
+    )
+    expect(await client.steer(steered.attemptId, 'pong')).toEqual({
+      attemptId: steered.attemptId,
+      sequence: 1,
+    })
+    expect(await client.wait(steered.attemptId, 5000)).toMatchObject({
+      status: 'terminal',
+      output: 'pong',
+    })
+    const error = await client.cancel(steered.attemptId).catch((e: unknown) => e)
+    expect(error).toBeInstanceOf(BatonApiError)
+    expect(error).toMatchObject({ status: 409, code: 'ATTEMPT_TERMINAL' })
     await worker.close()
     await h.api.close()
   })

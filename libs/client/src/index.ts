@@ -1,1 +1,2 @@
-export {}
+export { BatonApiError, createBatonClient } from './client.ts'
+export type { BatonClient, CreateClientOptions, DelegateInput } from './client.ts'

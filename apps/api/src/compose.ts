@@ -28,6 +28,8 @@ export async function composeApi(config: ApiConfig, logger: Logger): Promise<Api
     connectionString: config.databaseUrl,
     maxConnections: config.dbPoolSize,
     applicationName: 'baton-api',
+    onConnectionError: (error) =>
+      logger.warn({ err: error }, 'postgres connection lost; reconnecting'),
   })
   const redis = createRedisConnection(config.redisUrl, 'baton-api', { autoPipelining: true })
   const queue = createAttemptQueue({ connection: redis, prefix: config.queuePrefix })

@@ -55,6 +55,8 @@ export function createWorkerRuntime(
     connectionString: config.databaseUrl,
     maxConnections: config.dbPoolSize,
     applicationName: `baton-worker:${config.workerId}`,
+    onConnectionError: (error) =>
+      log.warn({ err: error }, 'postgres connection lost; reconnecting'),
   })
   const connection = createRedisConnection(config.redisUrl, `baton-worker:${config.workerId}`, {
     autoPipelining: true,
@@ -113,6 +115,12 @@ export function createWorkerRuntime(
     prefix: config.queuePrefix,
     concurrency: config.concurrency,
     autorun: false,
+    // A job held by a dead worker is redelivered about when its lease would expire, not after
+    // BullMQ's default 30 s; redelivery is harmless (the claim acknowledges held and terminal
+    // attempts, and records process loss for orphaned ones), so it may happen any number of times.
+    lockDuration: config.leaseTtlMs,
+    stalledInterval: config.leaseTtlMs,
+    maxStalledCount: 1_000,
   })
   worker.on('error', (error) => log.warn({ err: error }, 'queue worker error'))
   worker.on('failed', (job, error) =>

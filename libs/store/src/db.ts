@@ -9,6 +9,8 @@ export interface CreateDbOptions {
   /** Pool size. Claims and commits run on separate pooled connections, never on one. */
   readonly maxConnections?: number
   readonly applicationName?: string
+  /** Told about connections that died (for logging); nothing else is needed to recover. */
+  readonly onConnectionError?: (error: Error) => void
 }
 
 /** A Kysely instance over a pg pool. `db.destroy()` ends the pool. */
@@ -18,8 +20,13 @@ export function createDb(options: CreateDbOptions): Db {
     max: options.maxConnections ?? 10,
     application_name: options.applicationName ?? 'baton',
   })
-  // An idle client's error (a killed backend, a restarted server) must not crash the process;
-  // the pool drops the client and the next query gets a fresh one.
-  pool.on('error', () => {})
+  // A client's connection can die at any moment (a terminated backend, a restarted server). An
+  // 'error' event nobody listens to would crash the process: the pool listens for idle clients
+  // only, so every client gets a listener of its own for the time it is checked out. A query in
+  // flight still fails with the error (and is retried where that is safe); the broken client is
+  // discarded on release and the next query gets a fresh connection.
+  const onError = options.onConnectionError ?? (() => {})
+  pool.on('error', onError)
+  pool.on('connect', (client) => client.on('error', onError))
   return new Kysely<DB>({ dialect: new PostgresDialect({ pool }) })
 }

@@ -98,6 +98,8 @@ export function createAttemptProcessor(deps: AttemptProcessorDeps) {
         withAbortCategory(result, execution.signal),
         log,
       )
+      // Terminal now: stop heartbeating it at once, so no renewal reports the finished lease lost.
+      deps.leaseKeeper.release(attemptId)
       if (outcome === 'committed' || outcome === 'replayed')
         await ringTerminal(deps, attemptId, log)
     } finally {

@@ -1,4 +1,5 @@
-// `npm run chaos [-- --json] [--count N] [--clients N] [--workers N] [--verbose]`
+// `npm run chaos [-- --json] [--count N] [--clients N] [--workers N] [--verbose] [--strict]
+//                 [--submit-timeout S] [--quiesce-timeout S]`
 //
 // Runs the whole system as separate processes (the API and a worker fleet), drives N delegations of
 // the built-in `scripted` child (instant, slow, failing, hanging-then-cancelled, steered) from many
@@ -11,10 +12,13 @@
 //   duplicate_execution  attempts with more than one `claimed` transition
 // With --json the last stdout line is one JSON object (everything else goes to stderr). Exits
 // non-zero when an invariant fails, when fewer than N delegations were accepted, or when a fault
-// kind never fired. Isolation: database `baton_chaos` (recreated), Redis logical database 9
-// (flushed at the end), a unique queue prefix. Process logs go to a temporary directory.
+// kind never fired. A process that exits unasked (a crash) is restarted, as a supervisor would,
+// and reported; --strict also fails the run on it. --verbose echoes every process's output to
+// stderr. Isolation: database `baton_chaos` (recreated), Redis logical database 9 (flushed at the
+// end), a unique queue prefix, a random API port. Process logs go to a temporary directory.
 import { randomUUID } from 'node:crypto'
 import http from 'node:http'
+import net from 'node:net'
 import { tmpdir } from 'node:os'
 import { join } from 'node:path'
 import { setTimeout as sleep } from 'node:timers/promises'
@@ -35,6 +39,7 @@ const { values: args } = parseArgs({
   options: {
     json: { type: 'boolean', default: false },
     verbose: { type: 'boolean', default: false },
+    strict: { type: 'boolean', default: false },
     count: { type: 'string', default: '10000' },
     clients: { type: 'string', default: '64' },
     workers: { type: 'string', default: '3' },
@@ -60,7 +65,8 @@ const redisUrl = (() => {
 const databaseUrl = withDatabase(process.env.DATABASE_URL ?? DEFAULT_DATABASE_URL, 'baton_chaos')
 const DB_NAME = databaseName(databaseUrl)
 const PREFIX = `baton-chaos-${randomUUID().slice(0, 8)}`
-const PORT = 4100 + Math.floor(Math.random() * 800)
+/** A fixed port for the whole run (clients reconnect to it after API restarts); chosen in main. */
+let PORT = 0
 const LOG_DIR = join(tmpdir(), PREFIX)
 
 const t0 = performance.now()
@@ -485,11 +491,10 @@ async function audit(pool: pg.Pool): Promise<Audit> {
     let perKind = byKind.get(sub.kind)
     if (perKind === undefined) byKind.set(sub.kind, (perKind = new Map<string, number>()))
     bump(perKind, outcome)
-    if (
-      row.stop_reason === 'completed' &&
-      sub.expect !== undefined &&
-      row.output_preview !== sub.expect
-    )
+    // A steered child outputs the message it was sent (only when the steer was accepted).
+    const expect =
+      sub.kind === 'steered' ? (sub.steered === true ? `steer-${sub.i}` : undefined) : sub.expect
+    if (row.stop_reason === 'completed' && expect !== undefined && row.output_preview !== expect)
       mismatchedOutput += 1
   }
   const stuckSamples = await query<{
@@ -537,7 +542,22 @@ function table(title: string, rows: readonly (readonly [string, string | number]
 
 // ---------------------------------------------------------------------------------------------
 
+/** 4100 + random, checked free on 127.0.0.1. */
+async function pickPort(): Promise<number> {
+  for (let attempt = 0; attempt < 50; attempt += 1) {
+    const port = 4100 + Math.floor(Math.random() * 800)
+    const free = await new Promise<boolean>((resolve) => {
+      const server = net.createServer()
+      server.once('error', () => resolve(false))
+      server.listen(port, '127.0.0.1', () => server.close(() => resolve(true)))
+    })
+    if (free) return port
+  }
+  throw new Error('no free port in 4100–4899')
+}
+
 async function main(): Promise<number> {
+  PORT = await pickPort()
   log(
     `chaos: ${COUNT} delegations, ${CLIENTS} clients, ${WORKERS} workers; db ${DB_NAME}, ` +
       `redis db ${REDIS_DB}, prefix ${PREFIX}, port ${PORT}; logs in ${LOG_DIR}`,
@@ -560,12 +580,24 @@ async function main(): Promise<number> {
     REQUEUE_AFTER_MS: '2000',
     WORKER_CONCURRENCY: '100',
   }
-  const fleet = new Fleet({ env, logDir: LOG_DIR, verbose: args.verbose, workers: WORKERS })
+  const fleet = new Fleet({
+    env,
+    logDir: LOG_DIR,
+    verbose: args.verbose,
+    workers: WORKERS,
+    onNote: (note) => log(`chaos: [${elapsed()}] ${note}`),
+    onCrash: (c) =>
+      log(
+        `chaos: [${elapsed()}] CRASH: ${c.name} exited (${String(c.code)}) unasked: ${c.reason}; restarting it`,
+      ),
+  })
   const killOnExit = (): void => fleet.killRemaining()
   process.once('exit', killOnExit)
   const onSignal = (): void => {
     fleet.killRemaining()
-    process.exit(130)
+    // Best effort: leave the chaos Redis database empty, but never hang on the way out.
+    setTimeout(() => process.exit(130), 2_000).unref()
+    void redis.flushdb().finally(() => process.exit(130))
   }
   process.once('SIGINT', onSignal)
   process.once('SIGTERM', onSignal)
@@ -628,6 +660,8 @@ async function main(): Promise<number> {
       if (summary[key] !== 0) failures.push(`${key} = ${summary[key]}`)
     for (const kind of FAULT_KINDS) if (faults[kind] === 0) failures.push(`no ${kind}`)
     if (submitted.size < COUNT) failures.push(`only ${submitted.size} of ${COUNT} accepted`)
+    if (args.strict && fleet.crashes.length > 0)
+      failures.push(`${fleet.crashes.length} process crashes`)
 
     const kindCounts = new Map<Kind, number>()
     for (const sub of submitted.values()) bump(kindCounts, sub.kind)
@@ -656,6 +690,7 @@ async function main(): Promise<number> {
       ),
     )
     table('ledger and client', [
+      ['process crashes (restarted)', fleet.crashes.length],
       ['ledger rows', a.ledger_rows],
       ['rows unknown to the client (202 lost)', a.unknown_to_client],
       ['process_lost transitions', a.process_lost],
@@ -675,6 +710,14 @@ async function main(): Promise<number> {
       `elapsed ${elapsed()} (submission ${submitSeconds.toFixed(1)}s, quiescence ${quiesceSeconds.toFixed(1)}s); ` +
         `process logs: ${LOG_DIR}`,
     )
+    if (fleet.crashes.length > 0) {
+      const reasons = new Map<string, number>()
+      for (const c of fleet.crashes) bump(reasons, `${c.name.replace(/-\d+$/, '')}: ${c.reason}`)
+      log(
+        `WARN: ${fleet.crashes.length} unexpected process exits (restarted by this script; --strict fails on them):`,
+      )
+      for (const [reason, n] of reasons) log(`  ${n}× ${reason}`)
+    }
     if (a.stuckSamples.length > 0) {
       log('offending attempts (first 10):')
       for (const s of a.stuckSamples)

@@ -1,6 +1,7 @@
 import type { FastifyError, FastifyReply, FastifyRequest } from 'fastify'
 import { hasZodFastifySchemaValidationErrors } from 'fastify-type-provider-zod'
 import { BatonError, ErrorCode, type ErrorBody } from '@baton/contracts'
+import { isTransientStoreError } from '@baton/store'
 
 /** HTTP status knowledge lives here and nowhere else. */
 const STATUS: Record<ErrorCode, number> = {
@@ -64,6 +65,11 @@ export function errorHandler(
   }
   if (error.statusCode !== undefined && error.statusCode >= 400 && error.statusCode < 500) {
     return reply.status(error.statusCode).send(body(ErrorCode.ValidationFailed, error.message))
+  }
+  if (isTransientStoreError(error)) {
+    // The ledger was briefly unreachable; nothing was committed for this request. Safe to retry.
+    request.log.warn({ err: error }, 'ledger unavailable')
+    return reply.status(503).send(body(ErrorCode.NotReady, 'the ledger is briefly unavailable; retry'))
   }
   request.log.error({ err: error }, 'unhandled error')
   return reply.status(500).send(body(ErrorCode.Internal, 'internal error'))

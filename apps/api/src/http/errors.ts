@@ -67,9 +67,17 @@ export function errorHandler(
     return reply.status(error.statusCode).send(body(ErrorCode.ValidationFailed, error.message))
   }
   if (isTransientStoreError(error)) {
-    // The ledger was briefly unreachable; nothing was committed for this request. Safe to retry.
+    // The ledger connection failed mid-request. The write may or may not have landed (a lost
+    // response): reads and cancels are safe to retry; a retried delegation is a new delegation.
     request.log.warn({ err: error }, 'ledger unavailable')
-    return reply.status(503).send(body(ErrorCode.NotReady, 'the ledger is briefly unavailable; retry'))
+    return reply
+      .status(503)
+      .send(
+        body(
+          ErrorCode.NotReady,
+          'the ledger was briefly unavailable; the request may not have been recorded',
+        ),
+      )
   }
   request.log.error({ err: error }, 'unhandled error')
   return reply.status(500).send(body(ErrorCode.Internal, 'internal error'))

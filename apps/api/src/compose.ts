@@ -7,7 +7,7 @@ import {
   createRedisConnection,
 } from '@baton/queue'
 import { createDb } from '@baton/store'
-import { loadSubagentDirectory } from '@baton/subagents'
+import { loadSubagentDirectory, subagentTransport, transportSteerable } from '@baton/subagents'
 import type { FastifyInstance } from 'fastify'
 import type { ApiConfig } from './config.ts'
 import { buildServer } from './server.ts'
@@ -47,10 +47,14 @@ export async function composeApi(config: ApiConfig, logger: Logger): Promise<Api
   const specs =
     config.subagentsDir === undefined ? [] : await loadSubagentDirectory(config.subagentsDir)
   const subagentNames = new Set(['scripted', ...specs.map((s) => s.name)])
+  // The built-in scripted child and in-process (spawn) children accept steering; ACP agents do not.
+  const steerableSubagents = new Set([
+    'scripted',
+    ...specs.filter((s) => transportSteerable(subagentTransport(s))).map((s) => s.name),
+  ])
   const app = await buildServer({
     subagentNames,
-    // The built-in scripted provider and spawn (every markdown subagent) both support steering.
-    steerableSubagents: subagentNames,
+    steerableSubagents,
     config,
     logger,
     db,

@@ -1,9 +1,10 @@
 import { mkdtemp, mkdir, writeFile, rm } from 'node:fs/promises'
 import { tmpdir } from 'node:os'
 import { join } from 'node:path'
+import { fileURLToPath } from 'node:url'
 import { sql } from 'kysely'
 import { createLogger } from '@baton/observability'
-import { describe, expect, startServiceProcess, test } from '@baton/testing'
+import { describe, eventually, expect, startServiceProcess, test } from '@baton/testing'
 import { composeApi } from './compose.ts'
 import { loadConfig } from './config.ts'
 
@@ -18,6 +19,20 @@ model: scripted:research
 You are a careful researcher. Cite the files you read.
 `
 
+// An external ACP agent (the ACP provider's fixture agent), started per run over stdio.
+const FIXTURE_AGENT = fileURLToPath(
+  new URL('../../../libs/agents/src/acp/fixture-agent.ts', import.meta.url),
+)
+const ECHOER = `---
+name: echoer
+description: An external agent spoken to over the Agent Client Protocol
+provider: acp
+command: ${process.execPath}
+args: [${FIXTURE_AGENT}]
+---
+(External agents bring their own instructions.)
+`
+
 // The scripted model reads a workspace file through the `view` tool, then answers.
 const RESEARCH_SCRIPT = {
   steps: [
@@ -26,7 +41,7 @@ const RESEARCH_SCRIPT = {
   ],
 }
 
-describe('API → worker → spawn with a markdown-defined subagent and a scripted model', () => {
+describe('API → worker → markdown-defined subagents: spawn with a scripted model, and an external ACP agent', () => {
   test('a markdown subagent runs through the seam and its outcome ends in the ledger', async ({
     databaseUrl,
     redisUrl,
@@ -43,6 +58,7 @@ describe('API → worker → spawn with a markdown-defined subagent and a script
       await mkdir(scriptsDir)
       await mkdir(join(workspace, 'notes'), { recursive: true })
       await writeFile(join(subagentsDir, 'researcher.md'), RESEARCHER)
+      await writeFile(join(subagentsDir, 'echoer.md'), ECHOER)
       await writeFile(join(scriptsDir, 'research.json'), JSON.stringify(RESEARCH_SCRIPT))
       await writeFile(join(workspace, 'notes', 'fact.txt'), 'the sky is green on Tuesdays\n')
 
@@ -90,6 +106,49 @@ describe('API → worker → spawn with a markdown-defined subagent and a script
         select stop_reason, output_bytes from attempts where id = ${body.attemptId}
       `.execute(db)
       expect(row.rows).toEqual([{ stop_reason: 'completed', output_bytes: 49 }])
+
+      // The ACP subagent: a real external agent process, with no steering capability.
+      const post = (path: string, payload: unknown) =>
+        fetch(`${base}${path}`, {
+          method: 'POST',
+          headers: { 'content-type': 'application/json' },
+          body: JSON.stringify(payload),
+        }).then(async (r) => ({ status: r.status, body: (await r.json()) as Record<string, any> }))
+      const echoed = await post('/v1/sessions/md-session/delegations', {
+        name: 'echoer',
+        prompt: 'hello over acp',
+        wait: { timeoutMs: 15_000 },
+      })
+      expect(echoed.body).toMatchObject({
+        status: 'terminal',
+        stopReason: 'completed',
+        output: 'echo: hello over acp',
+      })
+      const hanging = await post('/v1/sessions/md-session/delegations', {
+        name: 'echoer',
+        prompt: 'hang',
+      })
+      const hangingId = hanging.body.attemptId as string
+      await eventually(async () =>
+        (
+          (await fetch(`${base}/v1/attempts/${hangingId}`).then((r) => r.json())) as {
+            status: string
+          }
+        ).status === 'running'
+          ? true
+          : undefined,
+      )
+      expect(await post(`/v1/attempts/${hangingId}/steer`, { content: 'turn left' })).toMatchObject(
+        {
+          status: 409,
+          body: { error: { code: 'STEERING_UNSUPPORTED' } },
+        },
+      )
+      await post(`/v1/attempts/${hangingId}/cancel`, {})
+      const cancelled = await fetch(`${base}/v1/attempts/${hangingId}/wait?timeoutMs=10000`).then(
+        (r) => r.json(),
+      )
+      expect(cancelled).toMatchObject({ status: 'terminal', stopReason: 'aborted' })
 
       // A name that is neither built in nor in the directory is refused before any write.
       const unknown = await fetch(`${base}/v1/sessions/md-session/delegations`, {

@@ -141,3 +141,5 @@ export {
   SubagentDelegationMode,
 } from './delegation-mode.ts'
 export { delegationToolDefinitions } from './delegation-tools.ts'
+export { subagentTransport, transportSteerable } from './subagent-transport.ts'
+export type { SubagentTransport } from './subagent-transport.ts'

@@ -1,4 +1,5 @@
 import {
+  createAcpProvider,
   createAgentRuntime,
   createScriptRegistry,
   createScriptedPromptProvider,
@@ -13,6 +14,7 @@ import {
   createSubagentService,
   loadSubagentDirectory,
   projectSubagentSpec,
+  subagentTransport,
   type AgentOptions,
   type SubagentProvider,
   type SubagentService,
@@ -71,8 +73,8 @@ export interface LoadSubagentsOptions {
 }
 
 /**
- * Builds the worker's subagents: the built-in `scripted` subagent plus one `spawn` subagent per
- * markdown spec. A spec whose required tools the worker cannot offer is unavailable: it is left
+ * Builds the worker's subagents: the built-in `scripted` subagent plus one subagent per markdown
+ * spec — in-process (`spawn`) by default, or an external ACP agent with `provider: acp`. A spec whose required tools the worker cannot offer is unavailable: it is left
  * out with a warning naming the diagnostics, so delegations to it fail loudly as unknown.
  */
 export async function loadWorkerSubagents(options: LoadSubagentsOptions): Promise<WorkerSubagents> {
@@ -93,6 +95,18 @@ export async function loadWorkerSubagents(options: LoadSubagentsOptions): Promis
   for (const spec of specs) {
     if (catalog.has(spec.name))
       throw new Error(`subagent "${spec.name}" is declared twice (built-in or markdown)`)
+    const transport = subagentTransport(spec)
+    if (transport.kind === 'acp') {
+      // An external agent: a provider of its own, spawning the spec's command for each run.
+      const provider = createAcpProvider({
+        name: `acp:${spec.name}`,
+        command: transport.command,
+        args: transport.args,
+      })
+      service.registerProvider(provider)
+      catalog.set(spec.name, { name: spec.name, provider: provider.name })
+      continue
+    }
     const projection = projectSubagentSpec(spec, { inheritedModelId: options.defaultModel })
     const resolution = projection.toolPolicy.resolve(WORKSPACE_TOOLS)
     if (!resolution.ok) {

@@ -8,6 +8,7 @@
 // `lost` and `duplicates` come from SQL over the benchmark's own rows.
 import { randomUUID } from 'node:crypto'
 import http from 'node:http'
+import { httpJson } from './lib/http.ts'
 import { parseArgs } from 'node:util'
 import { Queue, QueueEvents, Worker } from 'bullmq'
 import { Redis } from 'ioredis'
@@ -93,38 +94,6 @@ async function rawBullmq(prefix: string) {
   return { perSecond, p50: percentile(latencies, 50), p99: percentile(latencies, 99) }
 }
 
-function httpPost(
-  agent: http.Agent,
-  port: number,
-  path: string,
-  body: unknown,
-): Promise<{ status: number; body: string }> {
-  const payload = JSON.stringify(body)
-  return new Promise((resolve, reject) => {
-    const req = http.request(
-      {
-        host: '127.0.0.1',
-        port,
-        path,
-        method: 'POST',
-        agent,
-        headers: {
-          'content-type': 'application/json',
-          'content-length': Buffer.byteLength(payload),
-        },
-      },
-      (res) => {
-        let data = ''
-        res.setEncoding('utf8')
-        res.on('data', (c: string) => (data += c))
-        res.on('end', () => resolve({ status: res.statusCode ?? 0, body: data }))
-      },
-    )
-    req.on('error', reject)
-    req.end(payload)
-  })
-}
-
 async function baton(prefix: string, port: number) {
   const agent = new http.Agent({ keepAlive: true, maxSockets: CLIENTS })
   const db = createDb({
@@ -141,7 +110,7 @@ async function baton(prefix: string, port: number) {
       for (;;) {
         const i = next++
         if (i >= COUNT) return
-        const r = await httpPost(agent, port, `/v1/sessions/bench-${i % 100}/delegations`, {
+        const r = await httpJson(agent, port, 'POST', `/v1/sessions/bench-${i % 100}/delegations`, {
           name: 'scripted',
           prompt,
         })
@@ -169,7 +138,7 @@ async function baton(prefix: string, port: number) {
   const latencies: number[] = []
   for (let i = 0; i < SEQUENTIAL; i += 1) {
     const t = performance.now()
-    const r = await httpPost(agent, port, '/v1/sessions/bench-seq/delegations', {
+    const r = await httpJson(agent, port, 'POST', '/v1/sessions/bench-seq/delegations', {
       name: 'scripted',
       prompt,
       wait: { timeoutMs: 10_000 },

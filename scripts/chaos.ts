@@ -26,7 +26,7 @@ import { parseArgs } from 'node:util'
 import { Redis } from 'ioredis'
 import pg from 'pg'
 import { Fleet } from './lib/chaos-fleet.ts'
-import { httpJson, parseJson } from './lib/chaos-http.ts'
+import { httpJson, parseJson } from './lib/http.ts'
 import {
   DEFAULT_DATABASE_URL,
   DEFAULT_REDIS_URL,

@@ -1,4 +1,4 @@
-// A minimal JSON-over-HTTP client for `npm run chaos` (node:http, keep-alive agent, a timeout).
+// A minimal JSON-over-HTTP client for the scripts (node:http, keep-alive agent, a timeout).
 import http from 'node:http'
 
 export interface HttpAnswer {

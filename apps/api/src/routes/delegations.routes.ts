@@ -76,6 +76,10 @@ export function delegationRoutes(deps: ApiDeps): FastifyPluginAsyncZod {
           }
         }
         const accepted = { agentId: outcome.agentId, attemptId, status: 'accepted' as const }
+        request.log.debug(
+          { attemptId, agentId: outcome.agentId, subagent: input.name },
+          'delegation accepted',
+        )
         // Submit-and-wait subscribes before the job exists, so no completion can ring unheard and
         // the ledger need not be read before the wait: the attempt was accepted just now.
         const subscription =

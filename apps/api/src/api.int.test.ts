@@ -1,5 +1,4 @@
 import { sql } from 'kysely'
-import { createLogger } from '@baton/observability'
 import { BatonApiError, createBatonClient } from '@baton/client'
 import { createAttemptQueue } from '@baton/queue'
 import type { Db } from '@baton/store'
@@ -10,68 +9,10 @@ import {
   startServiceProcess,
   test,
   type ServiceProcess,
+  transitionEvents,
+  workerProcessEnv,
 } from '@baton/testing'
-import { composeApi, type ApiProcess } from './compose.ts'
-import { loadConfig } from './config.ts'
-
-const quiet = createLogger({ service: 'test', level: 'silent' })
-
-interface Harness {
-  api: ApiProcess
-  base: string
-  post(
-    path: string,
-    body: unknown,
-    headers?: Record<string, string>,
-  ): Promise<{ status: number; body: any }>
-  get(path: string): Promise<{ status: number; body: any }>
-}
-
-async function startApi(env: {
-  databaseUrl: string
-  redisUrl: string
-  queuePrefix: string
-}): Promise<Harness> {
-  const config = loadConfig({
-    DATABASE_URL: env.databaseUrl,
-    REDIS_URL: env.redisUrl,
-    QUEUE_PREFIX: env.queuePrefix,
-    PORT: '0',
-    BODY_LIMIT_BYTES: '65536',
-    LOG_LEVEL: 'silent',
-  })
-  const api = await composeApi(config, quiet)
-  const base = await api.app.listen({ host: '127.0.0.1', port: 0 })
-  const parse = async (r: Response) => ({ status: r.status, body: await r.json() })
-  return {
-    api,
-    base,
-    post: (path, body, headers = {}) =>
-      fetch(`${base}${path}`, {
-        method: 'POST',
-        headers: { 'content-type': 'application/json', ...headers },
-        body: typeof body === 'string' ? body : JSON.stringify(body),
-      }).then(parse),
-    get: (path) => fetch(`${base}${path}`).then(parse),
-  }
-}
-
-function workerEnv(
-  ctx: { databaseUrl: string; redisUrl: string; queuePrefix: string },
-  extra: Record<string, string> = {},
-) {
-  return {
-    DATABASE_URL: ctx.databaseUrl,
-    REDIS_URL: ctx.redisUrl,
-    QUEUE_PREFIX: ctx.queuePrefix,
-    LEASE_TTL_MS: '1500',
-    HEARTBEAT_INTERVAL_MS: '300',
-    RECONCILE_INTERVAL_MS: '200',
-    REQUEUE_AFTER_MS: '500',
-    WORKER_CONCURRENCY: '20',
-    ...extra,
-  }
-}
+import { startApi } from './test-support.ts'
 
 async function rowCounts(db: Db): Promise<Record<string, number>> {
   const r = await sql<{ sessions: number; agents: number; attempts: number; transitions: number }>`
@@ -81,13 +22,6 @@ async function rowCounts(db: Db): Promise<Record<string, number>> {
            (select count(*)::int from attempt_transitions) as transitions
   `.execute(db)
   return { ...r.rows[0] }
-}
-
-async function events(db: Db, attemptId: string): Promise<string[]> {
-  const r = await sql<{ event: string }>`
-    select event from attempt_transitions where attempt_id = ${attemptId} order by id
-  `.execute(db)
-  return r.rows.map((x) => x.event)
 }
 
 const delegate = (session: string) => `/v1/sessions/${session}/delegations`
@@ -103,7 +37,7 @@ describe('HTTP API with real workers', () => {
     const h = await startApi({ databaseUrl, redisUrl, queuePrefix })
     track(h.api)
     const worker = track(
-      await startServiceProcess('worker', workerEnv({ databaseUrl, redisUrl, queuePrefix })),
+      await startServiceProcess('worker', workerProcessEnv({ databaseUrl, redisUrl, queuePrefix })),
     )
     const accepted = await h.post(delegate('s-e2e'), {
       name: 'scripted',
@@ -121,7 +55,11 @@ describe('HTTP API with real workers', () => {
       agentId: accepted.body.agentId,
     })
     expect(waited.body.digest).toMatch(/^baton\.result\.v1:sha256:[0-9a-f]{64}$/)
-    expect(await events(db, accepted.body.attemptId)).toEqual(['accepted', 'claimed', 'committed'])
+    expect(await transitionEvents(db, accepted.body.attemptId)).toEqual([
+      'accepted',
+      'claimed',
+      'committed',
+    ])
     await worker.close()
     await h.api.close()
   })
@@ -135,7 +73,7 @@ describe('HTTP API with real workers', () => {
     const h = await startApi({ databaseUrl, redisUrl, queuePrefix })
     track(h.api)
     const worker = track(
-      await startServiceProcess('worker', workerEnv({ databaseUrl, redisUrl, queuePrefix })),
+      await startServiceProcess('worker', workerProcessEnv({ databaseUrl, redisUrl, queuePrefix })),
     )
     const inTime = await h.post(delegate('s-wait'), {
       name: 'scripted',
@@ -193,7 +131,7 @@ describe('HTTP API with real workers', () => {
       cancelRequested: true,
     })
     const worker = track(
-      await startServiceProcess('worker', workerEnv({ databaseUrl, redisUrl, queuePrefix })),
+      await startServiceProcess('worker', workerProcessEnv({ databaseUrl, redisUrl, queuePrefix })),
     )
     // The queued job is delivered and acknowledged without running.
     const queue = createAttemptQueue({ connection: { url: redisUrl }, prefix: queuePrefix })
@@ -201,7 +139,10 @@ describe('HTTP API with real workers', () => {
       (await queue.getJobState(accepted.body.attemptId)) === 'completed' ? true : undefined,
     )
     await queue.close()
-    expect(await events(db, accepted.body.attemptId)).toEqual(['accepted', 'cancelled_queued'])
+    expect(await transitionEvents(db, accepted.body.attemptId)).toEqual([
+      'accepted',
+      'cancelled_queued',
+    ])
     // A cancel may carry no body at all.
     const bare = await fetch(`${h.base}/v1/attempts/${accepted.body.attemptId}/cancel`, {
       method: 'POST',
@@ -226,7 +167,7 @@ describe('HTTP API with real workers', () => {
     const worker = track(
       await startServiceProcess(
         'worker',
-        workerEnv(
+        workerProcessEnv(
           { databaseUrl, redisUrl, queuePrefix },
           { LEASE_TTL_MS: '30000', HEARTBEAT_INTERVAL_MS: '10000' },
         ),
@@ -251,7 +192,7 @@ describe('HTTP API with real workers', () => {
       stopReason: 'aborted',
       failureCategory: 'cancelled',
     })
-    expect(await events(db, attemptId)).toEqual([
+    expect(await transitionEvents(db, attemptId)).toEqual([
       'accepted',
       'claimed',
       'cancel_requested',
@@ -271,7 +212,7 @@ describe('HTTP API with real workers', () => {
     const h = await startApi({ databaseUrl, redisUrl, queuePrefix })
     track(h.api)
     const doomed: ServiceProcess = track(
-      await startServiceProcess('worker', workerEnv({ databaseUrl, redisUrl, queuePrefix })),
+      await startServiceProcess('worker', workerProcessEnv({ databaseUrl, redisUrl, queuePrefix })),
     )
     const accepted = await h.post(delegate('s-kill'), { name: 'scripted', prompt: '{"hang":true}' })
     const attemptId = accepted.body.attemptId as string
@@ -281,7 +222,7 @@ describe('HTTP API with real workers', () => {
     doomed.kill('SIGKILL')
     expect(await doomed.exited).toBe('SIGKILL')
     const survivor = track(
-      await startServiceProcess('worker', workerEnv({ databaseUrl, redisUrl, queuePrefix })),
+      await startServiceProcess('worker', workerProcessEnv({ databaseUrl, redisUrl, queuePrefix })),
     )
     const view = await h.get(`/v1/attempts/${attemptId}/wait?timeoutMs=10000`)
     expect(view.body).toMatchObject({
@@ -299,7 +240,7 @@ describe('HTTP API with real workers', () => {
       (await queue.getJobState(redelivery)) === 'completed' ? true : undefined,
     )
     await queue.close()
-    expect(await events(db, attemptId)).toEqual(['accepted', 'claimed', 'process_lost'])
+    expect(await transitionEvents(db, attemptId)).toEqual(['accepted', 'claimed', 'process_lost'])
     await survivor.close()
     await h.api.close()
   })
@@ -319,7 +260,7 @@ describe('steering through the API', () => {
     const worker = track(
       await startServiceProcess(
         'worker',
-        workerEnv(
+        workerProcessEnv(
           { databaseUrl, redisUrl, queuePrefix },
           { LEASE_TTL_MS: '30000', HEARTBEAT_INTERVAL_MS: '10000' },
         ),
@@ -375,7 +316,7 @@ describe('typed client', () => {
     const h = await startApi({ databaseUrl, redisUrl, queuePrefix })
     track(h.api)
     const worker = track(
-      await startServiceProcess('worker', workerEnv({ databaseUrl, redisUrl, queuePrefix })),
+      await startServiceProcess('worker', workerProcessEnv({ databaseUrl, redisUrl, queuePrefix })),
     )
     const client = createBatonClient({ baseUrl: h.base })
     const done = await client.delegateAndWait(

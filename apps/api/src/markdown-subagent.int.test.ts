@@ -3,12 +3,8 @@ import { tmpdir } from 'node:os'
 import { join } from 'node:path'
 import { fileURLToPath } from 'node:url'
 import { sql } from 'kysely'
-import { createLogger } from '@baton/observability'
 import { describe, eventually, expect, startServiceProcess, test } from '@baton/testing'
-import { composeApi } from './compose.ts'
-import { loadConfig } from './config.ts'
-
-const quiet = createLogger({ service: 'test', level: 'silent' })
+import { startApi } from './test-support.ts'
 
 const RESEARCHER = `---
 name: researcher
@@ -62,19 +58,12 @@ describe('API → worker → markdown-defined subagents: spawn with a scripted m
       await writeFile(join(scriptsDir, 'research.json'), JSON.stringify(RESEARCH_SCRIPT))
       await writeFile(join(workspace, 'notes', 'fact.txt'), 'the sky is green on Tuesdays\n')
 
-      const api = track(
-        await composeApi(
-          loadConfig({
-            DATABASE_URL: databaseUrl,
-            REDIS_URL: redisUrl,
-            QUEUE_PREFIX: queuePrefix,
-            SUBAGENTS_DIR: subagentsDir,
-            LOG_LEVEL: 'silent',
-          }),
-          quiet,
-        ),
+      const h = await startApi(
+        { databaseUrl, redisUrl, queuePrefix },
+        { SUBAGENTS_DIR: subagentsDir },
       )
-      const base = await api.app.listen({ host: '127.0.0.1', port: 0 })
+      const api = track(h.api)
+      const base = h.base
       const worker = track(
         await startServiceProcess('worker', {
           DATABASE_URL: databaseUrl,

@@ -6,7 +6,7 @@ import { createLogger } from '@baton/observability'
 import { createAttemptQueue, enqueueAttempt } from '@baton/queue'
 import { acceptDelegation, getAttempt, recordSteering, type Db } from '@baton/store'
 import type { SubagentProvider, SubagentResult } from '@baton/subagents'
-import { describe, eventually, expect, test } from '@baton/testing'
+import { describe, eventually, expect, test, transitionEvents } from '@baton/testing'
 import { loadConfig } from './config.ts'
 import { createWorkerRuntime, type WorkerRuntime } from './runtime.ts'
 import { ShutdownDeadlineError } from './shutdown.ts'
@@ -41,13 +41,6 @@ async function accept(db: Db, prompt: string): Promise<string> {
     newAgentId: randomUUID(),
   })
   return attemptId
-}
-
-async function events(db: Db, attemptId: string): Promise<string[]> {
-  const r = await sql<{ event: string }>`
-    select event from attempt_transitions where attempt_id = ${attemptId} order by id
-  `.execute(db)
-  return r.rows.map((x) => x.event)
 }
 
 describe('worker', () => {
@@ -106,7 +99,7 @@ describe('worker', () => {
     await queue.close()
     expect(view).toMatchObject({ stopReason: 'completed', output: 'once' })
     expect(seen.starts).toBe(1)
-    expect(await events(ctx.db, attemptId)).toEqual(['accepted', 'claimed', 'committed'])
+    expect(await transitionEvents(ctx.db, attemptId)).toEqual(['accepted', 'claimed', 'committed'])
     await a.shutdownChecked(5_000)
     await b.shutdownChecked(5_000)
   })
@@ -140,14 +133,18 @@ describe('worker', () => {
     // Give the stale owner every chance to write, then check it wrote nothing.
     await new Promise((r) => setTimeout(r, 500))
     expect((await getAttempt(ctx.db, attemptId))?.status).toBe('running')
-    expect(await events(ctx.db, attemptId)).toEqual(['accepted', 'claimed'])
+    expect(await transitionEvents(ctx.db, attemptId)).toEqual(['accepted', 'claimed'])
     // The reconciler (any worker) then records the process loss exactly once.
     expect(await runtime.reconciler.runOnce()).toMatchObject({ processLost: 1 })
     expect(await getAttempt(ctx.db, attemptId)).toMatchObject({
       status: 'terminal',
       failureCategory: 'process_lost',
     })
-    expect(await events(ctx.db, attemptId)).toEqual(['accepted', 'claimed', 'process_lost'])
+    expect(await transitionEvents(ctx.db, attemptId)).toEqual([
+      'accepted',
+      'claimed',
+      'process_lost',
+    ])
     await runtime.shutdownChecked(5_000)
   })
 

@@ -1,5 +1,6 @@
 export { test, describe, expect } from './fixtures.ts'
 export type { Closeable, ServiceFixtures } from './fixtures.ts'
 export { eventually } from './eventually.ts'
-export { startServiceProcess } from './processes.ts'
+export { startServiceProcess, workerProcessEnv } from './processes.ts'
 export type { ServiceProcess } from './processes.ts'
+export { transitionEvents } from './ledger.ts'

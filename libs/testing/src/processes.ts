@@ -76,3 +76,24 @@ export async function startServiceProcess(
     isClosed: () => closed,
   }
 }
+
+/**
+ * Environment for a worker process in a test: this file's database, Redis and prefix, and short
+ * lease, heartbeat and reconcile intervals so faults resolve in about a second.
+ */
+export function workerProcessEnv(
+  ctx: { readonly databaseUrl: string; readonly redisUrl: string; readonly queuePrefix: string },
+  extra: Record<string, string> = {},
+): Record<string, string> {
+  return {
+    DATABASE_URL: ctx.databaseUrl,
+    REDIS_URL: ctx.redisUrl,
+    QUEUE_PREFIX: ctx.queuePrefix,
+    LEASE_TTL_MS: '1500',
+    HEARTBEAT_INTERVAL_MS: '300',
+    RECONCILE_INTERVAL_MS: '200',
+    REQUEUE_AFTER_MS: '500',
+    WORKER_CONCURRENCY: '20',
+    ...extra,
+  }
+}

@@ -6,7 +6,11 @@ import { loadConfig } from './config.ts'
 export interface ApiHarness {
   readonly api: ApiProcess
   readonly base: string
-  post(path: string, body: unknown): Promise<{ status: number; body: any }>
+  post(
+    path: string,
+    body: unknown,
+    headers?: Record<string, string>,
+  ): Promise<{ status: number; body: any }>
   get(path: string): Promise<{ status: number; body: any }>
 }
 
@@ -30,10 +34,10 @@ export async function startApi(
   return {
     api,
     base,
-    post: (path, body) =>
+    post: (path, body, headers = {}) =>
       fetch(`${base}${path}`, {
         method: 'POST',
-        headers: { 'content-type': 'application/json' },
+        headers: { 'content-type': 'application/json', ...headers },
         body: typeof body === 'string' ? body : JSON.stringify(body),
       }).then(parse),
     get: (path) => fetch(`${base}${path}`).then(parse),

@@ -50,6 +50,13 @@ export const waitOptionsSchema = z.strictObject({
   timeoutMs: z.number().int().min(0).max(Limits.waitTimeoutMsMax),
 })
 
+/** `Idempotency-Key`: a retry with the same key (in the same session) answers the first attempt. */
+export const idempotencyKeySchema = z
+  .string()
+  .min(1)
+  .max(128)
+  .regex(/^[A-Za-z0-9._:-]+$/, 'letters, digits, ".", "_", ":" and "-" only')
+
 export const delegationRequestSchema = z.strictObject({
   name: subagentNameSchema,
   prompt: promptSchema,

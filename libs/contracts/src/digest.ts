@@ -7,6 +7,7 @@ import { createHash } from 'node:crypto'
  */
 const RESULT_DOMAIN = 'baton.result.v1'
 const TERMINAL_DOMAIN = 'baton.terminal.v1'
+const REQUEST_DOMAIN = 'baton.request.v1'
 
 function domainDigest(domain: string, payload: string | Uint8Array): string {
   const hash = createHash('sha256')
@@ -61,4 +62,9 @@ export interface TerminalProjection {
 
 export function terminalFingerprint(projection: TerminalProjection): string {
   return domainDigest(TERMINAL_DOMAIN, canonicalJson(projection))
+}
+
+/** Digest of what a delegation request asks for, to recognise an idempotent retry. */
+export function requestDigest(request: unknown): string {
+  return domainDigest(REQUEST_DOMAIN, canonicalJson(request))
 }

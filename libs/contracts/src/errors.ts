@@ -11,6 +11,7 @@ export const ErrorCode = {
   AttemptNotFound: 'ATTEMPT_NOT_FOUND',
   AttemptTerminal: 'ATTEMPT_TERMINAL',
   SteeringUnsupported: 'STEERING_UNSUPPORTED',
+  IdempotencyKeyReused: 'IDEMPOTENCY_KEY_REUSED',
   PayloadTooLarge: 'PAYLOAD_TOO_LARGE',
   UnsupportedMediaType: 'UNSUPPORTED_MEDIA_TYPE',
   NotFound: 'NOT_FOUND',

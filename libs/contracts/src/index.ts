@@ -1,6 +1,6 @@
 export { BatonError, ErrorCode } from './errors.ts'
 export type { BatonErrorOptions, ErrorBody } from './errors.ts'
-export { canonicalJson, resultDigest, terminalFingerprint } from './digest.ts'
+export { canonicalJson, requestDigest, resultDigest, terminalFingerprint } from './digest.ts'
 export type { TerminalProjection } from './digest.ts'
 export {
   ATTEMPT_STATUSES,
@@ -22,6 +22,7 @@ export {
   delegationAcceptedSchema,
   delegationMetadataSchema,
   delegationRequestSchema,
+  idempotencyKeySchema,
   promptSchema,
   promptToBlocks,
   sessionIdSchema,

@@ -36,3 +36,8 @@ export {
   recordSteering,
 } from './attempts/steering.ts'
 export type { RecordSteeringOutcome, SteeringMessage } from './attempts/steering.ts'
+export { acceptIdempotent } from './attempts/accept-idempotent.ts'
+export type {
+  IdempotentAcceptInput,
+  IdempotentAcceptOutcome,
+} from './attempts/accept-idempotent.ts'

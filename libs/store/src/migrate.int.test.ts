@@ -31,8 +31,16 @@ describe('migrations', () => {
     await withEmptyDatabase(databaseUrl, async (url) => {
       const db = createDb({ connectionString: url, maxConnections: 2 })
       try {
-        expect(await pendingMigrations(db)).toEqual(['0001-ledger', '0002-steering'])
-        expect((await migrateToLatest(db)).applied).toEqual(['0001-ledger', '0002-steering'])
+        expect(await pendingMigrations(db)).toEqual([
+          '0001-ledger',
+          '0002-steering',
+          '0003-idempotency',
+        ])
+        expect((await migrateToLatest(db)).applied).toEqual([
+          '0001-ledger',
+          '0002-steering',
+          '0003-idempotency',
+        ])
         const tables = await sql<{ table_name: string }>`
           select table_name from information_schema.tables where table_schema = 'public' order by 1
         `.execute(db)
@@ -61,11 +69,15 @@ describe('migrations', () => {
       const b = createDb({ connectionString: url, maxConnections: 2 })
       try {
         const [ra, rb] = await Promise.all([migrateToLatest(a), migrateToLatest(b)])
-        expect([...ra.applied, ...rb.applied]).toEqual(['0001-ledger', '0002-steering'])
+        expect([...ra.applied, ...rb.applied]).toEqual([
+          '0001-ledger',
+          '0002-steering',
+          '0003-idempotency',
+        ])
         const executed = await sql<{
           n: number
         }>`select count(*)::int as n from kysely_migration`.execute(a)
-        expect(executed.rows[0]?.n).toBe(2)
+        expect(executed.rows[0]?.n).toBe(3)
       } finally {
         await a.destroy()
         await b.destroy()

@@ -46,6 +46,8 @@ export interface AttemptTable {
   started_at: Date | null
   terminal_at: Date | null
   steer_sequence: Generated<number>
+  idempotency_key: string | null
+  request_digest: string | null
 }
 export type AttemptRow = Selectable<AttemptTable>
 

@@ -13,6 +13,7 @@ const STATUS: Record<ErrorCode, number> = {
   [ErrorCode.AgentBusy]: 409,
   [ErrorCode.AttemptTerminal]: 409,
   [ErrorCode.SteeringUnsupported]: 409,
+  [ErrorCode.IdempotencyKeyReused]: 409,
   [ErrorCode.PayloadTooLarge]: 413,
   [ErrorCode.UnsupportedMediaType]: 415,
   [ErrorCode.NotReady]: 503,

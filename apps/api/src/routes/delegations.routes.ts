@@ -6,13 +6,15 @@ import {
   BatonError,
   ErrorCode,
   delegationRequestSchema,
+  idempotencyKeySchema,
+  requestDigest,
   isTerminalView,
   promptToBlocks,
   sessionIdSchema,
 } from '@baton/contracts'
-import { acceptDelegation } from '@baton/store'
+import { acceptDelegation, acceptIdempotent } from '@baton/store'
 import type { ApiDeps } from '../deps.ts'
-import { awaitSubscribed } from '../services/await-attempt.ts'
+import { awaitAttempt, awaitSubscribed } from '../services/await-attempt.ts'
 
 /**
  * POST /v1/sessions/:sessionId/delegations — accept a delegation: validate (nothing is written for
@@ -28,6 +30,7 @@ export function delegationRoutes(deps: ApiDeps): FastifyPluginAsyncZod {
         schema: {
           summary: 'Delegate a task to a named subagent',
           params: z.strictObject({ sessionId: sessionIdSchema }),
+          headers: z.looseObject({ 'idempotency-key': idempotencyKeySchema.optional() }),
           body: delegationRequestSchema,
         },
       },
@@ -48,12 +51,25 @@ export function delegationRoutes(deps: ApiDeps): FastifyPluginAsyncZod {
           attemptId,
           newAgentId: randomUUID(),
         }
+        const idempotencyKey = request.headers['idempotency-key']
         const outcome =
-          input.agentId === undefined
-            ? await deps.admission
-                .acceptNew(fresh)
-                .then(() => ({ kind: 'accepted' as const, agentId: fresh.newAgentId }))
-            : await acceptDelegation(deps.db, { ...fresh, agentId: input.agentId })
+          idempotencyKey !== undefined
+            ? await acceptIdempotent(deps.db, {
+                ...fresh,
+                ...(input.agentId === undefined ? {} : { agentId: input.agentId }),
+                idempotencyKey,
+                requestDigest: requestDigest({
+                  name: input.name,
+                  prompt: fresh.prompt,
+                  agentId: input.agentId ?? null,
+                  metadata: fresh.metadata,
+                }),
+              })
+            : input.agentId === undefined
+              ? await deps.admission
+                  .acceptNew(fresh)
+                  .then(() => ({ kind: 'accepted' as const, agentId: fresh.newAgentId, attemptId }))
+              : await acceptDelegation(deps.db, { ...fresh, agentId: input.agentId })
         switch (outcome.kind) {
           case 'agent_not_found':
             throw new BatonError(
@@ -68,29 +84,58 @@ export function delegationRoutes(deps: ApiDeps): FastifyPluginAsyncZod {
                 details: { agentId: input.agentId },
               },
             )
+          case 'key_reused':
+            throw new BatonError(
+              ErrorCode.IdempotencyKeyReused,
+              'this Idempotency-Key was already used in this session with a different request',
+            )
           case 'accepted':
+          case 'replayed':
             break
           default: {
             const unexpected: never = outcome
             throw new Error(`unexpected outcome ${JSON.stringify(unexpected)}`)
           }
         }
-        const accepted = { agentId: outcome.agentId, attemptId, status: 'accepted' as const }
+        // A replayed key answers with the attempt it created the first time.
+        const acceptedId = outcome.attemptId
+        const accepted = {
+          agentId: outcome.agentId,
+          attemptId: acceptedId,
+          status: 'accepted' as const,
+        }
         request.log.debug(
-          { attemptId, agentId: outcome.agentId, subagent: input.name },
+          {
+            attemptId: acceptedId,
+            agentId: outcome.agentId,
+            subagent: input.name,
+            outcome: outcome.kind,
+          },
           'delegation accepted',
         )
+        if (outcome.kind === 'replayed') {
+          // The first request already enqueued it (or the reconciler will): answer as it stands.
+          if (input.wait === undefined) return reply.status(202).send(accepted)
+          const current = await awaitAttempt(
+            deps,
+            acceptedId,
+            input.wait.timeoutMs,
+            abortOnClose(request.raw),
+          )
+          if (current === undefined) throw new Error('replayed attempt vanished')
+          return reply.status(isTerminalView(current) ? 200 : 202).send(current)
+        }
         // Submit-and-wait subscribes before the job exists, so no completion can ring unheard and
         // the ledger need not be read before the wait: the attempt was accepted just now.
         const subscription =
-          input.wait === undefined ? undefined : deps.doorbell.subscribe(attemptId)
+          input.wait === undefined ? undefined : deps.doorbell.subscribe(acceptedId)
         // Accepted is durable; an enqueue that fails is finished by the reconciler.
-        await deps.admission.enqueue(attemptId)
+        await deps.admission.enqueue(acceptedId)
         if (input.wait === undefined || subscription === undefined)
           return reply.status(202).send(accepted)
         const view = await awaitSubscribed(
           deps,
-          attemptId,
+          acceptedId,
           subscription,
           input.wait.timeoutMs,
           abortOnClose(request.raw),

@@ -254,6 +254,10 @@ async function client(): Promise<void> {
             name: 'scripted',
             prompt,
           },
+          15_000,
+          // One key per logical delegation: a retry after a lost answer gets the first attempt
+          // back instead of creating a second delegation.
+          { 'idempotency-key': `${PREFIX}-${i}` },
         )
         if (r.status === 202) {
           const attemptId = parseJson(r.body)?.attemptId
@@ -274,7 +278,7 @@ async function client(): Promise<void> {
         }
       } catch {
         // Connection error (API restarting) or timeout: the lost request may or may not have
-        // been accepted; the ledger audit covers it. Retry with a new request.
+        // been accepted. Retry with the same idempotency key: the ledger answers the first one.
         stats.postConnectionErrors += 1
       }
       await sleep(rand(50, 250))

@@ -14,6 +14,7 @@ export function httpJson(
   path: string,
   body: unknown,
   timeoutMs = 15_000,
+  extraHeaders: Readonly<Record<string, string>> = {},
 ): Promise<HttpAnswer> {
   const payload = body === undefined ? undefined : JSON.stringify(body)
   return new Promise((resolve, reject) => {
@@ -27,8 +28,9 @@ export function httpJson(
         timeout: timeoutMs,
         headers:
           payload === undefined
-            ? {}
+            ? { ...extraHeaders }
             : {
+                ...extraHeaders,
                 'content-type': 'application/json',
                 'content-length': Buffer.byteLength(payload),
               },

@@ -36,7 +36,7 @@ export interface WorkerRuntime {
    * Stop admission, abort every owned child (they commit `aborted`), wait for them under one
    * deadline, reconcile, close. On `ShutdownDeadlineError` ownership is kept: call it again.
    */
-  shutdownChecked(deadlineMs: number): Promise<void>
+  shutdownChecked(deadlineMs: number, signal?: AbortSignal): Promise<void>
   /** True once a shutdown finished closing every connection. */
   isStopped(): boolean
 }

@@ -31,22 +31,45 @@ export interface ShutdownParts {
  * child that commits meanwhile is recorded normally, a retried commit is an exact replay).
  * Concurrent calls are serialised; a call after a completed shutdown resolves at once.
  */
-export function createCheckedShutdown(parts: ShutdownParts): (deadlineMs: number) => Promise<void> {
+/** A checked shutdown call was cancelled by its caller before the drain finished. */
+export class ShutdownCancelledError extends Error {
+  constructor() {
+    super('checked shutdown was cancelled before the drain finished; ownership kept, call again')
+    this.name = 'ShutdownCancelledError'
+  }
+}
+
+export type CheckedShutdown = (deadlineMs: number, signal?: AbortSignal) => Promise<void>
+
+export function createCheckedShutdown(parts: ShutdownParts): CheckedShutdown {
   let drain: Promise<void> | undefined
   let finished = false
   let queue: Promise<unknown> = Promise.resolve()
 
-  async function attempt(deadlineMs: number): Promise<void> {
+  async function attempt(deadlineMs: number, signal: AbortSignal | undefined): Promise<void> {
     if (finished) return
+    if (signal?.aborted === true) throw new ShutdownCancelledError()
     parts.logger.info({ deadlineMs, owned: parts.owned() }, 'checked shutdown')
     drain ??= parts.stopAdmission()
     parts.abortOwned()
     let timer: NodeJS.Timeout | undefined
+    let onAbort: (() => void) | undefined
     const deadline = new Promise<'deadline'>((resolve) => {
       timer = setTimeout(() => resolve('deadline'), deadlineMs)
     })
-    const outcome = await Promise.race([drain.then(() => 'drained' as const), deadline])
+    // A caller that cancels its own call stops waiting; nothing was taken out of the drain (the
+    // active jobs, their leases and heartbeats stay as they were), so a later call resumes it.
+    const cancelled = new Promise<'cancelled'>((resolve) => {
+      onAbort = () => resolve('cancelled')
+      signal?.addEventListener('abort', onAbort, { once: true })
+    })
+    const outcome = await Promise.race([drain.then(() => 'drained' as const), deadline, cancelled])
     clearTimeout(timer)
+    if (onAbort !== undefined) signal?.removeEventListener('abort', onAbort)
+    if (outcome === 'cancelled') {
+      parts.logger.warn({ owned: parts.owned() }, 'checked shutdown cancelled; ownership kept')
+      throw new ShutdownCancelledError()
+    }
     if (outcome === 'deadline') {
       const error = new ShutdownDeadlineError(deadlineMs, parts.owned())
       parts.logger.error(
@@ -63,8 +86,8 @@ export function createCheckedShutdown(parts: ShutdownParts): (deadlineMs: number
     parts.logger.info('worker stopped')
   }
 
-  return (deadlineMs) => {
-    const call = queue.then(() => attempt(deadlineMs))
+  return (deadlineMs, signal) => {
+    const call = queue.then(() => attempt(deadlineMs, signal))
     queue = call.catch(() => undefined)
     return call
   }

@@ -9,7 +9,7 @@ import type { SubagentProvider, SubagentResult } from '@baton/subagents'
 import { describe, eventually, expect, test, transitionEvents } from '@baton/testing'
 import { loadConfig } from './config.ts'
 import { createWorkerRuntime, type WorkerRuntime } from './runtime.ts'
-import { ShutdownDeadlineError } from './shutdown.ts'
+import { ShutdownCancelledError, ShutdownDeadlineError } from './shutdown.ts'
 import { createScriptedPromptProvider } from '@baton/agents'
 import { builtInSubagents } from './subagents/subagent-catalog.ts'
 
@@ -235,7 +235,7 @@ describe('worker', () => {
     await runtime.shutdownChecked(5_000)
   })
 
-  test('checked shutdown past its deadline keeps ownership; a second call finishes the drain', async ({
+  test('checked shutdown past its deadline or cancelled by its caller keeps ownership; a later call finishes the drain', async ({
     db,
     databaseUrl,
     redisUrl,
@@ -283,6 +283,15 @@ describe('worker', () => {
       (error: unknown) => error,
     )
     expect(first).toBeInstanceOf(ShutdownDeadlineError)
+    expect(runtime.isStopped()).toBe(false)
+    // A call cancelled by its caller also keeps everything for the next call.
+    const cancel = new AbortController()
+    const interrupted = runtime.shutdownChecked(5_000, cancel.signal).then(
+      () => 'resolved',
+      (error: unknown) => error,
+    )
+    cancel.abort()
+    expect(await interrupted).toBeInstanceOf(ShutdownCancelledError)
     expect(runtime.isStopped()).toBe(false)
     const lease = await sql<{ live: boolean; status: string }>`
       select lease_expires_at > now() as live, status from attempts where id = ${attemptId}

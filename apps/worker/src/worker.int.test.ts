@@ -1,9 +1,10 @@
 import { randomUUID } from 'node:crypto'
 import { sql } from 'kysely'
+import pg from 'pg'
 import { Queue } from 'bullmq'
 import { QueueName } from '@baton/contracts'
 import { createLogger } from '@baton/observability'
-import { createAttemptQueue, enqueueAttempt } from '@baton/queue'
+import { createAttemptQueue, createControlPublisher, enqueueAttempt } from '@baton/queue'
 import { acceptDelegation, getAttempt, recordSteering, type Db } from '@baton/store'
 import type { SubagentProvider, SubagentResult } from '@baton/subagents'
 import { describe, eventually, expect, test, transitionEvents } from '@baton/testing'
@@ -357,6 +358,52 @@ describe('worker', () => {
       select count(*)::int as n from attempts where row_to_json(attempts)::text like '%secret-token%'
     `.execute(ctx.db)
     expect(leaked.rows[0]?.n).toBe(0)
+    await runtime.shutdownChecked(5_000)
+  })
+
+  test('a heartbeat stuck on a slow store starves neither cancellation nor the commit', async ({
+    db,
+    databaseUrl,
+    redisUrl,
+    queuePrefix,
+    track,
+    redis,
+  }) => {
+    const ctx = { db, databaseUrl, redisUrl, queuePrefix, track, redis }
+    const { provider, seen } = observedScripted()
+    const runtime = await startRuntime(ctx, provider)
+    const attemptId = await accept(ctx.db, '{"hang":true}')
+    const queue = createAttemptQueue({ connection: { url: ctx.redisUrl }, prefix: ctx.queuePrefix })
+    await enqueueAttempt(queue, attemptId)
+    await queue.close()
+    await eventually(async () => (seen.starts === 1 ? true : undefined))
+    // Another session holds the attempt's row lock: the next heartbeat statement blocks on it.
+    const blocker = new pg.Client({ connectionString: ctx.databaseUrl })
+    await blocker.connect()
+    try {
+      await blocker.query('begin')
+      await blocker.query('select id from attempts where id = $1 for update', [attemptId])
+      await new Promise((r) => setTimeout(r, 400)) // at least one heartbeat is now stuck
+      // Cancellation arrives by event and reaches the child while the heartbeat is stuck.
+      const publisher = createControlPublisher({
+        connection: { url: ctx.redisUrl },
+        prefix: ctx.queuePrefix,
+      })
+      const started = performance.now()
+      await publisher.publish({ eventName: 'cancel', attemptId })
+      await publisher.close()
+      await eventually(async () => (seen.aborted === 1 ? true : undefined), { timeoutMs: 2_000 })
+      expect(performance.now() - started).toBeLessThan(1_000)
+    } finally {
+      await blocker.query('rollback')
+      await blocker.end()
+    }
+    // With the store responsive again the commit lands.
+    const view = await eventually(async () => {
+      const v = await getAttempt(ctx.db, attemptId)
+      return v?.status === 'terminal' ? v : undefined
+    })
+    expect(view).toMatchObject({ stopReason: 'aborted' })
     await runtime.shutdownChecked(5_000)
   })
 })

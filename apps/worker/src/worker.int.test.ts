@@ -44,6 +44,24 @@ async function accept(db: Db, prompt: string): Promise<string> {
   return attemptId
 }
 
+/** Enqueues an accepted attempt as the API would. */
+async function enqueue(
+  ctx: { redisUrl: string; queuePrefix: string },
+  attemptId: string,
+): Promise<void> {
+  const queue = createAttemptQueue({ connection: { url: ctx.redisUrl }, prefix: ctx.queuePrefix })
+  await enqueueAttempt(queue, attemptId)
+  await queue.close()
+}
+
+/** The attempt's view once it is terminal (fails the test after the default bound). */
+function untilTerminal(db: Db, attemptId: string) {
+  return eventually(async () => {
+    const v = await getAttempt(db, attemptId)
+    return v?.status === 'terminal' ? v : undefined
+  })
+}
+
 describe('worker', () => {
   function startRuntime(
     ctx: {
@@ -90,10 +108,7 @@ describe('worker', () => {
     })
     await queue.add('attempt', { attemptId }, { jobId: attemptId })
     await queue.add('attempt', { attemptId }, { jobId: `${attemptId}-redelivered` })
-    const view = await eventually(async () => {
-      const v = await getAttempt(ctx.db, attemptId)
-      return v?.status === 'terminal' ? v : undefined
-    })
+    const view = await untilTerminal(ctx.db, attemptId)
     await eventually(async () =>
       (await queue.getJobCounts('completed')).completed === 2 ? true : undefined,
     )
@@ -118,9 +133,7 @@ describe('worker', () => {
     // Reconciler effectively off here, so nothing but the stale owner could write.
     const runtime = await startRuntime(ctx, provider, { RECONCILE_INTERVAL_MS: '600000' })
     const attemptId = await accept(ctx.db, '{"hang":true}')
-    const queue = createAttemptQueue({ connection: { url: ctx.redisUrl }, prefix: ctx.queuePrefix })
-    await enqueueAttempt(queue, attemptId)
-    await queue.close()
+    await enqueue(ctx, attemptId)
     await eventually(async () =>
       (await getAttempt(ctx.db, attemptId))?.status === 'running' ? true : undefined,
     )
@@ -170,10 +183,7 @@ describe('worker', () => {
     await queue.close()
     await client.quit()
     const runtime = await startRuntime(ctx, provider)
-    const view = await eventually(async () => {
-      const v = await getAttempt(ctx.db, attemptId)
-      return v?.status === 'terminal' ? v : undefined
-    })
+    const view = await untilTerminal(ctx.db, attemptId)
     expect(view).toMatchObject({ stopReason: 'completed', output: 'survived' })
     await runtime.shutdownChecked(5_000)
   })
@@ -190,9 +200,7 @@ describe('worker', () => {
     const { provider, seen } = observedScripted()
     const runtime = await startRuntime(ctx, provider)
     const attemptId = await accept(ctx.db, '{"hang":true}')
-    const queue = createAttemptQueue({ connection: { url: ctx.redisUrl }, prefix: ctx.queuePrefix })
-    await enqueueAttempt(queue, attemptId)
-    await queue.close()
+    await enqueue(ctx, attemptId)
     await eventually(async () => (seen.starts === 1 ? true : undefined))
     await runtime.shutdownChecked(5_000)
     expect(seen.aborted).toBe(1)
@@ -214,9 +222,7 @@ describe('worker', () => {
     const ctx = { db, databaseUrl, redisUrl, queuePrefix, track, redis }
     const runtime = await startRuntime(ctx, createScriptedPromptProvider())
     const attemptId = await accept(ctx.db, '{"awaitSteering":3}')
-    const queue = createAttemptQueue({ connection: { url: ctx.redisUrl }, prefix: ctx.queuePrefix })
-    await enqueueAttempt(queue, attemptId)
-    await queue.close()
+    await enqueue(ctx, attemptId)
     await eventually(async () =>
       (await getAttempt(ctx.db, attemptId))?.status === 'running' ? true : undefined,
     )
@@ -224,10 +230,7 @@ describe('worker', () => {
     for (const text of ['one', 'two', 'three']) {
       await recordSteering(ctx.db, { attemptId, content: [{ type: 'text', text }] })
     }
-    const view = await eventually(async () => {
-      const v = await getAttempt(ctx.db, attemptId)
-      return v?.status === 'terminal' ? v : undefined
-    })
+    const view = await untilTerminal(ctx.db, attemptId)
     expect(view).toMatchObject({ stopReason: 'completed', output: 'one\ntwo\nthree' })
     const undelivered = await sql<{ n: number }>`
       select count(*)::int as n from attempt_messages where attempt_id = ${attemptId} and delivered_at is null
@@ -273,9 +276,7 @@ describe('worker', () => {
     }
     const runtime = await startRuntime(ctx, stubborn)
     const attemptId = await accept(ctx.db, 'anything')
-    const queue = createAttemptQueue({ connection: { url: ctx.redisUrl }, prefix: ctx.queuePrefix })
-    await enqueueAttempt(queue, attemptId)
-    await queue.close()
+    await enqueue(ctx, attemptId)
     await eventually(async () =>
       (await getAttempt(ctx.db, attemptId))?.status === 'running' ? true : undefined,
     )
@@ -344,10 +345,7 @@ describe('worker', () => {
     for (const id of ids) await enqueueAttempt(queue, id)
     await queue.close()
     for (const id of ids) {
-      const view = await eventually(async () => {
-        const v = await getAttempt(ctx.db, id)
-        return v?.status === 'terminal' ? v : undefined
-      })
+      const view = await untilTerminal(ctx.db, id)
       expect(view).toMatchObject({
         stopReason: 'error',
         failureCategory: 'provider_fault',
@@ -373,9 +371,7 @@ describe('worker', () => {
     const { provider, seen } = observedScripted()
     const runtime = await startRuntime(ctx, provider)
     const attemptId = await accept(ctx.db, '{"hang":true}')
-    const queue = createAttemptQueue({ connection: { url: ctx.redisUrl }, prefix: ctx.queuePrefix })
-    await enqueueAttempt(queue, attemptId)
-    await queue.close()
+    await enqueue(ctx, attemptId)
     await eventually(async () => (seen.starts === 1 ? true : undefined))
     // Another session holds the attempt's row lock: the next heartbeat statement blocks on it.
     const blocker = new pg.Client({ connectionString: ctx.databaseUrl })
@@ -399,10 +395,7 @@ describe('worker', () => {
       await blocker.end()
     }
     // With the store responsive again the commit lands.
-    const view = await eventually(async () => {
-      const v = await getAttempt(ctx.db, attemptId)
-      return v?.status === 'terminal' ? v : undefined
-    })
+    const view = await untilTerminal(ctx.db, attemptId)
     expect(view).toMatchObject({ stopReason: 'aborted' })
     await runtime.shutdownChecked(5_000)
   })

@@ -50,3 +50,18 @@ export function isTransientStoreError(error: unknown): boolean {
       ))
   )
 }
+
+/**
+ * Runs an idempotent read, trying again (on a fresh pooled connection) when the connection it
+ * used turned out to be dead — a terminated backend is discovered only when a query uses it.
+ * Never for writes: a write whose response was lost may have landed.
+ */
+export async function retryTransientRead<T>(read: () => Promise<T>, attempts = 3): Promise<T> {
+  for (let attempt = 1; ; attempt += 1) {
+    try {
+      return await read()
+    } catch (error) {
+      if (attempt >= attempts || !isTransientStoreError(error)) throw error
+    }
+  }
+}

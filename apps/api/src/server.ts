@@ -12,6 +12,7 @@ import {
 } from 'fastify-type-provider-zod'
 import type { ApiDeps } from './deps.ts'
 import { errorHandler, notFoundHandler } from './http/errors.ts'
+import { agentRoutes } from './routes/agents.routes.ts'
 import { attemptRoutes } from './routes/attempts.routes.ts'
 import { delegationRoutes } from './routes/delegations.routes.ts'
 import { healthRoutes } from './routes/health.routes.ts'
@@ -50,5 +51,6 @@ export async function buildServer(deps: ApiDeps): Promise<BatonServer> {
   await app.register(healthRoutes(deps))
   await app.register(delegationRoutes(deps))
   await app.register(attemptRoutes(deps))
+  await app.register(agentRoutes(deps))
   return app
 }

@@ -6,7 +6,11 @@ import { QueueName } from '@baton/contracts'
 import { createLogger } from '@baton/observability'
 import { createAttemptQueue, createControlPublisher, enqueueAttempt } from '@baton/queue'
 import { acceptDelegation, getAttempt, recordSteering, type Db } from '@baton/store'
-import type { SubagentProvider, SubagentResult } from '@baton/subagents'
+import {
+  NO_START_CAPABILITIES,
+  type SubagentProvider,
+  type SubagentResult,
+} from '@baton/subagents'
 import { describe, eventually, expect, test, transitionEvents } from '@baton/testing'
 import { loadConfig } from './config.ts'
 import { createWorkerRuntime, type WorkerRuntime } from './runtime.ts'
@@ -251,7 +255,7 @@ describe('worker', () => {
     // A child that takes 800 ms to honour its abort (a slow cooperative cancel).
     const stubborn: SubagentProvider = {
       name: 'scripted',
-      capabilities: { outputSchema: false, depthLimit: false, toolFilter: false, persona: false },
+      capabilities: NO_START_CAPABILITIES,
       inheritsParentContext: false,
       start(request) {
         const result = new Promise<SubagentResult>((resolve) => {
@@ -322,7 +326,7 @@ describe('worker', () => {
     let calls = 0
     const broken: SubagentProvider = {
       name: 'scripted',
-      capabilities: { outputSchema: false, depthLimit: false, toolFilter: false, persona: false },
+      capabilities: NO_START_CAPABILITIES,
       inheritsParentContext: false,
       start() {
         calls += 1

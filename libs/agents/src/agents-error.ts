@@ -28,6 +28,11 @@ export const AgentsErrorCode = {
   PARENT_SESSION_UNKNOWN: 'PARENT_SESSION_UNKNOWN',
   /** Start was cancelled by its request signal before the run was ready. */
   START_ABORTED: 'START_ABORTED',
+  /**
+   * A start request's `history` is not a resumable log (malformed event, seq gap, unfinished or
+   * unbalanced turn); the message names the violation. Nothing was created.
+   */
+  INVALID_HISTORY: 'INVALID_HISTORY',
 } as const
 export type AgentsErrorCode = (typeof AgentsErrorCode)[keyof typeof AgentsErrorCode]
 

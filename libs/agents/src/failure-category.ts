@@ -52,6 +52,7 @@ export function categorizeFailure(error: unknown): FailureCategory {
       case AgentsErrorCode.AGENT_DISPOSED:
       case AgentsErrorCode.RUN_SETTLED:
       case AgentsErrorCode.PARENT_SESSION_UNKNOWN:
+      case AgentsErrorCode.INVALID_HISTORY:
         return FailureCategory.INTERNAL_ERROR
     }
   }

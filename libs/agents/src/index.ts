@@ -30,8 +30,20 @@ export type {
   RunAgentOptions,
 } from './run-agent.ts'
 export { createCaptureToolBinding } from './capture-tool.ts'
-export { completedTurnPrefix, messagesOf, seedViolation } from './session-events.ts'
-export type { SessionEvent, SessionEventType } from './session-events.ts'
+export {
+  checkSessionLog,
+  completedTurnPrefix,
+  contextSuffix,
+  messagesOf,
+  seedViolation,
+  sessionEventSchema,
+} from './session-events.ts'
+export type {
+  ContextSuffix,
+  SessionEvent,
+  SessionEventType,
+  SessionLogCheck,
+} from './session-events.ts'
 export { createAgentRuntime } from './agent-runtime.ts'
 export type {
   AgentRuntime,
@@ -49,7 +61,8 @@ export {
   createForkProvider,
   createLocalSubagentProvider,
   createSpawnProvider,
-  LOCAL_PROVIDER_CAPABILITIES,
+  FORK_PROVIDER_CAPABILITIES,
+  SPAWN_PROVIDER_CAPABILITIES,
 } from './local-subagent-provider.ts'
 export type { LocalSubagentProviderOptions } from './local-subagent-provider.ts'
 export { isInside, resolveWorkspacePath } from './workspace-path.ts'

@@ -4,7 +4,7 @@ import path from 'node:path'
 import { jsonSchema, tool } from 'ai'
 import type { ToolSet } from 'ai'
 import { MockLanguageModelV4 } from 'ai/test'
-import type { SubagentStartRequest } from '@baton/subagents'
+import type { SubagentHistoryEvent, SubagentStartRequest } from '@baton/subagents'
 import { beforeAll, describe, expect, test } from 'vitest'
 import { createAgentRuntime } from './agent-runtime.ts'
 import type { AgentRuntimeOptions, LocalAgent } from './agent-runtime.ts'
@@ -12,6 +12,9 @@ import type { LanguageModelV4, LanguageModelV4CallOptions } from './language-mod
 import { createForkProvider, createSpawnProvider } from './local-subagent-provider.ts'
 import { resolveModel } from './resolve-model.ts'
 import { createScriptRegistry } from './script-registry.ts'
+import { createScriptedModel } from './scripted-model.ts'
+import { contextSuffix } from './session-events.ts'
+import type { SessionEvent } from './session-events.ts'
 import {
   deferred,
   hangingStream,
@@ -59,11 +62,11 @@ function firstPrompt(model: MockLanguageModelV4): string[] {
 const sleep = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms))
 
 describe('spawn and fork providers', () => {
-  test('both advertise every start-time capability; only fork inherits parent context', () => {
+  test('both advertise every start-time capability but history, which only spawn takes; only fork inherits parent context', () => {
     const { spawn, fork } = setup({})
     const all = { outputSchema: true, depthLimit: true, toolFilter: true, persona: true }
-    expect(spawn.capabilities).toEqual(all)
-    expect(fork.capabilities).toEqual(all)
+    expect(spawn.capabilities).toEqual({ ...all, history: true })
+    expect(fork.capabilities).toEqual({ ...all, history: false })
     expect([spawn.name, spawn.inheritsParentContext]).toEqual(['spawn', false])
     expect([fork.name, fork.inheritsParentContext]).toEqual(['fork', true])
   })
@@ -457,5 +460,97 @@ describe('spawn and fork providers', () => {
       events.filter((event) => event.type === 'message').map((event) => event.message.role),
     ).toEqual(['user', 'assistant', 'tool', 'assistant'])
     await run.dispose()
+  })
+})
+
+describe('spawn with a resumed history', () => {
+  const text = (value: string) => [{ type: 'text' as const, text: value }]
+
+  /** A first child's log as the worker would persist and load it: plain JSON. */
+  async function persistedHistory(): Promise<SessionEvent[]> {
+    const first = createScriptedModel({ steps: [{ kind: 'text', text: 'first answer' }] })
+    const { runtime, spawn } = setup({ child: first })
+    const parent = await runtime.createAgent({ cwd })
+    const run = await spawn.start(request(parent, { prompt: text('first question') }))
+    await run.result
+    const log = run.history?.() ?? []
+    await run.dispose()
+    return JSON.parse(JSON.stringify(log)) as SessionEvent[]
+  }
+
+  test('the child model sees the resumed conversation before the new prompt, and the log gains one new turn after it', async () => {
+    const history = await persistedHistory()
+    const recall = createScriptedModel({ steps: [{ kind: 'recall' }] })
+    const { runtime, spawn } = setup({ child: recall })
+    const parent = await runtime.createAgent({ cwd })
+    const run = await spawn.start(request(parent, { history, prompt: text('second question') }))
+    expect(await run.result).toEqual({
+      output: text('first question\nsecond question'),
+      stopReason: 'completed',
+    })
+    expect(JSON.stringify(recall.calls[0]?.prompt)).toContain('first answer')
+
+    const log = run.history?.() ?? []
+    expect(log.slice(0, history.length)).toEqual(history)
+    const added = log.slice(history.length)
+    expect(added.map((event) => [event.seq, event.type])).toEqual([
+      [4, 'turn/start'],
+      [5, 'message'],
+      [6, 'message'],
+      [7, 'turn/end'],
+    ])
+    expect(contextSuffix(history, log)).toEqual({ ok: true, suffix: added })
+    await run.dispose()
+  })
+
+  const turn = (turnId: string, from: number): SessionEvent[] => [
+    { seq: from, type: 'turn/start', turnId },
+    {
+      seq: from + 1,
+      type: 'message',
+      turnId,
+      message: { role: 'user', content: 'q' },
+      steering: false,
+    },
+    { seq: from + 2, type: 'turn/end', turnId, stopReason: 'completed' },
+  ]
+
+  const invalidHistories: [string, readonly SubagentHistoryEvent[], RegExp][] = [
+    ['a gap in seq', [...turn('t1', 0), ...turn('t2', 4)], /seq 4; a seed must be contiguous/],
+    ['an unclosed turn', turn('t1', 0).slice(0, 2), /turn t1 is not finished/],
+    [
+      'a malformed message',
+      [
+        { seq: 0, type: 'turn/start', turnId: 't1' },
+        { seq: 1, type: 'message', turnId: 't1', message: { role: 'robot' }, steering: false },
+        { seq: 2, type: 'turn/end', turnId: 't1', stopReason: 'completed' },
+      ],
+      /event 1 is malformed \(message/,
+    ],
+  ]
+
+  test.each(invalidHistories)(
+    'a history with %s rejects start with INVALID_HISTORY and publishes nothing',
+    async (_, history, reason) => {
+      const recall = createScriptedModel({ steps: [{ kind: 'recall' }] })
+      const { runtime, spawn } = setup({ child: recall })
+      const parent = await runtime.createAgent({ cwd })
+      const start = spawn.start(request(parent, { history }))
+      await expect(start).rejects.toMatchObject({
+        code: 'INVALID_HISTORY',
+        message: expect.stringMatching(reason),
+      })
+      expect(runtime.sessionIds()).toEqual([parent.session.id])
+      expect(recall.calls).toHaveLength(0)
+    },
+  )
+
+  test('fork refuses a history even when called without the service', async () => {
+    const { runtime, fork } = setup({ child: createScriptedModel({ steps: [] }) })
+    const parent = await runtime.createAgent({ cwd })
+    await expect(fork.start(request(parent, { history: turn('t1', 0) }))).rejects.toMatchObject({
+      code: 'UNSUPPORTED_CAPABILITY',
+    })
+    expect(runtime.sessionIds()).toEqual([parent.session.id])
   })
 })

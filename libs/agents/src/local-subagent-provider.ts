@@ -1,17 +1,35 @@
-import { assertSupportedOutputSchema, childDepthFields, deriveChildDepth } from '@baton/subagents'
-import type { SubagentCapabilities, SubagentProvider, SubagentStartRequest } from '@baton/subagents'
+import {
+  assertSupportedOutputSchema,
+  childDepthFields,
+  deriveChildDepth,
+  SubagentError,
+} from '@baton/subagents'
+import type {
+  SubagentCapabilities,
+  SubagentHistoryEvent,
+  SubagentProvider,
+  SubagentStartRequest,
+} from '@baton/subagents'
 import { abortReason } from './abortable-delay.ts'
 import { AgentsError, AgentsErrorCode } from './agents-error.ts'
 import type { AgentRuntime } from './agent-runtime.ts'
 import { createChildLease, createLocalSubagentRun } from './local-subagent-run.ts'
-import { completedTurnPrefix } from './session-events.ts'
+import { checkSessionLog, completedTurnPrefix } from './session-events.ts'
 import type { SessionEvent } from './session-events.ts'
 
-export const LOCAL_PROVIDER_CAPABILITIES: SubagentCapabilities = Object.freeze({
+/** Spawn can also resume a child from a persisted conversation (`request.history`). */
+export const SPAWN_PROVIDER_CAPABILITIES: SubagentCapabilities = Object.freeze({
   outputSchema: true,
   depthLimit: true,
   toolFilter: true,
   persona: true,
+  history: true,
+})
+
+/** A fork's conversation is its parent's log, so it takes no other history. */
+export const FORK_PROVIDER_CAPABILITIES: SubagentCapabilities = Object.freeze({
+  ...SPAWN_PROVIDER_CAPABILITIES,
+  history: false,
 })
 
 export interface LocalSubagentProviderOptions {
@@ -21,8 +39,9 @@ export interface LocalSubagentProviderOptions {
 }
 
 /**
- * The in-process providers. `spawn` starts a child with an empty conversation; `fork` seeds it with
- * the parent's balanced completed-turn prefix. Either way the child is a new agent with its own
+ * The in-process providers. `spawn` starts a child with an empty conversation, or with
+ * `request.history` (validated before anything is created); `fork` seeds it with the parent's
+ * balanced completed-turn prefix. Either way the child is a new agent with its own
  * flat toolset, cwd inherited from the parent header, and depth parent + 1.
  */
 export function createLocalSubagentProvider(
@@ -30,15 +49,24 @@ export function createLocalSubagentProvider(
   options: LocalSubagentProviderOptions,
 ): SubagentProvider {
   const { runtime } = options
+  const name = options.name ?? mode
   return {
-    name: options.name ?? mode,
-    capabilities: LOCAL_PROVIDER_CAPABILITIES,
+    name,
+    capabilities: mode === 'fork' ? FORK_PROVIDER_CAPABILITIES : SPAWN_PROVIDER_CAPABILITIES,
     inheritsParentContext: mode === 'fork',
     async start(request: SubagentStartRequest) {
       throwIfStartAborted(request.signal)
       const depth = deriveChildDepth(request.parent, request.maxDepth)
       if (request.outputSchema !== undefined) assertSupportedOutputSchema(request.outputSchema)
-      const seed = mode === 'fork' ? forkSeed(runtime, request) : undefined
+      if (mode === 'fork' && request.history !== undefined) {
+        // The service refuses this already; a caller bypassing it must not lose the history silently.
+        throw new SubagentError(
+          'UNSUPPORTED_CAPABILITY',
+          `Subagent provider "${name}" does not support: history. A fork continues its parent's log.`,
+          { details: { provider: name, missing: ['history'] } },
+        )
+      }
+      const seed = mode === 'fork' ? forkSeed(runtime, request) : historySeed(request.history)
       const model = request.agentOptions?.model ?? request.parent.options.model
       const fields = childDepthFields(depth)
 
@@ -90,6 +118,21 @@ function forkSeed(runtime: AgentRuntime, request: SubagentStartRequest): Session
     )
   }
   return completedTurnPrefix(parent.session.events())
+}
+
+/** A persisted conversation becomes the child's seed only if it is a valid balanced log. */
+function historySeed(
+  history: readonly SubagentHistoryEvent[] | undefined,
+): SessionEvent[] | undefined {
+  if (history === undefined) return undefined
+  const checked = checkSessionLog(history)
+  if (!checked.ok) {
+    throw new AgentsError(
+      AgentsErrorCode.INVALID_HISTORY,
+      `Cannot resume from this history: ${checked.reason}.`,
+    )
+  }
+  return checked.events
 }
 
 function throwIfStartAborted(signal: AbortSignal): void {

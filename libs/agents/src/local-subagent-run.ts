@@ -41,7 +41,10 @@ export interface LocalSubagentRunInit {
   readonly outputSchema?: StructuredOutputSchema
 }
 
-/** A run handle over one turn of a published in-process child. Its id is the child session id. */
+/**
+ * A run handle over one turn of a published in-process child. Its id is the child session id;
+ * `history()` is the child's whole session log, so a resumed run sees earlier turns too.
+ */
 export function createLocalSubagentRun(init: LocalSubagentRunInit): SubagentRun {
   const { child } = init
   const release = init.lease.acquire()
@@ -93,6 +96,7 @@ export function createLocalSubagentRun(init: LocalSubagentRunInit): SubagentRun 
         }),
       )
     },
+    history: () => child.session.events(),
   }
 }
 

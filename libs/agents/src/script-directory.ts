@@ -23,6 +23,7 @@ const stepSchema = z.discriminatedUnion('kind', [
     ...delay,
   }),
   z.strictObject({ kind: z.literal('hang'), text: z.string().optional(), ...delay }),
+  z.strictObject({ kind: z.literal('recall'), ...delay }),
 ])
 const scriptSchema = z.strictObject({ steps: z.array(stepSchema).min(1) })
 

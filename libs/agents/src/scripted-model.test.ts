@@ -1,6 +1,10 @@
+import { mkdtemp, writeFile } from 'node:fs/promises'
+import { tmpdir } from 'node:os'
+import path from 'node:path'
 import { generateText, jsonSchema, tool } from 'ai'
 import { describe, expect, test } from 'vitest'
 import { runAgent } from './run-agent.ts'
+import { loadScriptDirectory } from './script-directory.ts'
 import { createScriptRegistry } from './script-registry.ts'
 import { createScriptedModel } from './scripted-model.ts'
 
@@ -105,5 +109,46 @@ describe('scripted model', () => {
     expect(first).not.toBe(second)
     expect(first.calls).toHaveLength(0)
     expect(second.calls).toHaveLength(0)
+  })
+
+  test('a recall step answers with the text of every user message it was given, one per line', async () => {
+    const model = createScriptedModel({ steps: [{ kind: 'recall' }] })
+    const outcome = await runAgent({
+      model,
+      history: [
+        { role: 'user', content: 'first question' },
+        { role: 'assistant', content: 'first answer' },
+        {
+          role: 'user',
+          content: [
+            { type: 'text', text: 'second ' },
+            { type: 'text', text: 'question' },
+          ],
+        },
+        { role: 'assistant', content: 'second answer' },
+      ],
+      prompt: 'third question',
+    })
+    expect(outcome.stopReason).toBe('completed')
+    expect(outcome.output).toEqual([
+      { type: 'text', text: 'first question\nsecond question\nthird question' },
+    ])
+  })
+
+  test('doGenerate serves a recall step as text with finish reason stop', async () => {
+    const model = createScriptedModel({ steps: [{ kind: 'recall' }] })
+    const result = await generateText({ model, system: 'rules', prompt: 'only this' })
+    expect(result.text).toBe('only this')
+    expect(result.finishReason).toBe('stop')
+  })
+
+  test('a script file may use a recall step', async () => {
+    const dir = await mkdtemp(path.join(tmpdir(), 'baton-scripts-'))
+    await writeFile(
+      path.join(dir, 'echo-history.json'),
+      JSON.stringify({ steps: [{ kind: 'recall', delayMs: 5 }] }),
+    )
+    const registry = await loadScriptDirectory(dir)
+    expect(registry.get('echo-history')).toEqual({ steps: [{ kind: 'recall', delayMs: 5 }] })
   })
 })

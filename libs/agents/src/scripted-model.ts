@@ -44,6 +44,11 @@ export type ScriptStep =
     })
   /** Emit optional text, then never finish until the call's abort signal fires. */
   | (ScriptStepBase & { readonly kind: 'hang'; readonly text?: string })
+  /**
+   * Answer with the text of every user message in the call's prompt, in order, one per line: shows
+   * which conversation (history, prompt, steering) the model was actually given.
+   */
+  | (ScriptStepBase & { readonly kind: 'recall' })
 
 export interface Script {
   readonly steps: readonly ScriptStep[]
@@ -94,6 +99,7 @@ export function createScriptedModel(
     const { step, callIndex } = nextStep(callOptions)
     if (step.delayMs !== undefined) await abortableDelay(step.delayMs, signal)
     if (signal?.aborted === true) throw abortReason(signal)
+    const text = textOf(step, callOptions)
     const content: LanguageModelV4Content[] = []
     switch (step.kind) {
       case 'fail':
@@ -101,21 +107,20 @@ export function createScriptedModel(
       case 'hang':
         return untilAborted(signal)
       case 'tool-calls':
-        if (step.text !== undefined) content.push({ type: 'text', text: step.text })
+        if (text !== undefined) content.push({ type: 'text', text })
         step.calls.forEach((call, index) => content.push(toolCallContent(call, callIndex, index)))
         break
       case 'text':
-        content.push({ type: 'text', text: step.text })
-        break
+      case 'recall':
       case 'refusal':
       case 'max-tokens':
-        if (step.text !== undefined) content.push({ type: 'text', text: step.text })
+        if (text !== undefined) content.push({ type: 'text', text })
         break
     }
     return {
       content,
       finishReason: finishReasonOf(step),
-      usage: usageOf(callOptions, textOf(step)),
+      usage: usageOf(callOptions, text),
       warnings: [],
     }
   }
@@ -135,7 +140,7 @@ export function createScriptedModel(
           if (signal?.aborted === true) throw abortReason(signal)
           controller.enqueue({ type: 'stream-start', warnings: [] })
           if (step.delayMs !== undefined) await abortableDelay(step.delayMs, signal)
-          const text = textOf(step)
+          const text = textOf(step, callOptions)
           if (text !== undefined && text !== '') {
             const id = `text-${callIndex}`
             controller.enqueue({ type: 'text-start', id })
@@ -188,10 +193,12 @@ function toolCallContent(call: ScriptedToolCall, callIndex: number, index: numbe
   }
 }
 
-function textOf(step: ScriptStep): string | undefined {
+function textOf(step: ScriptStep, callOptions: LanguageModelV4CallOptions): string | undefined {
   switch (step.kind) {
     case 'text':
       return step.text
+    case 'recall':
+      return recalledText(callOptions)
     case 'fail':
       return step.afterText
     case 'tool-calls':
@@ -211,10 +218,22 @@ function finishReasonOf(step: ScriptStep): LanguageModelV4FinishReason {
     case 'max-tokens':
       return { unified: 'length', raw: 'max_tokens' }
     case 'text':
+    case 'recall':
     case 'fail':
     case 'hang':
       return { unified: 'stop', raw: 'stop' }
   }
+}
+
+/** Each user message's text parts, joined, one message per line; messages without text are skipped. */
+function recalledText(callOptions: LanguageModelV4CallOptions): string {
+  const lines: string[] = []
+  for (const message of callOptions.prompt) {
+    if (message.role !== 'user') continue
+    const texts = message.content.flatMap((part) => (part.type === 'text' ? [part.text] : []))
+    if (texts.length > 0) lines.push(texts.join(''))
+  }
+  return lines.join('\n')
 }
 
 /** Roughly four characters a token: deterministic, and close enough for demos to look plausible. */

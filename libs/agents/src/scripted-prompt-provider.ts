@@ -2,6 +2,7 @@ import { randomUUID } from 'node:crypto'
 import { setTimeout as sleep } from 'node:timers/promises'
 import { z } from 'zod'
 import { FailureCategory } from '@baton/contracts'
+import { NO_START_CAPABILITIES } from '@baton/subagents'
 import type {
   ContentBlock,
   SubagentProvider,
@@ -114,7 +115,7 @@ async function runScript(
 export function createScriptedPromptProvider(): SubagentProvider {
   return {
     name: 'scripted',
-    capabilities: { outputSchema: false, depthLimit: false, toolFilter: false, persona: false },
+    capabilities: NO_START_CAPABILITIES,
     inheritsParentContext: false,
     start(request: SubagentStartRequest): Promise<SubagentRun> {
       if (request.signal.aborted) return Promise.reject(new Error('start aborted'))

@@ -1,4 +1,6 @@
 import type { ModelMessage } from 'ai'
+import { z } from 'zod'
+import { canonicalJson } from '@baton/contracts'
 import type { SubagentStopReason } from '@baton/subagents'
 
 /**
@@ -76,4 +78,93 @@ export function seedViolation(events: readonly SessionEvent[]): string | undefin
   return open === undefined
     ? undefined
     : `turn ${open} is not finished; a seed must be a balanced completed-turn prefix`
+}
+
+const seq = z.number().int().min(0)
+const turnId = z.string().min(1)
+const contentParts = z.array(z.looseObject({ type: z.string().min(1) }))
+const messageSchema = z.discriminatedUnion('role', [
+  z.looseObject({ role: z.literal('system'), content: z.string() }),
+  z.looseObject({ role: z.literal('user'), content: z.union([z.string(), contentParts]) }),
+  z.looseObject({ role: z.literal('assistant'), content: z.union([z.string(), contentParts]) }),
+  z.looseObject({ role: z.literal('tool'), content: contentParts }),
+])
+const stopReasons = [
+  'completed',
+  'aborted',
+  'error',
+  'max-tokens',
+  'refusal',
+] as const satisfies readonly SubagentStopReason[]
+
+/**
+ * The shape of one `SessionEvent` read back from outside the process (a persisted log). Messages
+ * are checked as far as the runtime reads them — a role and content — and otherwise kept as given.
+ */
+export const sessionEventSchema = z.discriminatedUnion('type', [
+  z.strictObject({ seq, type: z.literal('turn/start'), turnId }),
+  z.strictObject({
+    seq,
+    type: z.literal('message'),
+    turnId,
+    message: messageSchema,
+    steering: z.boolean(),
+  }),
+  z.strictObject({
+    seq,
+    type: z.literal('turn/end'),
+    turnId,
+    stopReason: z.enum(stopReasons),
+    failureCategory: z.string().optional(),
+  }),
+])
+
+export type SessionLogCheck =
+  | { readonly ok: true; readonly events: SessionEvent[] }
+  | { readonly ok: false; readonly reason: string }
+
+/**
+ * Validate a log that came from outside the process: every event against `sessionEventSchema`,
+ * then the seed invariants (contiguous from 0, balanced).
+ */
+export function checkSessionLog(log: readonly unknown[]): SessionLogCheck {
+  const parsed = z.array(sessionEventSchema).safeParse(log)
+  if (!parsed.success) return { ok: false, reason: describeIssue(parsed.error) }
+  // The schema checks what the runtime reads; message content is otherwise replayed as given.
+  const events = parsed.data as SessionEvent[]
+  const violation = seedViolation(events)
+  return violation === undefined ? { ok: true, events } : { ok: false, reason: violation }
+}
+
+function describeIssue(error: z.ZodError): string {
+  const issue = error.issues[0]
+  if (issue === undefined) return 'the log is malformed'
+  const [index, ...field] = issue.path.map(String)
+  if (index === undefined) return `the log is malformed: ${issue.message}`
+  const where = field.length === 0 ? '' : ` (${field.join('.')})`
+  return `event ${index} is malformed${where}: ${issue.message}`
+}
+
+export type ContextSuffix =
+  | { readonly ok: true; readonly suffix: SessionEvent[] }
+  | { readonly ok: false; readonly reason: string }
+
+/**
+ * The new events a resumed child contributes: `log` must start with exactly `seed` (compared as
+ * canonical JSON via canonicalJson from @baton/contracts), be a valid balanced log (schema +
+ * seedViolation), and only the part after the seed is returned. Both being balanced, the suffix
+ * is whole turns; an empty seed makes the whole log the suffix.
+ */
+export function contextSuffix(seed: readonly unknown[], log: readonly unknown[]): ContextSuffix {
+  const resumed = checkSessionLog(seed)
+  if (!resumed.ok) return { ok: false, reason: `the resumed history is invalid: ${resumed.reason}` }
+  if (log.length < seed.length)
+    return { ok: false, reason: 'the log is shorter than the resumed history' }
+  const checked = checkSessionLog(log)
+  if (!checked.ok) return checked
+  for (const [index, event] of resumed.events.entries()) {
+    if (canonicalJson(event) !== canonicalJson(checked.events[index]))
+      return { ok: false, reason: `the log rewrites event ${index} of the resumed history` }
+  }
+  return { ok: true, suffix: checked.events.slice(seed.length) }
 }

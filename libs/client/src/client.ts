@@ -1,4 +1,5 @@
 import type {
+  AgentContextView,
   AnyAttemptView,
   DelegationAccepted,
   DelegationMetadata,
@@ -47,6 +48,8 @@ export interface BatonClient {
     reason?: string,
   ): Promise<{ attemptId: string; outcome: 'cancelled_queued' | 'cancel_requested' }>
   steer(attemptId: string, content: Prompt): Promise<{ attemptId: string; sequence: number }>
+  /** The agent's durable history: only what its attempts' terminal commits appended. */
+  getAgentContext(agentId: string): Promise<AgentContextView>
 }
 
 export interface CreateClientOptions {
@@ -105,5 +108,6 @@ export function createBatonClient(options: CreateClientOptions): BatonClient {
     cancel: (attemptId, reason) =>
       call('POST', `${attemptPath(attemptId)}/cancel`, reason === undefined ? {} : { reason }),
     steer: (attemptId, content) => call('POST', `${attemptPath(attemptId)}/steer`, { content }),
+    getAgentContext: (agentId) => call('GET', `/v1/agents/${encodeURIComponent(agentId)}/context`),
   }
 }

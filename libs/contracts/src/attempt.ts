@@ -19,6 +19,8 @@ export const FailureCategory = {
   Shutdown: 'shutdown',
   ProviderFault: 'provider_fault',
   UnknownStopReason: 'unknown_stop_reason',
+  /** The child's history did not extend the history it was resumed from; nothing was appended. */
+  ContextRejected: 'context_rejected',
 } as const
 export type FailureCategory = (typeof FailureCategory)[keyof typeof FailureCategory]
 
@@ -44,10 +46,30 @@ export interface TerminalAttemptView extends AttemptView {
   readonly digest: string
   readonly failureCategory: string | null
   readonly terminalAt: string
+  /** The events this attempt appended to its agent's history, or null when it appended none. */
+  readonly context: { readonly baseSeq: number; readonly eventCount: number } | null
 }
 
 export type AnyAttemptView = AttemptView | TerminalAttemptView
 
 export function isTerminalView(view: AnyAttemptView): view is TerminalAttemptView {
   return view.status === 'terminal'
+}
+
+/** One event of an agent's durable history, with the attempt whose terminal commit appended it. */
+export interface ContextEventView {
+  readonly seq: number
+  readonly attemptId: string
+  readonly event: unknown
+}
+
+/**
+ * An agent's durable history: the events its attempts contributed, in order. An attempt's events
+ * appear only once its terminal commit succeeded; a continuation resumes from exactly this.
+ */
+export interface AgentContextView {
+  readonly agentId: string
+  readonly sessionId: string
+  readonly name: string
+  readonly events: readonly ContextEventView[]
 }

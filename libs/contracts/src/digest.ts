@@ -8,6 +8,7 @@ import { createHash } from 'node:crypto'
 const RESULT_DOMAIN = 'baton.result.v1'
 const TERMINAL_DOMAIN = 'baton.terminal.v1'
 const REQUEST_DOMAIN = 'baton.request.v1'
+const CONTEXT_DOMAIN = 'baton.context.v1'
 
 function domainDigest(domain: string, payload: string | Uint8Array): string {
   const hash = createHash('sha256')
@@ -58,10 +59,28 @@ export interface TerminalProjection {
   readonly outputBytes: number
   readonly outputDigest: string
   readonly failureCategory: string | null
+  /**
+   * The context delta the commit appends to its agent's history; absent when it appends none (so
+   * fingerprints of commits without a delta are unchanged by this field's existence).
+   */
+  readonly context?: ContextDeltaBinding
+}
+
+/** What a terminal commit binds of the history it appends: where it starts, its size, its digest. */
+export interface ContextDeltaBinding {
+  /** The agent's history length the delta continues from (its first event's `seq`). */
+  readonly baseSeq: number
+  readonly eventCount: number
+  readonly digest: string
 }
 
 export function terminalFingerprint(projection: TerminalProjection): string {
   return domainDigest(TERMINAL_DOMAIN, canonicalJson(projection))
+}
+
+/** Digest of a context delta: the canonical JSON of its events, in order. */
+export function contextDigest(events: readonly unknown[]): string {
+  return domainDigest(CONTEXT_DOMAIN, canonicalJson(events))
 }
 
 /** Digest of what a delegation request asks for, to recognise an idempotent retry. */

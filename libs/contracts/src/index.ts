@@ -1,7 +1,13 @@
 export { BatonError, ErrorCode } from './errors.ts'
 export type { BatonErrorOptions, ErrorBody } from './errors.ts'
-export { canonicalJson, requestDigest, resultDigest, terminalFingerprint } from './digest.ts'
-export type { TerminalProjection } from './digest.ts'
+export {
+  canonicalJson,
+  contextDigest,
+  requestDigest,
+  resultDigest,
+  terminalFingerprint,
+} from './digest.ts'
+export type { ContextDeltaBinding, TerminalProjection } from './digest.ts'
 export {
   ATTEMPT_STATUSES,
   FailureCategory,
@@ -10,8 +16,10 @@ export {
   stopReasonSchema,
 } from './attempt.ts'
 export type {
+  AgentContextView,
   AnyAttemptView,
   AttemptStatus,
+  ContextEventView,
   AttemptView,
   StopReason,
   TerminalAttemptView,

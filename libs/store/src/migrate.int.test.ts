@@ -35,11 +35,13 @@ describe('migrations', () => {
           '0001-ledger',
           '0002-steering',
           '0003-idempotency',
+          '0004-context',
         ])
         expect((await migrateToLatest(db)).applied).toEqual([
           '0001-ledger',
           '0002-steering',
           '0003-idempotency',
+          '0004-context',
         ])
         const tables = await sql<{ table_name: string }>`
           select table_name from information_schema.tables where table_schema = 'public' order by 1
@@ -51,6 +53,7 @@ describe('migrations', () => {
             'agents',
             'attempts',
             'attempt_transitions',
+            'agent_context_events',
           ]),
         )
         expect((await migrateToLatest(db)).applied).toEqual([])
@@ -73,11 +76,12 @@ describe('migrations', () => {
           '0001-ledger',
           '0002-steering',
           '0003-idempotency',
+          '0004-context',
         ])
         const executed = await sql<{
           n: number
         }>`select count(*)::int as n from kysely_migration`.execute(a)
-        expect(executed.rows[0]?.n).toBe(3)
+        expect(executed.rows[0]?.n).toBe(ra.applied.length + rb.applied.length)
       } finally {
         await a.destroy()
         await b.destroy()

@@ -9,12 +9,14 @@ import type { Db } from './db.ts'
 import * as m0001 from './migrations/0001-ledger.ts'
 import * as m0002 from './migrations/0002-steering.ts'
 import * as m0003 from './migrations/0003-idempotency.ts'
+import * as m0004 from './migrations/0004-context.ts'
 
 /** Every migration, in order. Numbered and append-only. */
 const MIGRATIONS: Readonly<Record<string, Migration>> = {
   '0001-ledger': m0001,
   '0002-steering': m0002,
   '0003-idempotency': m0003,
+  '0004-context': m0004,
 }
 
 const provider: MigrationProvider = {

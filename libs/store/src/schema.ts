@@ -48,6 +48,9 @@ export interface AttemptTable {
   steer_sequence: Generated<number>
   idempotency_key: string | null
   request_digest: string | null
+  context_base: number | null
+  context_event_count: number | null
+  context_digest: string | null
 }
 export type AttemptRow = Selectable<AttemptTable>
 
@@ -70,6 +73,13 @@ export interface AttemptMessageTable {
   delivered_at: Date | null
 }
 
+export interface AgentContextEventTable {
+  agent_id: string
+  seq: number
+  attempt_id: string
+  event: ColumnType<unknown, string, never>
+}
+
 export interface DB {
   namespaces: NamespaceTable
   sessions: SessionTable
@@ -77,4 +87,5 @@ export interface DB {
   attempts: AttemptTable
   attempt_transitions: AttemptTransitionTable
   attempt_messages: AttemptMessageTable
+  agent_context_events: AgentContextEventTable
 }

@@ -6,6 +6,7 @@ export type {
   SessionId,
   StructuredOutputSchema,
   SubagentCapabilities,
+  SubagentHistoryEvent,
   SubagentProvider,
   SubagentResult,
   SubagentRun,
@@ -19,7 +20,7 @@ export type {
 export { isSubagentError, SubagentError, SubagentErrorCode } from './errors.ts'
 export type { SubagentErrorOptions } from './errors.ts'
 
-export { createSubagentService } from './subagent-service.ts'
+export { NO_START_CAPABILITIES, createSubagentService } from './subagent-service.ts'
 export type {
   SubagentRunEnd,
   SubagentRunIdentity,

@@ -15,13 +15,22 @@ const NO_CAPABILITIES: SubagentCapabilities = {
   depthLimit: false,
   toolFilter: false,
   persona: false,
+  history: false,
 }
 const ALL_CAPABILITIES: SubagentCapabilities = {
   outputSchema: true,
   depthLimit: true,
   toolFilter: true,
   persona: true,
+  history: true,
 }
+
+/** One completed turn, as a persisted child log would hold it. */
+const HISTORY = [
+  { seq: 0, type: 'turn/start', turnId: 't1' },
+  { seq: 1, type: 'message', turnId: 't1', message: { role: 'user', content: 'q' } },
+  { seq: 2, type: 'turn/end', turnId: 't1', stopReason: 'completed' },
+] as const
 
 function parentAgent(depth?: number): Agent {
   return {
@@ -114,6 +123,7 @@ describe('createSubagentService', () => {
     ['depthLimit', { maxDepth: 3 }],
     ['toolFilter', { toolFilter: { deny: ['bash'] } }],
     ['persona', { persona: 'You are terse.' }],
+    ['history', { history: HISTORY }],
   ] as const)(
     'rejects a request needing a capability the provider lacks before calling start (%s)',
     async (capability, fields) => {
@@ -136,6 +146,7 @@ describe('createSubagentService', () => {
       maxDepth: 1,
       toolFilter: { deny: [] },
       persona: 'p',
+      history: HISTORY,
     })
     await service.start('spawn', req)
     expect(fake.starts).toEqual([req])

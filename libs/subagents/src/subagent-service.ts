@@ -65,11 +65,21 @@ export interface SubagentService {
   on(listener: SubagentServiceListener): () => void
 }
 
+/** A provider that supports no start-time feature: the service rejects every optional request field. */
+export const NO_START_CAPABILITIES: SubagentCapabilities = Object.freeze({
+  outputSchema: false,
+  depthLimit: false,
+  toolFilter: false,
+  persona: false,
+  history: false,
+})
+
 const CAPABILITY_OF_FIELD = {
   outputSchema: 'outputSchema',
   maxDepth: 'depthLimit',
   toolFilter: 'toolFilter',
   persona: 'persona',
+  history: 'history',
 } as const satisfies Record<string, keyof SubagentCapabilities>
 
 export function createSubagentService(options: SubagentServiceOptions = {}): SubagentService {

@@ -49,6 +49,15 @@ export interface SubagentCapabilities {
   readonly depthLimit: boolean
   readonly toolFilter: boolean
   readonly persona: boolean
+  /** The provider accepts `request.history`: it can resume a child from a persisted log. */
+  readonly history: boolean
+}
+
+/** One event of a child's conversation log, as JSON. The in-process runtime's SessionEvent is one. */
+export interface SubagentHistoryEvent {
+  readonly seq: number
+  readonly type: string
+  readonly [field: string]: unknown
 }
 
 /** A JSON Schema object within the subset `assertSupportedOutputSchema` accepts. */
@@ -70,6 +79,11 @@ export interface SubagentStartRequest {
   readonly maxDepth?: number
   readonly toolFilter?: ToolRestriction
   readonly persona?: string
+  /**
+   * A durable conversation to resume from: a balanced completed-turn log contiguous from seq 0.
+   * The provider validates it before creating anything. Requires `capabilities.history`.
+   */
+  readonly history?: readonly SubagentHistoryEvent[]
 }
 
 /** Why a run ended. Merge-extensible: consumers treat an unknown reason as a failure. */
@@ -104,6 +118,11 @@ export interface SubagentRun {
   sendMessage?(content: readonly ContentBlock[]): void
   /** Resume capability: a follow-up on a settled child, returning a fresh run. */
   resume?(content: readonly ContentBlock[]): Promise<SubagentRun>
+  /**
+   * History capability: a snapshot of the child's conversation log, with any resumed history as
+   * its prefix. Only what a caller has validated (and persisted) should be trusted as context.
+   */
+  history?(): readonly SubagentHistoryEvent[]
 }
 
 /** A child-agent transport registered under a unique name. */

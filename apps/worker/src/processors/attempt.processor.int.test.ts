@@ -8,14 +8,21 @@ import {
   acceptDelegation,
   claimAttempt,
   commitTerminal,
+  getAgentContext,
   getAttempt,
   type CommitTerminalInput,
   type CommitTerminalOutcome,
+  type Db,
 } from '@baton/store'
-import { describe, eventually, expect, test } from '@baton/testing'
+import {
+  NO_START_CAPABILITIES,
+  type SubagentHistoryEvent,
+  type SubagentProvider,
+} from '@baton/subagents'
+import { describe, eventually, expect, historyTurn, test } from '@baton/testing'
 import { createLeaseKeeper } from '../lease/lease-keeper.ts'
 import { createSteeringDelivery } from '../steering/steering-delivery.ts'
-import { builtInSubagents } from '../subagents/subagent-catalog.ts'
+import { builtInSubagents, type WorkerSubagents } from '../subagents/subagent-catalog.ts'
 import { createAttemptProcessor } from './attempt.processor.ts'
 
 const quiet = createLogger({ service: 'test', level: 'silent' })
@@ -54,34 +61,14 @@ describe('attempt processor', () => {
       outcomes.push(outcome)
       return outcome
     }
-    const publisher = createControlPublisher({ connection: { url: redisUrl }, prefix: queuePrefix })
-    const leaseKeeper = createLeaseKeeper({
-      db,
+    const harness = startProcessor(
+      { db, redisUrl, queuePrefix },
       ownerId,
-      leaseTtlMs: 10_000,
-      heartbeatIntervalMs: 1_000,
-      logger: quiet,
-    })
-    const processor = createAttemptProcessor({
-      db,
-      ownerId,
-      claim: (id) => claimAttempt(db, { attemptId: id, ownerId, leaseTtlMs: 10_000 }),
+      builtInSubagents(),
       commit,
-      heartbeatIntervalMs: 200,
-      workspaceDir: process.cwd(),
-      leaseKeeper,
-      subagents: builtInSubagents(),
-      steering: createSteeringDelivery({ db, ownerId, logger: quiet }),
-      publisher,
-      logger: quiet,
-    })
-    const worker = new Worker<AttemptJob>(QueueName.Attempts, processor, {
-      connection: { url: redisUrl },
-      prefix: queuePrefix,
-    })
-    const queue = createAttemptQueue({ connection: { url: redisUrl }, prefix: queuePrefix })
+    )
     try {
-      await enqueueAttempt(queue, attemptId)
+      await enqueueAttempt(harness.queue, attemptId)
       const view = await eventually(async () => {
         const v = await getAttempt(db, attemptId)
         return v?.status === 'terminal' ? v : undefined
@@ -94,10 +81,169 @@ describe('attempt processor', () => {
       `.execute(db)
       expect(committed.rows[0]?.n).toBe(1)
     } finally {
+      await harness.close()
+    }
+  })
+})
+
+/**
+ * A provider that can resume from history and reports a log: the history it was given (or a
+ * tampered copy) followed by one new turn. It records the history each start received.
+ */
+function historyProvider(tamper: boolean) {
+  const received: (readonly SubagentHistoryEvent[] | undefined)[] = []
+  const provider: SubagentProvider = {
+    name: 'history-fake',
+    capabilities: { ...NO_START_CAPABILITIES, history: true },
+    inheritsParentContext: false,
+    start(request) {
+      received.push(request.history)
+      const resumed = request.history ?? []
+      const prefix = tamper
+        ? resumed.map((e, i) =>
+            i === 1 ? { ...e, message: { role: 'user', content: 'forged' } } : e,
+          )
+        : resumed
+      const log = [...prefix, ...historyTurn(resumed.length, 'new work')]
+      return Promise.resolve({
+        id: randomUUID(),
+        localAgent: undefined,
+        result: Promise.resolve({
+          output: [{ type: 'text', text: 'ok' }],
+          stopReason: 'completed',
+        }),
+        dispose: () => Promise.resolve(),
+        history: () => log,
+      })
+    },
+  }
+  return { provider, received }
+}
+
+describe('attempt processor: context deltas', () => {
+  test.for([
+    { tamper: false, expected: 'appends only the new suffix' },
+    { tamper: true, expected: 'fails closed when the log rewrites the resumed history' },
+  ])('a resumed child $expected', async ({ tamper }, { db, redisUrl, queuePrefix }) => {
+    const ownerId = `owner-${randomUUID().slice(0, 8)}`
+    // The agent's first attempt committed one turn of history.
+    const firstId = randomUUID()
+    const accepted = await acceptDelegation(db, {
+      sessionId: 'resume',
+      name: 'scripted',
+      prompt: [{ type: 'text', text: 'first' }],
+      metadata: {},
+      attemptId: firstId,
+      newAgentId: randomUUID(),
+    })
+    if (accepted.kind !== 'accepted') throw new Error(accepted.kind)
+    const claim = await claimAttempt(db, { attemptId: firstId, ownerId, leaseTtlMs: 10_000 })
+    if (claim.kind !== 'claimed') throw new Error(claim.kind)
+    const agentId = claim.attempt.agentId
+    await commitTerminal(db, {
+      attemptId: firstId,
+      ownerId,
+      ownerGeneration: claim.attempt.ownerGeneration,
+      result: {
+        stopReason: 'completed',
+        output: 'one',
+        failureCategory: null,
+        context: { baseSeq: 0, events: historyTurn(0, 'first') },
+      },
+    })
+    // The continuation runs through the processor.
+    const attemptId = randomUUID()
+    await acceptDelegation(db, {
+      sessionId: 'resume',
+      name: 'scripted',
+      prompt: [{ type: 'text', text: 'second' }],
+      metadata: {},
+      attemptId,
+      newAgentId: randomUUID(),
+      agentId,
+    })
+    const fake = historyProvider(tamper)
+    const harness = startProcessor(
+      { db, redisUrl, queuePrefix },
+      ownerId,
+      builtInSubagents(fake.provider),
+    )
+    try {
+      await enqueueAttempt(harness.queue, attemptId)
+      const view = await eventually(async () => {
+        const v = await getAttempt(db, attemptId)
+        return v?.status === 'terminal' ? v : undefined
+      })
+      expect(fake.received).toEqual([historyTurn(0, 'first')])
+      const history = (await getAgentContext(db, agentId))?.events ?? []
+      if (tamper) {
+        expect(view).toMatchObject({
+          stopReason: 'error',
+          failureCategory: 'context_rejected',
+          context: null,
+        })
+        expect(history.map((e) => e.event)).toEqual(historyTurn(0, 'first'))
+      } else {
+        expect(view).toMatchObject({
+          stopReason: 'completed',
+          context: { baseSeq: 3, eventCount: 3 },
+        })
+        expect(history.map((e) => e.event)).toEqual([
+          ...historyTurn(0, 'first'),
+          ...historyTurn(3, 'new work'),
+        ])
+        expect(history.slice(3).every((e) => e.attemptId === attemptId)).toBe(true)
+      }
+    } finally {
+      await harness.close()
+    }
+  })
+})
+
+/**
+ * The processor under a BullMQ worker, with the real claim against the ledger and the real commit
+ * unless `commit` stands in for it (to inject a fault).
+ */
+function startProcessor(
+  { db, redisUrl, queuePrefix }: { db: Db; redisUrl: string; queuePrefix: string },
+  ownerId: string,
+  subagents: WorkerSubagents,
+  commit: (input: CommitTerminalInput) => Promise<CommitTerminalOutcome> = (input) =>
+    commitTerminal(db, input),
+) {
+  const publisher = createControlPublisher({ connection: { url: redisUrl }, prefix: queuePrefix })
+  const leaseKeeper = createLeaseKeeper({
+    db,
+    ownerId,
+    leaseTtlMs: 10_000,
+    heartbeatIntervalMs: 1_000,
+    logger: quiet,
+  })
+  const processor = createAttemptProcessor({
+    db,
+    ownerId,
+    claim: (id) => claimAttempt(db, { attemptId: id, ownerId, leaseTtlMs: 10_000 }),
+    commit,
+    heartbeatIntervalMs: 200,
+    workspaceDir: process.cwd(),
+    leaseKeeper,
+    subagents,
+    steering: createSteeringDelivery({ db, ownerId, logger: quiet }),
+    publisher,
+    logger: quiet,
+  })
+  const worker = new Worker<AttemptJob>(QueueName.Attempts, processor, {
+    connection: { url: redisUrl },
+    prefix: queuePrefix,
+  })
+  const queue = createAttemptQueue({ connection: { url: redisUrl }, prefix: queuePrefix })
+  return {
+    queue,
+    async close() {
       await worker.close()
       await queue.close()
       await publisher.close()
       await leaseKeeper.stop()
-    }
-  })
-})
+    },
+  }
+}

@@ -3,10 +3,13 @@ import type { Job } from 'bullmq'
 import { FailureCategory, attemptJobSchema, type AttemptJob } from '@baton/contracts'
 import type { Logger } from '@baton/observability'
 import type { ControlPublisher } from '@baton/queue'
+import type { SubagentHistoryEvent } from '@baton/subagents'
 import {
   commitProcessLoss,
+  getAgentContext,
   isTransientStoreError,
   type ClaimAttemptOutcome,
+  type ClaimedAttempt,
   type CommitTerminalInput,
   type CommitTerminalOutcome,
   type Db,
@@ -77,17 +80,20 @@ export function createAttemptProcessor(deps: AttemptProcessorDeps) {
     jobSignal?.addEventListener('abort', onJobAbort, { once: true })
     try {
       log.debug({ generation: claim.attempt.ownerGeneration }, 'attempt claimed')
+      const history = await loadHistory(deps, execution, claim.attempt, log)
+      if (history === undefined) {
+        log.warn('lease lost before the child started; writing nothing')
+        return
+      }
       const result: TerminalResultInput =
         entry === undefined
           ? { stopReason: 'error', output: '', failureCategory: 'unknown_subagent' }
-          : await runChild(
-              deps.subagents,
-              entry,
-              claim.attempt,
-              execution.signal,
-              deps.workspaceDir,
-              (run) => deps.steering.attach(execution, run),
-            )
+          : await runChild(deps.subagents, entry, claim.attempt, {
+              signal: execution.signal,
+              workspaceDir: deps.workspaceDir,
+              history,
+              onRun: (run) => deps.steering.attach(execution, run),
+            })
       if (execution.lost) {
         log.warn('lease lost during execution; writing nothing')
         return
@@ -121,6 +127,34 @@ function withAbortCategory(result: TerminalResultInput, signal: AbortSignal): Te
 }
 
 /**
+ * The agent's durable history for a continuation (empty for a new agent), read while this worker
+ * owns the attempt: transient store failures are retried at or below the heartbeat interval, and
+ * `undefined` means the lease was confirmed lost meanwhile.
+ */
+async function loadHistory(
+  deps: AttemptProcessorDeps,
+  execution: OwnedExecution,
+  attempt: ClaimedAttempt,
+  log: Logger,
+): Promise<readonly SubagentHistoryEvent[] | undefined> {
+  if (attempt.contextLength === 0) return []
+  let delayMs = 50
+  for (;;) {
+    if (execution.lost) return undefined
+    try {
+      const context = await getAgentContext(deps.db, attempt.agentId)
+      // The provider validates the events before it adopts them.
+      return (context?.events ?? []).map((e) => e.event as SubagentHistoryEvent)
+    } catch (error) {
+      if (!isTransientStoreError(error)) throw error
+      log.warn({ err: error, delayMs }, 'reading the agent history failed transiently; retrying')
+      await sleep(delayMs)
+      delayMs = Math.min(delayMs * 2, deps.heartbeatIntervalMs)
+    }
+  }
+}
+
+/**
  * Commits the terminal result, retrying transient store failures at or below the heartbeat
  * interval for as long as the lease is ours. A commit applied whose response was lost comes back
  * as `replayed` on the retry (same fingerprint).
@@ -128,9 +162,10 @@ function withAbortCategory(result: TerminalResultInput, signal: AbortSignal): Te
 async function commitWithRetry(
   deps: AttemptProcessorDeps,
   execution: OwnedExecution,
-  result: TerminalResultInput,
+  terminal: TerminalResultInput,
   log: Logger,
 ): Promise<CommitTerminalOutcome | 'abandoned'> {
+  let result = terminal
   let delayMs = 50
   for (;;) {
     try {
@@ -145,6 +180,15 @@ async function commitWithRetry(
         case 'replayed':
           log.debug({ outcome, stopReason: result.stopReason }, 'terminal committed')
           return outcome
+        case 'context_conflict':
+          // The history moved on under this attempt: record the outcome, append nothing.
+          log.warn('context delta does not extend the agent history; committing without it')
+          result = {
+            stopReason: 'error',
+            output: result.output,
+            failureCategory: FailureCategory.ContextRejected,
+          }
+          continue
         case 'refused':
         case 'lease_lost':
         case 'stale_fence':

@@ -1,45 +1,61 @@
 import { FailureCategory, STOP_REASONS, promptToBlocks, type Prompt } from '@baton/contracts'
-import type { SubagentResult, SubagentRun } from '@baton/subagents'
+import { contextSuffix } from '@baton/agents'
+import type { SubagentHistoryEvent, SubagentResult, SubagentRun } from '@baton/subagents'
 import type { ClaimedAttempt, TerminalResultInput } from '@baton/store'
 import type { SubagentEntry, WorkerSubagents } from '../subagents/subagent-catalog.ts'
 
 const KNOWN_STOP_REASONS: ReadonlySet<string> = new Set(STOP_REASONS)
 
+export interface RunChildOptions {
+  /** The attempt's AbortSignal: the child's request signal. */
+  readonly signal: AbortSignal
+  readonly workspaceDir: string
+  /** The agent's durable history to resume from; empty for a new agent. */
+  readonly history: readonly SubagentHistoryEvent[]
+  /** Called once the run is ready (steering delivery attaches here). */
+  readonly onRun?: (run: SubagentRun) => void
+}
+
 /**
  * Runs one child through the subagent service (which checks the entry's start-time capabilities
  * against its provider first) and reduces whatever happens to a terminal result the ledger can
- * record. The attempt's AbortSignal is the request signal. Child failures arrive as stop reasons;
- * a start that is refused or a provider that throws (an infrastructure fault) becomes `error`
- * with a safe category, never a message or stack trace.
+ * record. Child failures arrive as stop reasons; a start that is refused or a provider that throws
+ * (an infrastructure fault) becomes `error` with a safe category, never a message or stack trace.
+ *
+ * A continuation is resumed from its agent's durable history. A run that reports its own history
+ * contributes only the validated suffix it added after that history, as the result's context
+ * delta; a run whose log does not extend the history it was given fails closed (`error`,
+ * `context_rejected`) and contributes nothing.
  */
 export async function runChild(
   subagents: WorkerSubagents,
   entry: SubagentEntry,
   attempt: ClaimedAttempt,
-  signal: AbortSignal,
-  workspaceDir: string,
-  /** Called once the run is ready (steering delivery attaches here). */
-  onRun: (run: SubagentRun) => void = () => {},
+  options: RunChildOptions,
 ): Promise<TerminalResultInput> {
+  const { signal, history } = options
   let result: SubagentResult
+  let log: readonly SubagentHistoryEvent[] | undefined
   try {
     const run = await subagents.service.start(entry.provider, {
       prompt: promptToBlocks(attempt.prompt as Prompt),
       parent: {
         session: {
           id: attempt.sessionId,
-          header: { id: attempt.sessionId, cwd: workspaceDir, delegationDepth: 0 },
+          header: { id: attempt.sessionId, cwd: options.workspaceDir, delegationDepth: 0 },
         },
         options: {},
       },
       signal,
+      ...(history.length === 0 ? {} : { history }),
       ...(entry.agentOptions === undefined ? {} : { agentOptions: entry.agentOptions }),
       ...(entry.persona === undefined ? {} : { persona: entry.persona }),
       ...(entry.toolFilter === undefined ? {} : { toolFilter: entry.toolFilter }),
     })
     try {
-      onRun(run)
+      options.onRun?.(run)
       result = await run.result
+      log = run.history?.()
     } finally {
       await run.dispose()
     }
@@ -48,7 +64,20 @@ export async function runChild(
       return { stopReason: 'aborted', output: '', failureCategory: FailureCategory.Cancelled }
     return { stopReason: 'error', output: '', failureCategory: FailureCategory.ProviderFault }
   }
-  return toTerminalResult(result)
+  const terminal = toTerminalResult(result)
+  if (log === undefined) return terminal
+  const suffix = contextSuffix(history, log)
+  if (!suffix.ok) {
+    return {
+      stopReason: 'error',
+      output: terminal.output,
+      failureCategory: FailureCategory.ContextRejected,
+    }
+  }
+  if (suffix.suffix.length === 0) return terminal
+  // The ledger stores JSON: commit (and fingerprint) exactly what a later resume will read back.
+  const events = JSON.parse(JSON.stringify(suffix.suffix)) as unknown[]
+  return { ...terminal, context: { baseSeq: history.length, events } }
 }
 
 export function toTerminalResult(result: SubagentResult): TerminalResultInput {

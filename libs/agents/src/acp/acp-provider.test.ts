@@ -137,6 +137,7 @@ describe('createAcpProvider', () => {
       depthLimit: false,
       toolFilter: false,
       persona: false,
+      history: false,
     })
     expect(createAcpProvider({ name: 'claude-acp', command: 'x' }).name).toBe('claude-acp')
   })

@@ -1,6 +1,7 @@
 import { randomUUID } from 'node:crypto'
 import { Readable, Writable } from 'node:stream'
 import * as acp from '@agentclientprotocol/sdk'
+import { NO_START_CAPABILITIES } from '@baton/subagents'
 import type {
   ContentBlock,
   SubagentCapabilities,
@@ -33,14 +34,10 @@ export interface AcpProviderOptions {
   readonly killGraceMs?: number
 }
 
-// ACP has no standard way to enforce a JSON output schema, a delegation depth, a tool filter or a
-// persona on a foreign agent, so none is advertised: the service then rejects such requests loudly.
-const ACP_CAPABILITIES: SubagentCapabilities = Object.freeze({
-  outputSchema: false,
-  depthLimit: false,
-  toolFilter: false,
-  persona: false,
-})
+// ACP has no standard way to enforce a JSON output schema, a delegation depth, a tool filter, a
+// persona or a resumed conversation on a foreign agent, so none is advertised: the service then
+// rejects such requests loudly.
+const ACP_CAPABILITIES: SubagentCapabilities = NO_START_CAPABILITIES
 
 const DEFAULT_START_TIMEOUT_MS = 30_000
 const DEFAULT_CANCEL_GRACE_MS = 500

@@ -1,5 +1,6 @@
 import { sql } from 'kysely'
 import type { Db } from '../db.ts'
+import { historyLength } from './agent-context.ts'
 
 export interface ClaimAttemptInput {
   readonly attemptId: string
@@ -15,6 +16,8 @@ export interface ClaimedAttempt {
   readonly prompt: unknown
   readonly metadata: unknown
   readonly ownerGeneration: number
+  /** Events in the agent's durable history: 0 for a new agent, more for a continuation. */
+  readonly contextLength: number
 }
 
 export type ClaimAttemptOutcome =
@@ -61,6 +64,7 @@ export async function claimAttempts(
     prompt: unknown
     metadata: unknown
     owner_generation: number
+    context_length: number
   }>`
     with c as (
       update attempts a
@@ -76,7 +80,7 @@ export async function claimAttempts(
       insert into attempt_transitions (attempt_id, from_status, to_status, event, owner_id, owner_generation)
       select id, 'accepted', 'running', 'claimed', ${input.ownerId}, owner_generation from c
     )
-    select * from c
+    select c.*, ${historyLength(sql.ref('c.agent_id'))} as context_length from c
   `.execute(db)
   const won = new Map(claimed.rows.map((r) => [r.id, r]))
   const lost = input.attemptIds.filter((id) => !won.has(id))
@@ -111,6 +115,7 @@ export async function claimAttempts(
           prompt: row.prompt,
           metadata: row.metadata,
           ownerGeneration: row.owner_generation,
+          contextLength: row.context_length,
         },
       }
     }

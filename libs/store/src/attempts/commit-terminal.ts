@@ -1,5 +1,6 @@
 import { sql } from 'kysely'
 import type { Db } from '../db.ts'
+import { historyLength } from './agent-context.ts'
 import {
   SET_TERMINAL_FROM_INPUT,
   buildTerminalProjection,
@@ -24,16 +25,33 @@ export type CommitTerminalOutcome =
   | 'lease_lost'
   /** Another owner or a newer generation holds the attempt. */
   | 'stale_fence'
+  /**
+   * Still owned, but the context delta does not start at the agent's current history length:
+   * nothing was written. Commit again without the delta.
+   */
+  | 'context_conflict'
   | 'missing'
+
+interface AttemptState {
+  readonly status: string
+  readonly fingerprint: string | null
+  readonly owner_id: string | null
+  readonly owner_generation: number
+  readonly lease_live: boolean
+  readonly context_length: number
+}
 
 /**
  * Fenced terminal commits, many per statement.
- * Inputs per attempt: id, owner id and generation (the fence), the result.
- * Each applies only while the attempt is `running`, owned by (owner, generation), and its lease
- * is live at the database's `now()`; it stores the projection and its fingerprint and appends the
- * audit row in the same statement. Commits that did not apply are classified on a fresh snapshot.
- * Outcomes: committed | replayed | refused | lease_lost | stale_fence | missing.
- * Retry safety: an exact retry (same fingerprint) after a lost response is `replayed`.
+ * Inputs per attempt: id, owner id and generation (the fence), the result and its optional
+ * context delta. Each applies only while the attempt is `running`, owned by (owner, generation),
+ * its lease is live at the database's `now()`, and its delta (if any) starts exactly at its agent's
+ * current history length; it stores the projection and its fingerprint, appends the audit row and
+ * appends the delta's events in the same statement — so a child's history is visible only once its
+ * terminal commit succeeded. Commits that did not apply are classified on a fresh snapshot.
+ * Outcomes: committed | replayed | refused | lease_lost | stale_fence | context_conflict | missing.
+ * Retry safety: an exact retry (same fingerprint, which binds the delta) after a lost response is
+ * `replayed` and appends nothing.
  */
 export async function commitTerminals(
   db: Db,
@@ -44,8 +62,21 @@ export async function commitTerminals(
     input,
     ...buildTerminalProjection(input.attemptId, input.ownerGeneration, input.result),
   }))
+  // Only the first input naming an attempt is applied; any repeat is classified afterwards.
+  const firstIndex = new Map<string, number>()
+  rows.forEach((r, i) => {
+    if (!firstIndex.has(r.input.attemptId)) firstIndex.set(r.input.attemptId, i)
+  })
+  const candidates = rows.filter((r, i) => firstIndex.get(r.input.attemptId) === i)
+  const delta = candidates.flatMap(({ input }) =>
+    (input.result.context?.events ?? []).map((event, offset) => ({
+      attemptId: input.attemptId,
+      seq: (input.result.context?.baseSeq ?? 0) + offset,
+      event: JSON.stringify(event),
+    })),
+  )
   const applied = await sql<{ id: string }>`
-    with i as (${terminalInput(rows.map((r) => ({ ...r, ownerId: r.input.ownerId })))}),
+    with i as (${terminalInput(candidates.map((r) => ({ ...r, ownerId: r.input.ownerId })))}),
     c as (
       update attempts a
       set ${SET_TERMINAL_FROM_INPUT}
@@ -55,52 +86,50 @@ export async function commitTerminals(
         and a.owner_id = i.owner_id
         and a.owner_generation = i.generation
         and a.lease_expires_at > now()
-      returning a.id, a.owner_id, a.owner_generation
+        and (i.context_base is null or i.context_base = ${historyLength(sql.ref('a.agent_id'))})
+      returning a.id, a.agent_id, a.owner_id, a.owner_generation
     ), t as (
       insert into attempt_transitions (attempt_id, from_status, to_status, event, owner_id, owner_generation)
       select id, 'running', 'terminal', 'committed', owner_id, owner_generation from c
+    ), e as (
+      insert into agent_context_events (agent_id, seq, attempt_id, event)
+      select c.agent_id, d.seq, d.attempt_id, d.event
+      from unnest(
+        ${delta.map((d) => d.attemptId)}::uuid[],
+        ${delta.map((d) => d.seq)}::int[],
+        ${delta.map((d) => d.event)}::jsonb[]
+      ) as d(attempt_id, seq, event)
+      join c on c.id = d.attempt_id
     )
     select id from c
   `.execute(db)
-  // The first input for each applied id is the one that committed; every other input (a different
-  // attempt, or the same attempt named again) is classified on a fresh snapshot.
   const appliedIds = new Set(applied.rows.map((r) => r.id))
-  const firstIndex = new Map<string, number>()
-  rows.forEach((r, i) => {
-    if (appliedIds.has(r.input.attemptId) && !firstIndex.has(r.input.attemptId))
-      firstIndex.set(r.input.attemptId, i)
-  })
-  const toClassify = rows.filter((r, i) => firstIndex.get(r.input.attemptId) !== i)
-  const states = new Map<
-    string,
-    {
-      status: string
-      fingerprint: string | null
-      owner_id: string | null
-      owner_generation: number
-    }
-  >()
+  const committed = (i: number, attemptId: string): boolean =>
+    appliedIds.has(attemptId) && firstIndex.get(attemptId) === i
+  const toClassify = rows.filter((r, i) => !committed(i, r.input.attemptId))
+  const states = new Map<string, AttemptState>()
   if (toClassify.length > 0) {
-    const current = await sql<{
-      id: string
-      status: string
-      fingerprint: string | null
-      owner_id: string | null
-      owner_generation: number
-    }>`
-      select id, status, fingerprint, owner_id, owner_generation
-      from attempts where id = any(${toClassify.map((r) => r.input.attemptId)}::uuid[])
+    const current = await sql<AttemptState & { id: string }>`
+      select a.id, a.status, a.fingerprint, a.owner_id, a.owner_generation,
+             coalesce(a.lease_expires_at > now(), false) as lease_live,
+             ${historyLength(sql.ref('a.agent_id'))} as context_length
+      from attempts a where a.id = any(${toClassify.map((r) => r.input.attemptId)}::uuid[])
     `.execute(db)
     for (const row of current.rows) states.set(row.id, row)
   }
-  return rows.map(({ input, fingerprint }, i): CommitTerminalOutcome => {
-    if (firstIndex.get(input.attemptId) === i) return 'committed'
+  return rows.map(({ input, fingerprint, projection }, i): CommitTerminalOutcome => {
+    if (committed(i, input.attemptId)) return 'committed'
     const state = states.get(input.attemptId)
     if (state === undefined) return 'missing'
     if (state.status === 'terminal')
       return state.fingerprint === fingerprint ? 'replayed' : 'refused'
     if (state.owner_id !== input.ownerId || state.owner_generation !== input.ownerGeneration)
       return 'stale_fence'
+    if (!state.lease_live) return 'lease_lost'
+    if (projection.context !== undefined && projection.context.baseSeq !== state.context_length)
+      return 'context_conflict'
+    // Owned and live but not applied: it lost the row to a concurrent statement; the lease is the
+    // safe answer (a retry re-classifies).
     return 'lease_lost'
   })
 }

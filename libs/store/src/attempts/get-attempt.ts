@@ -32,5 +32,9 @@ export function toAttemptView(row: AttemptRow): AnyAttemptView {
     digest: row.output_digest ?? '',
     failureCategory: row.failure_category,
     terminalAt: (row.terminal_at ?? row.created_at).toISOString(),
+    context:
+      row.context_base === null || row.context_event_count === null
+        ? null
+        : { baseSeq: row.context_base, eventCount: row.context_event_count },
   }
 }

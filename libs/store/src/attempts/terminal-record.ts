@@ -1,6 +1,7 @@
 import { sql, type RawBuilder } from 'kysely'
 import {
   FailureCategory,
+  contextDigest,
   resultDigest,
   terminalFingerprint,
   type TerminalProjection,
@@ -13,6 +14,17 @@ export interface TerminalResultInput {
   readonly stopReason: string
   readonly output: string
   readonly failureCategory: string | null
+  /** History the child added, appended to its agent's history by the same commit. */
+  readonly context?: ContextDelta
+}
+
+/**
+ * A validated suffix of an agent's history: the JSON events a child added after the history it
+ * was resumed from, numbered from `baseSeq` (that history's length).
+ */
+export interface ContextDelta {
+  readonly baseSeq: number
+  readonly events: readonly unknown[]
 }
 
 /**
@@ -35,6 +47,15 @@ export function buildTerminalProjection(
     outputBytes: Buffer.byteLength(result.output, 'utf8'),
     outputDigest: resultDigest(result.output),
     failureCategory: result.failureCategory,
+    ...(result.context === undefined || result.context.events.length === 0
+      ? {}
+      : {
+          context: {
+            baseSeq: result.context.baseSeq,
+            eventCount: result.context.events.length,
+            digest: contextDigest(result.context.events),
+          },
+        }),
   }
   return { projection, fingerprint: terminalFingerprint(projection) }
 }
@@ -72,9 +93,13 @@ export function terminalInput(rows: readonly TerminalRow[]): RawBuilder<unknown>
       ${rows.map((r) => r.projection.outputBytes)}::int[],
       ${rows.map((r) => r.projection.outputDigest)}::text[],
       ${rows.map((r) => r.projection.failureCategory)}::text[],
-      ${rows.map((r) => r.fingerprint)}::text[]
+      ${rows.map((r) => r.fingerprint)}::text[],
+      ${rows.map((r) => r.projection.context?.baseSeq ?? null)}::int[],
+      ${rows.map((r) => r.projection.context?.eventCount ?? null)}::int[],
+      ${rows.map((r) => r.projection.context?.digest ?? null)}::text[]
     ) as t(id, owner_id, generation, stop_reason, output_preview, output_truncated, output_bytes,
-           output_digest, failure_category, fingerprint)
+           output_digest, failure_category, fingerprint, context_base, context_event_count,
+           context_digest)
   `
 }
 
@@ -87,6 +112,9 @@ export const SET_TERMINAL_FROM_INPUT = sql`
   output_digest = i.output_digest,
   failure_category = i.failure_category,
   fingerprint = i.fingerprint,
+  context_base = i.context_base,
+  context_event_count = i.context_event_count,
+  context_digest = i.context_digest,
   terminal_at = now(),
   lease_expires_at = null
 `

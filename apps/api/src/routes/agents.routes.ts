@@ -1,0 +1,28 @@
+import type { FastifyPluginAsyncZod } from 'fastify-type-provider-zod'
+import { z } from 'zod'
+import { BatonError, ErrorCode, uuidSchema } from '@baton/contracts'
+import { getAgentContext } from '@baton/store'
+import type { ApiDeps } from '../deps.ts'
+
+const params = z.strictObject({ agentId: uuidSchema })
+
+export function agentRoutes(deps: ApiDeps): FastifyPluginAsyncZod {
+  return async (app) => {
+    app.get(
+      '/v1/agents/:agentId/context',
+      {
+        schema: {
+          summary:
+            "Read an agent's durable history: the events its attempts' terminal commits appended",
+          params,
+        },
+      },
+      async (request) => {
+        const view = await getAgentContext(deps.db, request.params.agentId)
+        if (view === undefined)
+          throw new BatonError(ErrorCode.AgentNotFound, `no agent ${request.params.agentId}`)
+        return view
+      },
+    )
+  }
+}

@@ -1,0 +1,42 @@
+import { sql, type RawBuilder } from 'kysely'
+import type { AgentContextView } from '@baton/contracts'
+import type { Db } from '../db.ts'
+import { retryTransientRead } from '../pg-errors.ts'
+
+/**
+ * Reads an agent's durable history, in `seq` order, or `undefined` for an unknown agent. Only
+ * events appended by successful terminal commits exist, so this is exactly what a continuation of
+ * the agent resumes from. Idempotent read: retried once on a fresh connection after a dead one.
+ */
+export async function getAgentContext(
+  db: Db,
+  agentId: string,
+): Promise<AgentContextView | undefined> {
+  return retryTransientRead(async () => {
+    const agent = await db
+      .selectFrom('agents')
+      .select(['id', 'session_id', 'name'])
+      .where('id', '=', agentId)
+      .executeTakeFirst()
+    if (agent === undefined) return undefined
+    const events = await db
+      .selectFrom('agent_context_events')
+      .select(['seq', 'attempt_id', 'event'])
+      .where('agent_id', '=', agentId)
+      .orderBy('seq')
+      .execute()
+    return {
+      agentId: agent.id,
+      sessionId: agent.session_id,
+      name: agent.name,
+      events: events.map((e) => ({ seq: e.seq, attemptId: e.attempt_id, event: e.event })),
+    }
+  })
+}
+
+/** The length of an agent's history: its next event's `seq` (the primary key keeps it gap-free). */
+export function historyLength(agentId: RawBuilder<unknown>): RawBuilder<number> {
+  return sql<number>`(
+    select coalesce(max(seq) + 1, 0)::int from agent_context_events where agent_id = ${agentId}
+  )`
+}

@@ -16,6 +16,7 @@ import {
   type ClaimAttemptOutcome,
   type CommitTerminalInput,
   type CommitTerminalOutcome,
+  type CreateDbOptions,
   type Db,
 } from '@baton/store'
 import type { WorkerConfig } from './config.ts'
@@ -41,6 +42,12 @@ export interface WorkerRuntime {
   isStopped(): boolean
 }
 
+/** Observation hooks for tests; production passes none. */
+export interface WorkerRuntimeOptions {
+  /** Told each statement the worker's pool ran (see `CreateDbOptions.onQuery`). */
+  readonly onQuery?: CreateDbOptions['onQuery']
+}
+
 /**
  * Composes one worker process: a BullMQ worker on `attempts`, the lease keeper, the control-event
  * listener (cancel → `worker.cancelJob`), and the reconciler.
@@ -49,6 +56,7 @@ export function createWorkerRuntime(
   config: WorkerConfig,
   logger: Logger,
   subagents: WorkerSubagents = builtInSubagents(),
+  options: WorkerRuntimeOptions = {},
 ): WorkerRuntime {
   const log = logger.child({ workerId: config.workerId })
   const db = createDb({
@@ -57,6 +65,7 @@ export function createWorkerRuntime(
     applicationName: `baton-worker:${config.workerId}`,
     onConnectionError: (error) =>
       log.warn({ err: error }, 'postgres connection lost; reconnecting'),
+    onQuery: options.onQuery,
   })
   const connection = createRedisConnection(config.redisUrl, `baton-worker:${config.workerId}`, {
     autoPipelining: true,

@@ -1,24 +1,14 @@
-import { randomUUID } from 'node:crypto'
 import { sql } from 'kysely'
 import pg from 'pg'
 import { Queue } from 'bullmq'
 import { QueueName } from '@baton/contracts'
-import { createLogger } from '@baton/observability'
 import { createAttemptQueue, createControlPublisher, enqueueAttempt } from '@baton/queue'
-import { acceptDelegation, getAttempt, recordSteering, type Db } from '@baton/store'
-import {
-  NO_START_CAPABILITIES,
-  type SubagentProvider,
-  type SubagentResult,
-} from '@baton/subagents'
+import { getAttempt, recordSteering } from '@baton/store'
+import { NO_START_CAPABILITIES, type SubagentProvider, type SubagentResult } from '@baton/subagents'
 import { describe, eventually, expect, test, transitionEvents } from '@baton/testing'
-import { loadConfig } from './config.ts'
-import { createWorkerRuntime, type WorkerRuntime } from './runtime.ts'
 import { ShutdownCancelledError, ShutdownDeadlineError } from './shutdown.ts'
 import { createScriptedPromptProvider } from '@baton/agents'
-import { builtInSubagents } from './subagents/subagent-catalog.ts'
-
-const quiet = createLogger({ service: 'test', level: 'silent' })
+import { accept, enqueue, startRuntime, untilTerminal } from './test-support.ts'
 
 /** Wraps the scripted provider to count executions and record whether the child saw an abort. */
 function observedScripted() {
@@ -35,63 +25,7 @@ function observedScripted() {
   return { provider, seen }
 }
 
-async function accept(db: Db, prompt: string): Promise<string> {
-  const attemptId = randomUUID()
-  await acceptDelegation(db, {
-    sessionId: 'worker-tests',
-    name: 'scripted',
-    prompt: [{ type: 'text', text: prompt }],
-    metadata: {},
-    attemptId,
-    newAgentId: randomUUID(),
-  })
-  return attemptId
-}
-
-/** Enqueues an accepted attempt as the API would. */
-async function enqueue(
-  ctx: { redisUrl: string; queuePrefix: string },
-  attemptId: string,
-): Promise<void> {
-  const queue = createAttemptQueue({ connection: { url: ctx.redisUrl }, prefix: ctx.queuePrefix })
-  await enqueueAttempt(queue, attemptId)
-  await queue.close()
-}
-
-/** The attempt's view once it is terminal (fails the test after the default bound). */
-function untilTerminal(db: Db, attemptId: string) {
-  return eventually(async () => {
-    const v = await getAttempt(db, attemptId)
-    return v?.status === 'terminal' ? v : undefined
-  })
-}
-
 describe('worker', () => {
-  function startRuntime(
-    ctx: {
-      databaseUrl: string
-      redisUrl: string
-      queuePrefix: string
-      track: <T extends { close(): Promise<unknown>; isClosed(): boolean }>(r: T) => T
-    },
-    provider: SubagentProvider,
-    env: Record<string, string> = {},
-  ): Promise<WorkerRuntime> {
-    const config = loadConfig({
-      DATABASE_URL: ctx.databaseUrl,
-      REDIS_URL: ctx.redisUrl,
-      QUEUE_PREFIX: ctx.queuePrefix,
-      LEASE_TTL_MS: '2000',
-      HEARTBEAT_INTERVAL_MS: '200',
-      RECONCILE_INTERVAL_MS: '200',
-      REQUEUE_AFTER_MS: '300',
-      ...env,
-    })
-    const runtime = createWorkerRuntime(config, quiet, builtInSubagents(provider))
-    ctx.track({ close: () => runtime.shutdownChecked(5_000), isClosed: () => runtime.isStopped() })
-    return runtime.start().then(() => runtime)
-  }
-
   test('two workers receiving the same attempt twice: exactly one executes it', async ({
     db,
     databaseUrl,

@@ -1,4 +1,4 @@
-import { Kysely, PostgresDialect } from 'kysely'
+import { Kysely, PostgresDialect, type LogEvent } from 'kysely'
 import pg from 'pg'
 import type { DB } from './schema.ts'
 
@@ -11,6 +11,11 @@ export interface CreateDbOptions {
   readonly applicationName?: string
   /** Told about connections that died (for logging); nothing else is needed to recover. */
   readonly onConnectionError?: (error: Error) => void
+  /**
+   * Told each statement once it finished or failed, with its parameters: for tests that count
+   * the statements a component issues. Absent, statements are not observed at all.
+   */
+  readonly onQuery?: ((sql: string, parameters: readonly unknown[]) => void) | undefined
 }
 
 /** A Kysely instance over a pg pool. `db.destroy()` ends the pool. */
@@ -28,5 +33,11 @@ export function createDb(options: CreateDbOptions): Db {
   const onError = options.onConnectionError ?? (() => {})
   pool.on('error', onError)
   pool.on('connect', (client) => client.on('error', onError))
-  return new Kysely<DB>({ dialect: new PostgresDialect({ pool }) })
+  const onQuery = options.onQuery
+  return new Kysely<DB>({
+    dialect: new PostgresDialect({ pool }),
+    ...(onQuery === undefined
+      ? {}
+      : { log: (event: LogEvent) => onQuery(event.query.sql, event.query.parameters) }),
+  })
 }

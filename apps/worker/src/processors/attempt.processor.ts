@@ -92,6 +92,7 @@ export function createAttemptProcessor(deps: AttemptProcessorDeps) {
               signal: execution.signal,
               workspaceDir: deps.workspaceDir,
               history,
+              logger: log,
               onRun: (run) => deps.steering.attach(execution, run),
             })
       if (execution.lost) {

@@ -1,7 +1,8 @@
 import { FailureCategory, STOP_REASONS, promptToBlocks, type Prompt } from '@baton/contracts'
 import { contextSuffix } from '@baton/agents'
 import type { SubagentHistoryEvent, SubagentResult, SubagentRun } from '@baton/subagents'
-import type { ClaimedAttempt, TerminalResultInput } from '@baton/store'
+import type { Logger } from '@baton/observability'
+import type { ClaimedAttempt, ContextDelta, TerminalResultInput } from '@baton/store'
 import type { SubagentEntry, WorkerSubagents } from '../subagents/subagent-catalog.ts'
 
 const KNOWN_STOP_REASONS: ReadonlySet<string> = new Set(STOP_REASONS)
@@ -12,6 +13,8 @@ export interface RunChildOptions {
   readonly workspaceDir: string
   /** The agent's durable history to resume from; empty for a new agent. */
   readonly history: readonly SubagentHistoryEvent[]
+  /** Told why a child's history was rejected. */
+  readonly logger: Logger
   /** Called once the run is ready (steering delivery attaches here). */
   readonly onRun?: (run: SubagentRun) => void
 }
@@ -66,18 +69,41 @@ export async function runChild(
   }
   const terminal = toTerminalResult(result)
   if (log === undefined) return terminal
-  const suffix = contextSuffix(history, log)
-  if (!suffix.ok) {
+  const delta = contextDelta(history, log)
+  if (delta !== undefined && 'rejected' in delta) {
+    options.logger.warn(
+      { reason: delta.rejected },
+      "the child's history does not extend the history it resumed; appending nothing",
+    )
     return {
       stopReason: 'error',
       output: terminal.output,
       failureCategory: FailureCategory.ContextRejected,
     }
   }
-  if (suffix.suffix.length === 0) return terminal
-  // The ledger stores JSON: commit (and fingerprint) exactly what a later resume will read back.
-  const events = JSON.parse(JSON.stringify(suffix.suffix)) as unknown[]
-  return { ...terminal, context: { baseSeq: history.length, events } }
+  return delta === undefined ? terminal : { ...terminal, context: delta }
+}
+
+/**
+ * What a run's log adds to the history it was resumed from: the validated suffix, as the JSON the
+ * ledger will store and a later resume will read back (so the fingerprint covers exactly that);
+ * `undefined` when it added nothing, `rejected` (with the reason) when the log does not extend the
+ * history or is not plain JSON.
+ */
+function contextDelta(
+  history: readonly SubagentHistoryEvent[],
+  log: readonly SubagentHistoryEvent[],
+): ContextDelta | { readonly rejected: string } | undefined {
+  try {
+    const checked = contextSuffix(history, log)
+    if (!checked.ok) return { rejected: checked.reason }
+    if (checked.suffix.length === 0) return undefined
+    const events = JSON.parse(JSON.stringify(checked.suffix)) as unknown[]
+    return { baseSeq: history.length, events }
+  } catch (error) {
+    // canonicalJson or JSON.stringify refused a value (a cycle, a BigInt, a non-finite number).
+    return { rejected: `the log is not plain JSON: ${String(error)}` }
+  }
 }
 
 export function toTerminalResult(result: SubagentResult): TerminalResultInput {

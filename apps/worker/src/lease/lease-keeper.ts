@@ -21,6 +21,12 @@ export interface OwnedExecution {
   /** Set once a heartbeat confirmed the lease is gone: write nothing more. */
   readonly lost: boolean
   abort(cause: AbortCause): void
+  /**
+   * The terminal commit is under way: from now on its own outcome decides. A renewal that finds
+   * the attempt no longer running (it may be this very commit, applied but not yet answered) is
+   * then not taken as loss; the commit reports `lease_lost` or `stale_fence` if it really was.
+   */
+  beginCommit(): void
 }
 
 export interface LeaseKeeper {
@@ -54,7 +60,10 @@ export function createLeaseKeeper(deps: {
   /** Undelivered steering waits for an owned attempt (the fallback for a missed event). */
   onSteeringPending?: (attemptId: string) => void
 }): LeaseKeeper {
-  const owned = new Map<string, OwnedExecution & { markLost(): void }>()
+  const owned = new Map<
+    string,
+    OwnedExecution & { readonly committing: boolean; markLost(): void }
+  >()
   let timer: NodeJS.Timeout | undefined
   let inFlight: Promise<void> | undefined
   let abortNewWith: AbortCause | undefined
@@ -83,7 +92,12 @@ export function createLeaseKeeper(deps: {
     for (const renewal of renewals) {
       const execution = owned.get(renewal.attemptId)
       if (execution === undefined) continue
-      if (renewal.status === 'lost') {
+      if (renewal.status === 'lost' && execution.committing) {
+        deps.logger.debug(
+          { attemptId: renewal.attemptId },
+          'renewal found the attempt no longer running while its commit is under way',
+        )
+      } else if (renewal.status === 'lost') {
         deps.logger.warn({ attemptId: renewal.attemptId }, 'lease lost; aborting child')
         execution.markLost()
         execution.abort('lease_lost')
@@ -108,6 +122,7 @@ export function createLeaseKeeper(deps: {
     hold(attemptId, ownerGeneration) {
       const controller = new AbortController()
       let lost = false
+      let committing = false
       const execution = {
         attemptId,
         ownerGeneration,
@@ -115,8 +130,14 @@ export function createLeaseKeeper(deps: {
         get lost() {
           return lost
         },
+        get committing() {
+          return committing
+        },
         markLost() {
           lost = true
+        },
+        beginCommit() {
+          committing = true
         },
         abort(cause: AbortCause) {
           if (!controller.signal.aborted) controller.abort(new ExecutionAbort(cause))

@@ -99,6 +99,7 @@ export function createAttemptProcessor(deps: AttemptProcessorDeps) {
         log.warn('lease lost during execution; writing nothing')
         return
       }
+      execution.beginCommit()
       const outcome = await commitWithRetry(
         deps,
         execution,
@@ -157,8 +158,9 @@ async function loadHistory(
 
 /**
  * Commits the terminal result, retrying transient store failures at or below the heartbeat
- * interval for as long as the lease is ours. A commit applied whose response was lost comes back
- * as `replayed` on the retry (same fingerprint).
+ * interval until the ledger answers: its answer is what confirms success or loss (a renewal that
+ * raced the commit is not — see `beginCommit`). A commit applied whose response was lost comes
+ * back as `replayed` on the retry (same fingerprint).
  */
 async function commitWithRetry(
   deps: AttemptProcessorDeps,
@@ -204,7 +206,6 @@ async function commitWithRetry(
         log.error({ err: error }, 'terminal commit failed; the reconciler will finish this attempt')
         return 'abandoned'
       }
-      if (execution.lost) return 'abandoned'
       log.warn({ err: error, delayMs }, 'terminal commit failed transiently; retrying')
       await sleep(delayMs)
       delayMs = Math.min(delayMs * 2, deps.heartbeatIntervalMs)

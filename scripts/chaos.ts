@@ -2,20 +2,24 @@
 //                 [--submit-timeout S] [--quiesce-timeout S]`
 //
 // Runs the whole system as separate processes (the API and a worker fleet), drives N delegations of
-// the built-in `scripted` child (instant, slow, failing, hanging-then-cancelled, steered) from many
-// concurrent HTTP clients, and meanwhile injects faults at random intervals: SIGKILL a worker (and
-// start a replacement), restart the API, FLUSHDB the chaos Redis database, terminate the chaos
-// database's Postgres backends. Then it waits for quiescence and audits the ledger with SQL:
-//   lost                 attempts the clients got a 202 for that are not terminal (or missing)
+// the built-in `scripted` child (instant, slow, failing, hanging-then-cancelled, steered) and of
+// the `rememberer` markdown subagent (continued: a first turn, then a continuation of the same
+// agent) from many concurrent HTTP clients, and meanwhile injects faults at random intervals:
+// SIGKILL a worker (and start a replacement), restart the API, FLUSHDB the chaos Redis database,
+// terminate the chaos database's Postgres backends. Then it waits for quiescence and audits the
+// ledger with SQL:
+//   lost                 attempts the clients got a 202 for (continuations too), not terminal
 //   stuck                attempts in the ledger that are not terminal after the wait
 //   duplicate_terminal   attempts with more than one transition to `terminal`
 //   duplicate_execution  attempts with more than one `claimed` transition
+//   context.bad          violations of the agent-history checks (lib/chaos-context.ts)
 // With --json the last stdout line is one JSON object (everything else goes to stderr). Exits
-// non-zero when an invariant fails, when fewer than N delegations were accepted, or when a fault
-// kind never fired. A process that exits unasked (a crash) is restarted, as a supervisor would,
-// and reported; --strict also fails the run on it. --verbose echoes every process's output to
-// stderr. Isolation: database `baton_chaos` (recreated), Redis logical database 9 (flushed at the
-// end), a unique queue prefix, a random API port. Process logs go to a temporary directory.
+// non-zero when an invariant fails, when fewer than N delegations (or fewer continuations than
+// continued delegations) were accepted, or when a fault kind never fired. A process that exits
+// unasked (a crash) is restarted, as a supervisor would, and reported; --strict also fails the run
+// on it. --verbose echoes every process's output to stderr. Isolation: database `baton_chaos`
+// (recreated), Redis logical database 9 (flushed at the end), a unique queue prefix, a random API
+// port. Process logs (and the rememberer's spec, script and workspace) go to a temporary directory.
 import { randomUUID } from 'node:crypto'
 import http from 'node:http'
 import net from 'node:net'
@@ -25,6 +29,15 @@ import { setTimeout as sleep } from 'node:timers/promises'
 import { parseArgs } from 'node:util'
 import { Redis } from 'ioredis'
 import pg from 'pg'
+import {
+  CONTEXT_CHECKS,
+  REMEMBERER,
+  auditContext,
+  turnPrompt,
+  writeRemembererDirs,
+  type ContextAudit,
+  type ContinuedPair,
+} from './lib/chaos-context.ts'
 import { Fleet } from './lib/chaos-fleet.ts'
 import { httpJson, parseJson } from './lib/http.ts'
 import {
@@ -80,15 +93,18 @@ const rand = (min: number, max: number): number => min + Math.floor(Math.random(
 // ---------------------------------------------------------------------------------------------
 // The workload
 
-type Kind = 'instant' | 'slow' | 'failing' | 'hang' | 'steered'
+type Kind = 'instant' | 'slow' | 'failing' | 'hang' | 'steered' | 'continued'
 const MIX: readonly (readonly [Kind, number])[] = [
-  ['instant', 50],
+  ['instant', 42],
   ['slow', 15],
   ['failing', 10],
   ['hang', 15],
   ['steered', 10],
+  ['continued', 8],
 ]
 const STEER_BACKSTOP_MS = 5_000
+/** The bound of one `GET …/wait` (an API restart waits for the waits in flight). */
+const WAIT_BOUND_MS = 2_000
 
 function pickKind(): Kind {
   let r = Math.random() * 100
@@ -99,7 +115,18 @@ function pickKind(): Kind {
   return 'instant'
 }
 
-function promptFor(kind: Kind, i: number): { prompt: string; expect?: string } {
+const sessionOf = (i: number): string => `chaos-${i % 97}`
+
+function delegationFor(kind: Kind, i: number): { name: string; prompt: string; expect?: string } {
+  if (kind === 'continued')
+    return { name: REMEMBERER, prompt: turnPrompt(i, 'a'), expect: turnPrompt(i, 'a') }
+  return { name: 'scripted', ...promptFor(kind, i) }
+}
+
+function promptFor(
+  kind: Exclude<Kind, 'continued'>,
+  i: number,
+): { prompt: string; expect?: string } {
   switch (kind) {
     case 'instant':
       return { prompt: JSON.stringify({ output: `ok-${i}` }), expect: `ok-${i}` }
@@ -124,6 +151,7 @@ function promptFor(kind: Kind, i: number): { prompt: string; expect?: string } {
 interface Submitted {
   readonly i: number
   readonly kind: Kind
+  readonly agentId: string
   readonly expect: string | undefined
   readonly at: number
   steered?: boolean
@@ -131,12 +159,15 @@ interface Submitted {
 }
 
 const submitted = new Map<string, Submitted>()
+/** Continuations (second turns of `continued`) the client got a 202 for, by attempt id. */
+const continuations = new Map<string, ContinuedPair>()
 const stats = {
   postConnectionErrors: 0,
   postRetryStatus: new Map<number, number>(),
   postRejected: new Map<number, number>(),
   steer: new Map<string, number>(),
   cancel: new Map<string, number>(),
+  continuation: new Map<string, number>(),
   followUpErrors: 0,
   followUpGaveUp: 0,
   orphanCancels: 0,
@@ -147,6 +178,8 @@ const bump = <K>(m: Map<K, number>, k: K): void => {
 
 const submitAgent = new http.Agent({ keepAlive: true, maxSockets: CLIENTS })
 const followAgent = new http.Agent({ keepAlive: true, maxSockets: 32 })
+/** Bounded waits hold their socket for up to WAIT_BOUND_MS: kept off the cancel/steer sockets. */
+const waitAgent = new http.Agent({ keepAlive: true, maxSockets: 256 })
 const followUps = new Set<Promise<void>>()
 let followUpDeadline = Number.POSITIVE_INFINITY
 
@@ -212,6 +245,86 @@ async function steer(attemptId: string, sub: Submitted): Promise<void> {
   }
 }
 
+/**
+ * Bounded waits (`GET …/wait`, each at most WAIT_BOUND_MS) until the attempt is terminal; answers
+ * its stop reason, or undefined once the follow-up deadline passed. Connection errors retry.
+ */
+async function waitUntilTerminal(attemptId: string): Promise<string | undefined> {
+  for (;;) {
+    try {
+      const r = await httpJson(
+        waitAgent,
+        PORT,
+        'GET',
+        `/v1/attempts/${attemptId}/wait?timeoutMs=${WAIT_BOUND_MS}`,
+        undefined,
+        WAIT_BOUND_MS + 15_000,
+      )
+      const view = parseJson(r.body)
+      if (r.status === 200 && view?.status === 'terminal' && typeof view.stopReason === 'string')
+        return view.stopReason
+      // A snapshot (the bound expired) waits again at once; anything else is a retried fault.
+      if (r.status !== 200) {
+        bump(stats.continuation, `wait-retry-${r.status}`)
+        await sleep(rand(100, 300))
+      }
+    } catch {
+      stats.followUpErrors += 1
+      await sleep(rand(100, 300))
+    }
+    if (Date.now() > followUpDeadline) {
+      stats.followUpGaveUp += 1
+      return undefined
+    }
+  }
+}
+
+/**
+ * Continues the agent of a `continued` delegation once its first turn is terminal, whatever that
+ * turn's outcome: a first turn that appended nothing (lost with its worker, failed) leaves the
+ * history empty, and the continuation then sees only its own prompt. POSTed like a first
+ * delegation: one idempotency key per continuation, 5xx/429 and connection errors retried.
+ */
+async function continueAgent(firstAttemptId: string, sub: Submitted): Promise<void> {
+  const firstStop = await waitUntilTerminal(firstAttemptId)
+  if (firstStop === undefined) return
+  bump(stats.continuation, `first ${firstStop}`)
+  for (;;) {
+    try {
+      const r = await httpJson(
+        followAgent,
+        PORT,
+        'POST',
+        `/v1/sessions/${sessionOf(sub.i)}/delegations`,
+        { name: REMEMBERER, agentId: sub.agentId, prompt: turnPrompt(sub.i, 'b') },
+        15_000,
+        { 'idempotency-key': `${PREFIX}-${sub.i}-b` },
+      )
+      if (r.status === 202) {
+        const attemptId = parseJson(r.body)?.attemptId
+        if (typeof attemptId !== 'string') throw new Error(`202 without attemptId: ${r.body}`)
+        continuations.set(attemptId, { i: sub.i, firstAttemptId, attemptId })
+        bump(stats.continuation, '202')
+        return
+      }
+      if (r.status < 500 && r.status !== 429) {
+        if (!stats.continuation.has(`rejected-${r.status}`))
+          log(`chaos: continuation rejected ${r.status}: ${r.body.slice(0, 300)}`)
+        bump(stats.continuation, `rejected-${r.status}`)
+        return
+      }
+      bump(stats.continuation, `retry-${r.status}`)
+    } catch {
+      stats.followUpErrors += 1
+    }
+    if (Date.now() > followUpDeadline) {
+      stats.followUpGaveUp += 1
+      return
+    }
+    await sleep(rand(50, 250))
+  }
+}
+
 function scheduleFollowUps(attemptId: string, sub: Submitted): void {
   if (sub.kind === 'hang') {
     track(
@@ -230,6 +343,8 @@ function scheduleFollowUps(attemptId: string, sub: Submitted): void {
         sub.cancel = await cancelUntilAnswered(attemptId, 'steer-backstop')
       })(),
     )
+  } else if (sub.kind === 'continued') {
+    track(continueAgent(attemptId, sub))
   }
 }
 
@@ -241,7 +356,7 @@ async function client(): Promise<void> {
     const i = nextIndex++
     if (i >= COUNT) return
     const kind = pickKind()
-    const { prompt, expect } = promptFor(kind, i)
+    const { name, prompt, expect } = delegationFor(kind, i)
     for (;;) {
       if (Date.now() > submitDeadline) return
       try {
@@ -249,20 +364,20 @@ async function client(): Promise<void> {
           submitAgent,
           PORT,
           'POST',
-          `/v1/sessions/chaos-${i % 97}/delegations`,
-          {
-            name: 'scripted',
-            prompt,
-          },
+          `/v1/sessions/${sessionOf(i)}/delegations`,
+          { name, prompt },
           15_000,
           // One key per logical delegation: a retry after a lost answer gets the first attempt
           // back instead of creating a second delegation.
           { 'idempotency-key': `${PREFIX}-${i}` },
         )
         if (r.status === 202) {
-          const attemptId = parseJson(r.body)?.attemptId
-          if (typeof attemptId !== 'string') throw new Error(`202 without attemptId: ${r.body}`)
-          const sub: Submitted = { i, kind, expect, at: Date.now() }
+          const answer = parseJson(r.body)
+          const attemptId = answer?.attemptId
+          const agentId = answer?.agentId
+          if (typeof attemptId !== 'string' || typeof agentId !== 'string')
+            throw new Error(`202 without attemptId or agentId: ${r.body}`)
+          const sub: Submitted = { i, kind, agentId, expect, at: Date.now() }
           submitted.set(attemptId, sub)
           scheduleFollowUps(attemptId, sub)
           break
@@ -443,10 +558,11 @@ interface Audit {
   byKind: Map<Kind, Map<string, number>>
   mismatchedOutput: number
   stuckSamples: { id: string; status: string; owner_generation: number; transitions: string }[]
+  context: ContextAudit
 }
 
 async function audit(pool: pg.Pool): Promise<Audit> {
-  const ids = [...submitted.keys()]
+  const ids = [...submitted.keys(), ...continuations.keys()]
   const [counts] = await query<{
     terminal: number
     stuck: number
@@ -533,6 +649,10 @@ async function audit(pool: pg.Pool): Promise<Audit> {
     byKind,
     mismatchedOutput,
     stuckSamples,
+    context: await auditContext(
+      (text, values) => query(pool, text, values),
+      [...continuations.values()],
+    ),
   }
 }
 
@@ -571,7 +691,10 @@ async function main(): Promise<number> {
   redis.on('error', () => undefined)
   await redis.flushdb()
 
+  // The rememberer's spec, script and workspace, kept next to the process logs.
+  const remembererDirs = await writeRemembererDirs(join(LOG_DIR, REMEMBERER))
   const env = {
+    ...remembererDirs,
     DATABASE_URL: databaseUrl,
     REDIS_URL: redisUrl,
     QUEUE_PREFIX: PREFIX,
@@ -639,7 +762,9 @@ async function main(): Promise<number> {
     log(`chaos: [${elapsed()}] faults ended: ${JSON.stringify(faults)}`)
     while (followUps.size > 0) await Promise.race(followUps)
     clearInterval(progress)
-    log(`chaos: [${elapsed()}] follow-ups (cancel, steer) settled; waiting for quiescence`)
+    log(
+      `chaos: [${elapsed()}] follow-ups (cancel, steer, continue) settled; waiting for quiescence`,
+    )
 
     const quiesceStarted = performance.now()
     const open = await waitForQuiescence(pool)
@@ -658,12 +783,17 @@ async function main(): Promise<number> {
       duplicate_execution: a.duplicate_execution,
       stuck: a.stuck,
       faults: { ...faults },
+      context: { agents: a.context.agents, events: a.context.events, bad: a.context.bad },
     }
     const failures: string[] = []
     for (const key of ['lost', 'duplicate_terminal', 'duplicate_execution', 'stuck'] as const)
       if (summary[key] !== 0) failures.push(`${key} = ${summary[key]}`)
     for (const kind of FAULT_KINDS) if (faults[kind] === 0) failures.push(`no ${kind}`)
     if (submitted.size < COUNT) failures.push(`only ${submitted.size} of ${COUNT} accepted`)
+    if (a.context.bad !== 0) failures.push(`context bad = ${a.context.bad}`)
+    const continued = [...submitted.values()].filter((s) => s.kind === 'continued').length
+    if (continuations.size < continued)
+      failures.push(`only ${continuations.size} of ${continued} continuations accepted`)
     if (args.strict && fleet.crashes.length > 0)
       failures.push(`${fleet.crashes.length} process crashes`)
 
@@ -676,6 +806,7 @@ async function main(): Promise<number> {
       ['duplicate_terminal', summary.duplicate_terminal],
       ['duplicate_execution', summary.duplicate_execution],
       ['stuck', summary.stuck],
+      ['context bad', a.context.bad],
     ])
     table(
       'fault',
@@ -693,6 +824,16 @@ async function main(): Promise<number> {
           .map(([o, n]) => [`${kind} (${kindCounts.get(kind) ?? 0}) → ${o}`, n] as const),
       ),
     )
+    table('context (agent histories)', [
+      [`${REMEMBERER} agents`, a.context.agents],
+      ['history events', a.context.events],
+      ['continuations accepted', continuations.size],
+      ...[...a.context.continuationOutcomes]
+        .sort((x, y) => y[1] - x[1])
+        .map(([o, n]) => [`continuation → ${o}`, n] as const),
+      ...[...stats.continuation].sort().map(([s, n]) => [`continue: ${s}`, n] as const),
+      ...[...a.context.violations].map(([check, n]) => [check, n] as const),
+    ])
     table('ledger and client', [
       ['process crashes (restarted)', fleet.crashes.length],
       ['ledger rows', a.ledger_rows],
@@ -722,6 +863,13 @@ async function main(): Promise<number> {
       )
       for (const [reason, n] of reasons) log(`  ${n}× ${reason}`)
     }
+    if (a.context.bad > 0) {
+      log('broken history checks:')
+      for (const [check, n] of a.context.violations)
+        if (n > 0) log(`  ${n}× ${check}: ${CONTEXT_CHECKS[check]}`)
+      log('offending histories (first 10):')
+      for (const line of a.context.samples) log(`  ${line}`)
+    }
     if (a.stuckSamples.length > 0) {
       log('offending attempts (first 10):')
       for (const s of a.stuckSamples)
@@ -737,6 +885,7 @@ async function main(): Promise<number> {
     await pool.end().catch(() => undefined)
     submitAgent.destroy()
     followAgent.destroy()
+    waitAgent.destroy()
   }
 }
 

@@ -1,11 +1,12 @@
-// `npm run bench [-- --json] [--count N] [--clients N] [--sequential N]`
+// `npm run bench [-- --json] [--count N] [--clients N] [--sequential N] [--keyed]`
 //
 // Measures Baton against raw BullMQ on the same Redis and Postgres, in one run:
 //   (a) raw BullMQ: add + process of no-op jobs (throughput);
 //   (b) Baton: durable delegations of a no-op `scripted` child through the HTTP API to terminal
 //       commit, from many concurrent clients (throughput, from the ledger's own timestamps);
 //   (c) sequential submit-and-wait latency for both (BullMQ waitUntilFinished; HTTP `wait`).
-// `lost` and `duplicates` come from SQL over the benchmark's own rows.
+// `lost` and `duplicates` come from SQL over the benchmark's own rows. With `--keyed` every
+// delegation of (b) carries its own `Idempotency-Key`, as a client that retries safely sends.
 import { randomUUID } from 'node:crypto'
 import http from 'node:http'
 import { httpJson } from './lib/http.ts'
@@ -29,6 +30,7 @@ const { values: args } = parseArgs({
     clients: { type: 'string', default: '64' },
     sequential: { type: 'string', default: '300' },
     workers: { type: 'string', default: '2' },
+    keyed: { type: 'boolean', default: false },
   },
 })
 const COUNT = Number(args.count)
@@ -110,10 +112,15 @@ async function baton(prefix: string, port: number) {
       for (;;) {
         const i = next++
         if (i >= COUNT) return
-        const r = await httpJson(agent, port, 'POST', `/v1/sessions/bench-${i % 100}/delegations`, {
-          name: 'scripted',
-          prompt,
-        })
+        const r = await httpJson(
+          agent,
+          port,
+          'POST',
+          `/v1/sessions/bench-${i % 100}/delegations`,
+          { name: 'scripted', prompt },
+          undefined,
+          args.keyed ? { 'idempotency-key': `bench-${i}` } : {},
+        )
         if (r.status !== 202) rejected += 1
       }
     }),
@@ -176,7 +183,7 @@ async function main(): Promise<void> {
   await prepareDatabase(databaseUrl, { fresh: true })
   const prefix = `baton-bench-${randomUUID().slice(0, 8)}`
   log(
-    `bench: ${COUNT} jobs/delegations, ${CLIENTS} HTTP clients, ${SEQUENTIAL} sequential waits, ${WORKERS} workers`,
+    `bench: ${COUNT} jobs/delegations, ${CLIENTS} HTTP clients${args.keyed ? ' (keyed)' : ''}, ${SEQUENTIAL} sequential waits, ${WORKERS} workers`,
   )
   log('bench: (a) raw BullMQ …')
   const raw = await rawBullmq(`${prefix}-raw`)

@@ -37,8 +37,9 @@ export {
   recordSteering,
 } from './attempts/steering.ts'
 export type { RecordSteeringOutcome, SteeringMessage } from './attempts/steering.ts'
-export { acceptIdempotent } from './attempts/accept-idempotent.ts'
+export { acceptIdempotent, acceptNewIdempotent } from './attempts/accept-idempotent.ts'
 export type {
   IdempotentAcceptInput,
   IdempotentAcceptOutcome,
+  IdempotentNewInput,
 } from './attempts/accept-idempotent.ts'

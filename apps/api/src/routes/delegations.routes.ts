@@ -12,7 +12,12 @@ import {
   promptToBlocks,
   sessionIdSchema,
 } from '@baton/contracts'
-import { acceptDelegation, acceptIdempotent } from '@baton/store'
+import {
+  acceptDelegation,
+  acceptIdempotent,
+  type IdempotentAcceptOutcome,
+  type NewDelegationInput,
+} from '@baton/store'
 import type { ApiDeps } from '../deps.ts'
 import { awaitAttempt, awaitSubscribed } from '../services/await-attempt.ts'
 
@@ -52,11 +57,13 @@ export function delegationRoutes(deps: ApiDeps): FastifyPluginAsyncZod {
           newAgentId: randomUUID(),
         }
         const idempotencyKey = request.headers['idempotency-key']
-        const outcome =
-          idempotencyKey !== undefined
-            ? await acceptIdempotent(deps.db, {
-                ...fresh,
-                ...(input.agentId === undefined ? {} : { agentId: input.agentId }),
+        const outcome = await admit(
+          deps,
+          fresh,
+          input.agentId,
+          idempotencyKey === undefined
+            ? undefined
+            : {
                 idempotencyKey,
                 requestDigest: requestDigest({
                   name: input.name,
@@ -64,12 +71,8 @@ export function delegationRoutes(deps: ApiDeps): FastifyPluginAsyncZod {
                   agentId: input.agentId ?? null,
                   metadata: fresh.metadata,
                 }),
-              })
-            : input.agentId === undefined
-              ? await deps.admission
-                  .acceptNew(fresh)
-                  .then(() => ({ kind: 'accepted' as const, agentId: fresh.newAgentId, attemptId }))
-              : await acceptDelegation(deps.db, { ...fresh, agentId: input.agentId })
+              },
+        )
         switch (outcome.kind) {
           case 'agent_not_found':
             throw new BatonError(
@@ -145,6 +148,27 @@ export function delegationRoutes(deps: ApiDeps): FastifyPluginAsyncZod {
       },
     )
   }
+}
+
+/**
+ * Records the delegation: a new one through the batched admission (keyed or not), a continuation
+ * of `agentId` in a statement of its own.
+ */
+function admit(
+  deps: ApiDeps,
+  fresh: NewDelegationInput,
+  agentId: string | undefined,
+  keyed: { readonly idempotencyKey: string; readonly requestDigest: string } | undefined,
+): Promise<IdempotentAcceptOutcome> {
+  if (keyed !== undefined) {
+    return agentId === undefined
+      ? deps.admission.acceptNewIdempotent({ ...fresh, ...keyed })
+      : acceptIdempotent(deps.db, { ...fresh, agentId, ...keyed })
+  }
+  if (agentId !== undefined) return acceptDelegation(deps.db, { ...fresh, agentId })
+  return deps.admission
+    .acceptNew(fresh)
+    .then(() => ({ kind: 'accepted', agentId: fresh.newAgentId, attemptId: fresh.attemptId }))
 }
 
 /** An AbortSignal that fires when the client goes away, so a wait does not outlive its caller. */

@@ -2,8 +2,11 @@ import type { Logger } from '@baton/observability'
 import type { AttemptQueue } from '@baton/queue'
 import {
   acceptNewDelegations,
+  acceptNewIdempotent,
   createGroupBatcher,
   type Db,
+  type IdempotentAcceptOutcome,
+  type IdempotentNewInput,
   type NewDelegationInput,
 } from '@baton/store'
 import { ATTEMPT_JOB_NAME } from '@baton/contracts'
@@ -11,6 +14,8 @@ import { ATTEMPT_JOB_NAME } from '@baton/contracts'
 export interface Admission {
   /** Records a new delegation in the ledger (batched with concurrent ones). */
   acceptNew(input: NewDelegationInput): Promise<void>
+  /** Records a new delegation under an idempotency key (batched with concurrent ones). */
+  acceptNewIdempotent(input: IdempotentNewInput): Promise<IdempotentAcceptOutcome>
   /** Enqueues an accepted attempt (batched with concurrent ones). Never rejects: see below. */
   enqueue(attemptId: string): Promise<void>
 }
@@ -18,7 +23,7 @@ export interface Admission {
 const MAX_BATCH = 256
 
 /**
- * The hot path of the API, batched: concurrent accepts share one ledger statement and concurrent
+ * The hot path of the API, batched: concurrent accepts (keyed or not) share one ledger statement and concurrent
  * enqueues share one Redis round trip (`addBulk`; job id = attempt id, so a re-add is a no-op).
  * An enqueue that fails is logged and left to the reconciler: the accept is already durable.
  */
@@ -33,6 +38,10 @@ export function createAdmission(deps: {
       await acceptNewDelegations(deps.db, inputs)
       return inputs.map(() => undefined)
     },
+    { maxBatch: MAX_BATCH, maxInFlight: deps.maxInFlight },
+  )
+  const keyedAccepts = createGroupBatcher<IdempotentNewInput, IdempotentAcceptOutcome>(
+    (inputs) => acceptNewIdempotent(deps.db, inputs),
     { maxBatch: MAX_BATCH, maxInFlight: deps.maxInFlight },
   )
   const enqueues = createGroupBatcher<string, void>(
@@ -50,6 +59,7 @@ export function createAdmission(deps: {
   )
   return {
     acceptNew: (input) => accepts.submit(input),
+    acceptNewIdempotent: (input) => keyedAccepts.submit(input),
     async enqueue(attemptId) {
       try {
         await enqueues.submit(attemptId)

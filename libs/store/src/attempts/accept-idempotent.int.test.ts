@@ -1,0 +1,114 @@
+import { randomUUID } from 'node:crypto'
+import { sql } from 'kysely'
+import { describe, expect, test } from '@baton/testing'
+import type { Db } from '../db.ts'
+import { acceptIdempotent, acceptNewIdempotent } from './accept-idempotent.ts'
+import { requestCancel } from './request-cancel.ts'
+
+/** A new keyed delegation in `sessionId`; `request` stands for what the caller asked. */
+function keyed(sessionId: string, idempotencyKey: string, request: string) {
+  return {
+    sessionId,
+    name: 'scripted',
+    prompt: [{ type: 'text', text: request }],
+    metadata: {},
+    attemptId: randomUUID(),
+    newAgentId: randomUUID(),
+    idempotencyKey,
+    requestDigest: `digest-of-${request}`,
+  }
+}
+
+async function counts(db: Db, sessionId: string) {
+  const r = await sql<{ attempts: number; agents: number; transitions: number }>`
+    select (select count(*)::int from attempts where session_id = ${sessionId}) as attempts,
+           (select count(*)::int from agents where session_id = ${sessionId}) as agents,
+           (select count(*)::int from attempt_transitions t join attempts a on a.id = t.attempt_id
+             where a.session_id = ${sessionId}) as transitions
+  `.execute(db)
+  return r.rows[0]
+}
+
+describe('idempotent acceptance', () => {
+  test('one batch: a repeated key is replayed or refused by its request, and only first uses write', async ({
+    db,
+  }) => {
+    const first = keyed('s-batch', 'key-a', 'one')
+    const outcomes = await acceptNewIdempotent(db, [
+      first,
+      keyed('s-batch', 'key-a', 'one'),
+      keyed('s-batch', 'key-a', 'other'),
+      keyed('s-batch', 'key-b', 'one'),
+      keyed('s-batch-2', 'key-a', 'one'),
+    ])
+    expect(outcomes.map((o) => o.kind)).toEqual([
+      'accepted',
+      'replayed',
+      'key_reused',
+      'accepted',
+      'accepted',
+    ])
+    expect(outcomes[1]).toEqual({
+      kind: 'replayed',
+      agentId: first.newAgentId,
+      attemptId: first.attemptId,
+    })
+    expect(await counts(db, 's-batch')).toEqual({ attempts: 2, agents: 2, transitions: 2 })
+
+    // A later retry writes nothing and answers the attempt the key created.
+    const [retry] = await acceptNewIdempotent(db, [keyed('s-batch', 'key-a', 'one')])
+    expect(retry).toEqual({
+      kind: 'replayed',
+      agentId: first.newAgentId,
+      attemptId: first.attemptId,
+    })
+    expect(await counts(db, 's-batch')).toEqual({ attempts: 2, agents: 2, transitions: 2 })
+  })
+
+  test('concurrent batches racing for one key: exactly one accepts, the others answer its attempt', async ({
+    db,
+  }) => {
+    const batches = await Promise.all(
+      [1, 2, 3, 4].map(() => acceptNewIdempotent(db, [keyed('s-race', 'key', 'same')])),
+    )
+    const outcomes = batches.flat()
+    expect(outcomes.filter((o) => o.kind === 'accepted')).toHaveLength(1)
+    expect(outcomes.filter((o) => o.kind === 'replayed')).toHaveLength(3)
+    const attempts = new Set(outcomes.map((o) => ('attemptId' in o ? o.attemptId : undefined)))
+    expect(attempts.size).toBe(1)
+    expect(await counts(db, 's-race')).toEqual({ attempts: 1, agents: 1, transitions: 1 })
+  })
+
+  test('a keyed continuation: accepted once, replayed on retry, refused for a busy or unknown agent', async ({
+    db,
+  }) => {
+    const [created] = await acceptNewIdempotent(db, [keyed('s-cont', 'create', 'one')])
+    if (created?.kind !== 'accepted') throw new Error(String(created?.kind))
+    // The agent's first attempt is still accepted (not terminal): a continuation is busy.
+    const busy = await acceptIdempotent(db, {
+      ...keyed('s-cont', 'continue', 'two'),
+      agentId: created.agentId,
+    })
+    expect(busy).toEqual({ kind: 'agent_busy' })
+    // Cancelled while queued: terminal, so the agent may continue.
+    expect(await requestCancel(db, { attemptId: created.attemptId, reason: null })).toBe(
+      'cancelled_queued',
+    )
+    const continuation = { ...keyed('s-cont', 'continue', 'two'), agentId: created.agentId }
+    const accepted = await acceptIdempotent(db, continuation)
+    expect(accepted).toEqual({
+      kind: 'accepted',
+      agentId: created.agentId,
+      attemptId: continuation.attemptId,
+    })
+    expect(await acceptIdempotent(db, { ...continuation, attemptId: randomUUID() })).toEqual({
+      kind: 'replayed',
+      agentId: created.agentId,
+      attemptId: continuation.attemptId,
+    })
+    expect(
+      await acceptIdempotent(db, { ...keyed('s-cont', 'stranger', 'x'), agentId: randomUUID() }),
+    ).toEqual({ kind: 'agent_not_found' })
+    expect(await counts(db, 's-cont')).toEqual({ attempts: 2, agents: 1, transitions: 3 })
+  })
+})

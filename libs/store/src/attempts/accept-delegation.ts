@@ -1,4 +1,4 @@
-import { sql } from 'kysely'
+import { sql, type RawBuilder } from 'kysely'
 import type { Db } from '../db.ts'
 import { isUniqueViolation } from '../pg-errors.ts'
 
@@ -37,14 +37,8 @@ export async function acceptNewDelegations(
   if (inputs.length === 0) return
   await sql`
     with input as (
-      select * from unnest(
-        ${inputs.map((i) => i.attemptId)}::uuid[],
-        ${inputs.map((i) => i.newAgentId)}::uuid[],
-        ${inputs.map((i) => i.sessionId)}::text[],
-        ${inputs.map((i) => i.name)}::text[],
-        ${inputs.map((i) => JSON.stringify(i.prompt))}::jsonb[],
-        ${inputs.map((i) => JSON.stringify(i.metadata))}::jsonb[]
-      ) as i(attempt_id, agent_id, session_id, name, prompt, metadata)
+      select * from unnest(${newDelegationArrays(inputs)})
+        as i(attempt_id, agent_id, session_id, name, prompt, metadata)
     ), s as (
       insert into sessions (id, namespace_id)
       select distinct session_id, 'default' from input
@@ -59,6 +53,21 @@ export async function acceptNewDelegations(
     insert into attempt_transitions (attempt_id, from_status, to_status, event, owner_generation)
     select attempt_id, null, 'accepted', 'accepted', 0 from input
   `.execute(db)
+}
+
+/**
+ * The `unnest` arguments for new delegations, one array per column: attempt id, agent id,
+ * session id, name, prompt, metadata.
+ */
+export function newDelegationArrays(inputs: readonly NewDelegationInput[]): RawBuilder<unknown> {
+  return sql`
+    ${inputs.map((i) => i.attemptId)}::uuid[],
+    ${inputs.map((i) => i.newAgentId)}::uuid[],
+    ${inputs.map((i) => i.sessionId)}::text[],
+    ${inputs.map((i) => i.name)}::text[],
+    ${inputs.map((i) => JSON.stringify(i.prompt))}::jsonb[],
+    ${inputs.map((i) => JSON.stringify(i.metadata))}::jsonb[]
+  `
 }
 
 /**

@@ -1,6 +1,7 @@
 import { sql } from 'kysely'
 import type { Db } from '../db.ts'
 import { isUniqueViolation } from '../pg-errors.ts'
+import { newDelegationArrays } from './accept-delegation.ts'
 import type { AcceptDelegationInput, NewDelegationInput } from './accept-delegation.ts'
 
 interface IdempotencyFields {
@@ -51,12 +52,7 @@ export async function acceptNewIdempotent(
   const inserted = await sql<{ id: string }>`
     with input as (
       select * from unnest(
-        ${inputs.map((i) => i.attemptId)}::uuid[],
-        ${inputs.map((i) => i.newAgentId)}::uuid[],
-        ${inputs.map((i) => i.sessionId)}::text[],
-        ${inputs.map((i) => i.name)}::text[],
-        ${inputs.map((i) => JSON.stringify(i.prompt))}::jsonb[],
-        ${inputs.map((i) => JSON.stringify(i.metadata))}::jsonb[],
+        ${newDelegationArrays(inputs)},
         ${inputs.map((i) => i.idempotencyKey)}::text[],
         ${inputs.map((i) => i.requestDigest)}::text[]
       ) with ordinality as i(attempt_id, agent_id, session_id, name, prompt, metadata,

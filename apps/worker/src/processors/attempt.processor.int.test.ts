@@ -88,16 +88,18 @@ describe('attempt processor', () => {
 
 /**
  * A provider that can resume from history and reports a log: the history it was given (or a
- * tampered copy) followed by one new turn. It records the history each start received.
+ * tampered copy) followed by one new turn. It records the history each start received, and runs
+ * `onStart` before the run is ready.
  */
-function historyProvider(tamper: boolean) {
+function historyProvider(tamper: boolean, onStart: () => Promise<void>) {
   const received: (readonly SubagentHistoryEvent[] | undefined)[] = []
   const provider: SubagentProvider = {
     name: 'history-fake',
     capabilities: { ...NO_START_CAPABILITIES, history: true },
     inheritsParentContext: false,
-    start(request) {
+    async start(request) {
       received.push(request.history)
+      await onStart()
       const resumed = request.history ?? []
       const prefix = tamper
         ? resumed.map((e, i) =>
@@ -105,7 +107,7 @@ function historyProvider(tamper: boolean) {
           )
         : resumed
       const log = [...prefix, ...historyTurn(resumed.length, 'new work')]
-      return Promise.resolve({
+      return {
         id: randomUUID(),
         localAgent: undefined,
         result: Promise.resolve({
@@ -114,7 +116,7 @@ function historyProvider(tamper: boolean) {
         }),
         dispose: () => Promise.resolve(),
         history: () => log,
-      })
+      }
     },
   }
   return { provider, received }
@@ -122,9 +124,10 @@ function historyProvider(tamper: boolean) {
 
 describe('attempt processor: context deltas', () => {
   test.for([
-    { tamper: false, expected: 'appends only the new suffix' },
-    { tamper: true, expected: 'fails closed when the log rewrites the resumed history' },
-  ])('a resumed child $expected', async ({ tamper }, { db, redisUrl, queuePrefix }) => {
+    { fault: 'none', expected: 'appends only the new suffix' },
+    { fault: 'tamper', expected: 'fails closed when the log rewrites the resumed history' },
+    { fault: 'moved', expected: 'fails closed when the history moved on while it ran' },
+  ] as const)('a resumed child $expected', async ({ fault }, { db, redisUrl, queuePrefix }) => {
     const ownerId = `owner-${randomUUID().slice(0, 8)}`
     // The agent's first attempt committed one turn of history.
     const firstId = randomUUID()
@@ -162,7 +165,15 @@ describe('attempt processor: context deltas', () => {
       newAgentId: randomUUID(),
       agentId,
     })
-    const fake = historyProvider(tamper)
+    // The `moved` fault: an event lands in the agent's history while the continuation runs (no
+    // Baton writer does this; the ledger's base check is the guard if one ever did).
+    const fake = historyProvider(fault === 'tamper', async () => {
+      if (fault !== 'moved') return
+      await sql`
+        insert into agent_context_events (agent_id, seq, attempt_id, event)
+        values (${agentId}, 3, ${firstId}, '{"seq":3,"type":"turn/start","turnId":"x"}'::jsonb)
+      `.execute(db)
+    })
     const harness = startProcessor(
       { db, redisUrl, queuePrefix },
       ownerId,
@@ -176,13 +187,15 @@ describe('attempt processor: context deltas', () => {
       })
       expect(fake.received).toEqual([historyTurn(0, 'first')])
       const history = (await getAgentContext(db, agentId))?.events ?? []
-      if (tamper) {
+      if (fault !== 'none') {
         expect(view).toMatchObject({
           stopReason: 'error',
           failureCategory: 'context_rejected',
           context: null,
         })
-        expect(history.map((e) => e.event)).toEqual(historyTurn(0, 'first'))
+        // Nothing of the continuation was appended.
+        expect(history.every((e) => e.attemptId === firstId)).toBe(true)
+        expect(history).toHaveLength(fault === 'moved' ? 4 : 3)
       } else {
         expect(view).toMatchObject({
           stopReason: 'completed',

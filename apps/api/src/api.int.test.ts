@@ -178,9 +178,7 @@ describe('HTTP API with real workers', () => {
       prompt: '{"hang":true}',
     })
     const attemptId = accepted.body.attemptId as string
-    await eventually(async () =>
-      (await h.get(`/v1/attempts/${attemptId}`)).body.status === 'running' ? true : undefined,
-    )
+    await h.untilRunning(attemptId)
     const started = performance.now()
     const cancel = await h.post(`/v1/attempts/${attemptId}/cancel`, {})
     expect(cancel.body).toMatchObject({ outcome: 'cancel_requested' })
@@ -216,9 +214,7 @@ describe('HTTP API with real workers', () => {
     )
     const accepted = await h.post(delegate('s-kill'), { name: 'scripted', prompt: '{"hang":true}' })
     const attemptId = accepted.body.attemptId as string
-    await eventually(async () =>
-      (await h.get(`/v1/attempts/${attemptId}`)).body.status === 'running' ? true : undefined,
-    )
+    await h.untilRunning(attemptId)
     doomed.kill('SIGKILL')
     expect(await doomed.exited).toBe('SIGKILL')
     const survivor = track(
@@ -271,9 +267,7 @@ describe('steering through the API', () => {
       prompt: '{"awaitSteering":2}',
     })
     const attemptId = accepted.body.attemptId as string
-    await eventually(async () =>
-      (await h.get(`/v1/attempts/${attemptId}`)).body.status === 'running' ? true : undefined,
-    )
+    await h.untilRunning(attemptId)
     const first = await h.post(`/v1/attempts/${attemptId}/steer`, { content: 'look in the cellar' })
     const second = await h.post(`/v1/attempts/${attemptId}/steer`, {
       content: [{ type: 'text', text: 'then the attic' }],

@@ -1,14 +1,7 @@
 import { mkdtemp, mkdir, writeFile, rm } from 'node:fs/promises'
 import { tmpdir } from 'node:os'
 import { join } from 'node:path'
-import {
-  describe,
-  eventually,
-  expect,
-  startServiceProcess,
-  test,
-  workerProcessEnv,
-} from '@baton/testing'
+import { describe, expect, startServiceProcess, test, workerProcessEnv } from '@baton/testing'
 import { createBatonClient } from '@baton/client'
 import { startApi, type ApiHarness } from './test-support.ts'
 
@@ -53,12 +46,6 @@ async function contextOf(h: ApiHarness, agentId: string): Promise<ContextEvent[]
   return view.events as ContextEvent[]
 }
 
-function untilRunning(h: ApiHarness, attemptId: string): Promise<true> {
-  return eventually(async () =>
-    (await h.get(`/v1/attempts/${attemptId}`)).body.status === 'running' ? true : undefined,
-  )
-}
-
 /** `type` or `type:role` per event, the shape of a history at a glance. */
 function shape(events: readonly ContextEvent[]): string[] {
   return events.map((e) =>
@@ -87,7 +74,7 @@ describe('context deltas: durable agent history', () => {
       const path = '/v1/sessions/s-context/delegations'
       const first = await h.post(path, { name: 'rememberer', prompt: 'first task' })
       const agentId = first.body.agentId as string
-      await untilRunning(h, first.body.attemptId as string)
+      await h.untilRunning(first.body.attemptId as string)
       // Running, its turn already under way in the worker: nothing of it is in the session yet.
       expect(await contextOf(h, agentId)).toEqual([])
       const done = await h.get(`/v1/attempts/${first.body.attemptId}/wait?timeoutMs=10000`)
@@ -150,7 +137,7 @@ describe('context deltas: durable agent history', () => {
       const agentId = first.body.agentId as string
 
       const lost = await h.post(path, { name: 'rememberer', agentId, prompt: 'lost task' })
-      await untilRunning(h, lost.body.attemptId as string)
+      await h.untilRunning(lost.body.attemptId as string)
       doomed.kill('SIGKILL')
       expect(await doomed.exited).toBe('SIGKILL')
       const survivor = track(await startServiceProcess('worker', env))

@@ -3,7 +3,7 @@ import { tmpdir } from 'node:os'
 import { join } from 'node:path'
 import { fileURLToPath } from 'node:url'
 import { sql } from 'kysely'
-import { describe, eventually, expect, startServiceProcess, test } from '@baton/testing'
+import { describe, expect, startServiceProcess, test } from '@baton/testing'
 import { startApi } from './test-support.ts'
 
 const RESEARCHER = `---
@@ -118,15 +118,7 @@ describe('API → worker → markdown-defined subagents: spawn with a scripted m
         prompt: 'hang',
       })
       const hangingId = hanging.body.attemptId as string
-      await eventually(async () =>
-        (
-          (await fetch(`${base}/v1/attempts/${hangingId}`).then((r) => r.json())) as {
-            status: string
-          }
-        ).status === 'running'
-          ? true
-          : undefined,
-      )
+      await h.untilRunning(hangingId)
       expect(await post(`/v1/attempts/${hangingId}/steer`, { content: 'turn left' })).toMatchObject(
         {
           status: 409,

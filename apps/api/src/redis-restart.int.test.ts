@@ -4,7 +4,6 @@ import { createAttemptQueue, enqueueAttempt } from '@baton/queue'
 import { acceptDelegation } from '@baton/store'
 import {
   describe,
-  eventually,
   expect,
   hasRedisServerBinary,
   startRedisServer,
@@ -49,11 +48,7 @@ describe('Redis restart (private redis-server)', () => {
       })
       expect(slow.status).toBe(202)
       const slowId = slow.body.attemptId as string
-      await eventually(
-        async () =>
-          (await h.get(`/v1/attempts/${slowId}`)).body.status === 'running' ? true : undefined,
-        { timeoutMs: 20_000, what: 'the slow child to run' },
-      )
+      await h.untilRunning(slowId, 20_000)
 
       // Accepted and enqueued as the API would, but behind the slow child: its job only waits.
       const queuedId = randomUUID()
@@ -128,11 +123,7 @@ describe('Redis restart (private redis-server)', () => {
         prompt: '{"hang":true}',
       })
       const hangingId = hanging.body.attemptId as string
-      await eventually(
-        async () =>
-          (await h.get(`/v1/attempts/${hangingId}`)).body.status === 'running' ? true : undefined,
-        { timeoutMs: 20_000, what: 'the hanging child to run' },
-      )
+      await h.untilRunning(hangingId, 20_000)
       const cancel = await h.post(`/v1/attempts/${hangingId}/cancel`, {})
       expect(cancel).toMatchObject({ status: 202, body: { outcome: 'cancel_requested' } })
       const cancelled = await h.get(`/v1/attempts/${hangingId}/wait?timeoutMs=45000`)

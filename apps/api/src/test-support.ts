@@ -1,5 +1,6 @@
 // Shared by this app's integration tests: an in-process API on a free port with a tiny client.
 import { createLogger } from '@baton/observability'
+import { eventually } from '@baton/testing'
 import { composeApi, type ApiProcess } from './compose.ts'
 import { loadConfig } from './config.ts'
 
@@ -12,6 +13,8 @@ export interface ApiHarness {
     headers?: Record<string, string>,
   ): Promise<{ status: number; body: any }>
   get(path: string): Promise<{ status: number; body: any }>
+  /** Resolves once the attempt is `running` (fails the test after `timeoutMs`, default 10 s). */
+  untilRunning(attemptId: string, timeoutMs?: number): Promise<void>
 }
 
 /** Starts the API against the test's database, Redis and prefix (plus `extraEnv`). */
@@ -41,5 +44,14 @@ export async function startApi(
         body: typeof body === 'string' ? body : JSON.stringify(body),
       }).then(parse),
     get: (path) => fetch(`${base}${path}`).then(parse),
+    async untilRunning(attemptId, timeoutMs = 10_000) {
+      await eventually(
+        async () =>
+          (await fetch(`${base}/v1/attempts/${attemptId}`).then(parse)).body.status === 'running'
+            ? true
+            : undefined,
+        { timeoutMs, what: `attempt ${attemptId} to run` },
+      )
+    },
   }
 }

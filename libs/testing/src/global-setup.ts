@@ -1,11 +1,14 @@
 import type { TestProject } from 'vitest/node'
+import { Redis } from 'ioredis'
 import pg from 'pg'
 import { createDb, migrateToLatest } from '@baton/store'
 
 /**
- * Once per integration run: find real Postgres and Redis (REDIS_URL/DATABASE_URL when set, else
- * testcontainers where Docker exists), migrate a template database, and hand both to the test files.
- * Every test file then clones its own database from the template (fast, and isolated).
+ * Once per integration run: find real Postgres and Redis, migrate a template database, and hand
+ * both to the test files. Every test file then clones its own database from the template (fast,
+ * and isolated). Services come from, in order: REDIS_URL/DATABASE_URL when set; the local services
+ * on their default ports when they answer (the same defaults as `npm run up`); testcontainers
+ * where Docker exists; otherwise a clear error.
  */
 declare module 'vitest' {
   export interface ProvidedContext {
@@ -15,28 +18,36 @@ declare module 'vitest' {
   }
 }
 
-const TEMPLATE = 'baton_test_template'
+/** The local defaults `npm run up` uses, with the maintenance database to create others from. */
+export const LOCAL_DATABASE_URL = 'postgres://postgres@127.0.0.1:5432/postgres'
+export const LOCAL_REDIS_URL = 'redis://127.0.0.1:6379'
 
 export default async function setup(project: TestProject): Promise<() => Promise<void>> {
   const stops: (() => Promise<unknown>)[] = []
   let databaseUrl = process.env.DATABASE_URL
   let redisUrl = process.env.REDIS_URL
+  if (databaseUrl === undefined && (await postgresAnswers(LOCAL_DATABASE_URL)))
+    databaseUrl = LOCAL_DATABASE_URL
+  if (redisUrl === undefined && (await redisAnswers(LOCAL_REDIS_URL))) redisUrl = LOCAL_REDIS_URL
   if (databaseUrl === undefined || redisUrl === undefined) {
     const started = await startContainers()
     databaseUrl ??= started.databaseUrl
     redisUrl ??= started.redisUrl
     stops.push(...started.stops)
   }
+  // A template of this run's own, so that concurrent runs (several checkouts) never drop it under
+  // each other.
+  const template = `baton_test_template_${process.pid}`
 
   const admin = new pg.Client({ connectionString: databaseUrl })
   await admin.connect()
   try {
-    await admin.query(`drop database if exists ${TEMPLATE} with (force)`)
-    await admin.query(`create database ${TEMPLATE}`)
+    await admin.query(`drop database if exists ${template} with (force)`)
+    await admin.query(`create database ${template}`)
   } finally {
     await admin.end()
   }
-  const db = createDb({ connectionString: withDatabase(databaseUrl, TEMPLATE), maxConnections: 1 })
+  const db = createDb({ connectionString: withDatabase(databaseUrl, template), maxConnections: 1 })
   try {
     await migrateToLatest(db)
   } finally {
@@ -45,9 +56,49 @@ export default async function setup(project: TestProject): Promise<() => Promise
 
   project.provide('databaseUrl', databaseUrl)
   project.provide('redisUrl', redisUrl)
-  project.provide('templateDatabase', TEMPLATE)
+  project.provide('templateDatabase', template)
+  const rootUrl = databaseUrl
   return async () => {
+    const cleanup = new pg.Client({ connectionString: rootUrl })
+    await cleanup.connect()
+    try {
+      await cleanup.query(`drop database if exists ${template} with (force)`)
+    } finally {
+      await cleanup.end()
+    }
     for (const stop of stops) await stop()
+  }
+}
+
+async function postgresAnswers(url: string): Promise<boolean> {
+  const client = new pg.Client({ connectionString: url, connectionTimeoutMillis: 2_000 })
+  client.on('error', () => undefined)
+  try {
+    await client.connect()
+    await client.query('select 1')
+    return true
+  } catch {
+    return false
+  } finally {
+    await client.end().catch(() => undefined)
+  }
+}
+
+async function redisAnswers(url: string): Promise<boolean> {
+  const redis = new Redis(url, {
+    lazyConnect: true,
+    connectTimeout: 2_000,
+    maxRetriesPerRequest: 0,
+    retryStrategy: () => null,
+  })
+  redis.on('error', () => undefined)
+  try {
+    await redis.connect()
+    return (await redis.ping()) === 'PONG'
+  } catch {
+    return false
+  } finally {
+    redis.disconnect()
   }
 }
 
@@ -74,9 +125,9 @@ async function startContainers(): Promise<{
     }
   } catch (error) {
     throw new Error(
-      'Integration tests need Postgres and Redis: set DATABASE_URL and REDIS_URL ' +
-        '(e.g. postgres://postgres@127.0.0.1:5432/postgres and redis://127.0.0.1:6379), ' +
-        'or run Docker so testcontainers can start them.',
+      'Integration tests need Postgres and Redis: none answered on the default local ports ' +
+        `(${LOCAL_DATABASE_URL}, ${LOCAL_REDIS_URL}) and Docker is not available for ` +
+        'testcontainers. Start them (see the README, Requirements) or set DATABASE_URL and REDIS_URL.',
       { cause: error },
     )
   }

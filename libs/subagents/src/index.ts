@@ -144,3 +144,19 @@ export {
 export { delegationToolDefinitions } from './delegation-tools.ts'
 export { subagentTransport, transportSteerable } from './subagent-transport.ts'
 export type { SubagentTransport } from './subagent-transport.ts'
+export {
+  BUILT_IN_SUBAGENT,
+  createSubagentCatalog,
+  loadSubagentCatalog,
+  WORKSPACE_TOOLS,
+} from './subagent-catalog.ts'
+export type {
+  LoadSubagentCatalogOptions,
+  RefusedSubagent,
+  RunnableSubagent,
+  SubagentAdmission,
+  SubagentCatalog,
+  SubagentCatalogLogger,
+  SubagentCatalogOptions,
+  SubagentLaunch,
+} from './subagent-catalog.ts'

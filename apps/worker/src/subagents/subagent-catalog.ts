@@ -6,19 +6,17 @@ import {
   createSpawnProvider,
   loadScriptDirectory,
   resolveModel,
-  WorkspaceToolName,
   type ModelConfig,
 } from '@baton/agents'
 import type { Logger } from '@baton/observability'
 import {
+  createSubagentCatalog,
   createSubagentService,
-  loadSubagentDirectory,
-  projectSubagentSpec,
-  subagentTransport,
+  loadSubagentCatalog,
   type AgentOptions,
+  type SubagentCatalog,
   type SubagentProvider,
   type SubagentService,
-  type ToolDescriptor,
   type ToolRestriction,
 } from '@baton/subagents'
 
@@ -31,20 +29,11 @@ export interface SubagentEntry {
   readonly toolFilter?: ToolRestriction
 }
 
-/** The subagents a worker can run: the seam's service plus the catalog of names. */
+/** The subagents a worker can run: the seam's service plus one entry per runnable catalog name. */
 export interface WorkerSubagents {
   readonly service: SubagentService
   readonly entries: ReadonlyMap<string, SubagentEntry>
 }
-
-/** The tools a worker offers children: the read-only workspace toolset, confined to its cwd. */
-export const WORKSPACE_TOOLS: readonly ToolDescriptor[] = [
-  { name: WorkspaceToolName.VIEW, description: 'Read a file in the workspace' },
-  { name: WorkspaceToolName.LIST, description: 'List a directory in the workspace' },
-  { name: WorkspaceToolName.GREP, description: 'Search text in the workspace' },
-]
-
-export const BUILT_IN_SUBAGENT = 'scripted'
 
 /**
  * The built-in `scripted` subagent only (tests and the benchmark), optionally with another
@@ -53,12 +42,7 @@ export const BUILT_IN_SUBAGENT = 'scripted'
 export function builtInSubagents(
   provider: SubagentProvider = createScriptedPromptProvider(),
 ): WorkerSubagents {
-  const service = createSubagentService()
-  service.registerProvider(provider)
-  return {
-    service,
-    entries: new Map([[BUILT_IN_SUBAGENT, { name: BUILT_IN_SUBAGENT, provider: provider.name }]]),
-  }
+  return subagentsFromCatalog(createSubagentCatalog([]), { scripted: provider })
 }
 
 export interface LoadSubagentsOptions {
@@ -73,13 +57,15 @@ export interface LoadSubagentsOptions {
 }
 
 /**
- * Builds the worker's subagents: the built-in `scripted` subagent plus one subagent per markdown
- * spec — in-process (`spawn`) by default, or an external ACP agent with `provider: acp`. A spec whose required tools the worker cannot offer is unavailable: it is left
- * out with a warning naming the diagnostics, so delegations to it fail loudly as unknown.
+ * Builds the worker's subagents from the shared catalog: whatever it classifies as runnable gets a
+ * provider here; what it refuses is never registered (the API refuses it at accept time).
  */
 export async function loadWorkerSubagents(options: LoadSubagentsOptions): Promise<WorkerSubagents> {
-  const { service, entries } = builtInSubagents()
-  const catalog = new Map(entries)
+  const catalog = await loadSubagentCatalog({
+    ...(options.subagentsDir === undefined ? {} : { subagentsDir: options.subagentsDir }),
+    defaultModel: options.defaultModel,
+    logger: options.logger,
+  })
   const scripts =
     options.scriptedModelsDir === undefined
       ? createScriptRegistry()
@@ -88,46 +74,61 @@ export async function loadWorkerSubagents(options: LoadSubagentsOptions): Promis
     resolveModel: (modelId) => resolveModel(modelId, { ...options.models, scripts }),
     defaultModel: options.defaultModel,
   })
-  service.registerProvider(createSpawnProvider({ runtime: agentRuntime }))
+  return subagentsFromCatalog(catalog, {
+    scripted: createScriptedPromptProvider(),
+    spawn: createSpawnProvider({ runtime: agentRuntime }),
+  })
+}
 
-  const specs =
-    options.subagentsDir === undefined ? [] : await loadSubagentDirectory(options.subagentsDir)
-  for (const spec of specs) {
-    if (catalog.has(spec.name))
-      throw new Error(`subagent "${spec.name}" is declared twice (built-in or markdown)`)
-    const transport = subagentTransport(spec)
-    if (transport.kind === 'acp') {
-      // An external agent: a provider of its own, spawning the spec's command for each run.
-      const provider = createAcpProvider({
-        name: `acp:${spec.name}`,
-        command: transport.command,
-        args: transport.args,
-      })
-      service.registerProvider(provider)
-      catalog.set(spec.name, { name: spec.name, provider: provider.name })
-      continue
+interface CatalogProviders {
+  readonly scripted: SubagentProvider
+  /** Required once the catalog holds an in-process spec. */
+  readonly spawn?: SubagentProvider
+}
+
+/** Maps each runnable catalog entry to a registered provider; availability is the catalog's call. */
+function subagentsFromCatalog(
+  catalog: SubagentCatalog,
+  providers: CatalogProviders,
+): WorkerSubagents {
+  const service = createSubagentService()
+  service.registerProvider(providers.scripted)
+  if (providers.spawn !== undefined) service.registerProvider(providers.spawn)
+  const entries = new Map<string, SubagentEntry>()
+  for (const subagent of catalog.runnable.values()) {
+    let provider: string
+    switch (subagent.launch.kind) {
+      case 'scripted':
+        provider = providers.scripted.name
+        break
+      case 'spawn':
+        if (providers.spawn === undefined)
+          throw new Error(`subagent "${subagent.name}" needs the spawn provider`)
+        provider = providers.spawn.name
+        break
+      case 'acp': {
+        // An external agent: a provider of its own, spawning the spec's command for each run.
+        const acp = createAcpProvider({
+          name: `acp:${subagent.name}`,
+          command: subagent.launch.command,
+          args: subagent.launch.args,
+        })
+        service.registerProvider(acp)
+        provider = acp.name
+        break
+      }
+      default: {
+        const unreachable: never = subagent.launch
+        throw new Error(`unknown subagent launch ${JSON.stringify(unreachable)}`)
+      }
     }
-    const projection = projectSubagentSpec(spec, { inheritedModelId: options.defaultModel })
-    const resolution = projection.toolPolicy.resolve(WORKSPACE_TOOLS)
-    if (!resolution.ok) {
-      options.logger.warn(
-        { subagent: spec.name, diagnostics: resolution.diagnostics },
-        'subagent unavailable',
-      )
-      continue
-    }
-    const inherited = new Set(resolution.tools.map((t) => t.name))
-    const deny = WORKSPACE_TOOLS.map((t) => t.name).filter((name) => !inherited.has(name))
-    catalog.set(spec.name, {
-      name: spec.name,
-      provider: 'spawn',
-      agentOptions: { model: projection.agentSpec.model },
-      ...(projection.agentSpec.systemPrompt === ''
-        ? {}
-        : { persona: projection.agentSpec.systemPrompt }),
-      ...(deny.length === 0 ? {} : { toolFilter: { deny } }),
+    entries.set(subagent.name, {
+      name: subagent.name,
+      provider,
+      ...(subagent.agentOptions === undefined ? {} : { agentOptions: subagent.agentOptions }),
+      ...(subagent.persona === undefined ? {} : { persona: subagent.persona }),
+      ...(subagent.toolFilter === undefined ? {} : { toolFilter: subagent.toolFilter }),
     })
   }
-  options.logger.info({ subagents: [...catalog.keys()] }, 'subagents loaded')
-  return { service, entries: catalog }
+  return { service, entries }
 }

@@ -1,6 +1,7 @@
 import { randomUUID } from 'node:crypto'
 import { experimental_createSteering } from 'ai'
 import type { ToolSet } from 'ai'
+import { FailureCategory } from '@baton/contracts'
 import { applyToolFilter, interpolatePersona } from '@baton/subagents'
 import type {
   Agent,
@@ -14,7 +15,6 @@ import type {
 import { abortReason } from './abortable-delay.ts'
 import { AgentsError, AgentsErrorCode } from './agents-error.ts'
 import { createCaptureToolBinding } from './capture-tool.ts'
-import { FailureCategory } from './failure-category.ts'
 import type { LanguageModelV4 } from './language-model.ts'
 import { promptText, runAgent } from './run-agent.ts'
 import type { AgentLoopEvent, AgentOutcome } from './run-agent.ts'
@@ -249,7 +249,7 @@ export function createAgentRuntime(runtimeOptions: AgentRuntimeOptions): AgentRu
               type: 'turn/end',
               turnId,
               stopReason: 'error',
-              failureCategory: FailureCategory.INTERNAL_ERROR,
+              failureCategory: FailureCategory.InternalError,
             })
             throw error
           },

@@ -1,7 +1,7 @@
 export { abortableDelay, abortReason, isAborted, untilAborted } from './abortable-delay.ts'
 export { AgentsError, AgentsErrorCode, isAgentsError, WorkspacePathError } from './agents-error.ts'
 export type { AgentsErrorOptions } from './agents-error.ts'
-export { FailureCategory, categorizeFailure, isAbortError } from './failure-category.ts'
+export { categorizeFailure, isAbortError } from './failure-category.ts'
 export type {
   LanguageModelV4,
   LanguageModelV4CallOptions,
@@ -74,12 +74,7 @@ export {
   WorkspaceToolName,
 } from './workspace-tools.ts'
 export type { WorkspaceToolsOptions } from './workspace-tools.ts'
-export {
-  createAcpProvider,
-  AcpFailureCategory,
-  AcpProviderError,
-  AcpStartErrorCode,
-} from './acp/index.ts'
+export { createAcpProvider, AcpProviderError, AcpStartErrorCode } from './acp/index.ts'
 export type { AcpProviderOptions } from './acp/index.ts'
 export { loadScriptDirectory } from './script-directory.ts'
 export {

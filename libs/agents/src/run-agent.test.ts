@@ -105,7 +105,7 @@ describe('runAgent', () => {
     controller.abort()
     const outcome = await run
     expect(outcome.stopReason).toBe('aborted')
-    expect(outcome.failureCategory).toBe('aborted')
+    expect(outcome.failureCategory).toBe('cancelled')
     await new Promise((resolve) => setTimeout(resolve, 30))
     expect(model.doStreamCalls).toHaveLength(1)
   })

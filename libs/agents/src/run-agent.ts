@@ -9,9 +9,10 @@ import type {
   ToolSet,
   UserModelMessage,
 } from 'ai'
+import { FailureCategory } from '@baton/contracts'
 import type { ContentBlock, SubagentResult, SubagentStopReason } from '@baton/subagents'
 import { isAborted } from './abortable-delay.ts'
-import { FailureCategory, categorizeFailure, isAbortError } from './failure-category.ts'
+import { categorizeFailure, isAbortError } from './failure-category.ts'
 import type { LanguageModelV4 } from './language-model.ts'
 
 /**
@@ -96,7 +97,7 @@ export async function runAgent(options: RunAgentOptions): Promise<AgentOutcome> 
   if (options.signal?.aborted === true) {
     return finish({
       stopReason: 'aborted',
-      failureCategory: FailureCategory.ABORTED,
+      failureCategory: FailureCategory.Cancelled,
       partialText: '',
     })
   }
@@ -162,7 +163,11 @@ export async function runAgent(options: RunAgentOptions): Promise<AgentOutcome> 
   }
 
   if (aborted || isAborted(options.signal)) {
-    return finish({ stopReason: 'aborted', failureCategory: FailureCategory.ABORTED, partialText })
+    return finish({
+      stopReason: 'aborted',
+      failureCategory: FailureCategory.Cancelled,
+      partialText,
+    })
   }
   const captured = capture?.captured()
   if (failure !== undefined) {
@@ -175,7 +180,7 @@ export async function runAgent(options: RunAgentOptions): Promise<AgentOutcome> 
     return finish({
       stopReason: 'error',
       failureCategory: missedCapture
-        ? FailureCategory.STRUCTURED_OUTPUT_MISSING
+        ? FailureCategory.StructuredOutputMissing
         : categorizeFailure(failure),
       partialText,
     })
@@ -185,7 +190,7 @@ export async function runAgent(options: RunAgentOptions): Promise<AgentOutcome> 
       return finish({ stopReason: 'completed', partialText, structured: captured.value })
     return finish({
       stopReason: 'error',
-      failureCategory: FailureCategory.STRUCTURED_OUTPUT_MISSING,
+      failureCategory: FailureCategory.StructuredOutputMissing,
       partialText,
     })
   }
@@ -195,26 +200,26 @@ export async function runAgent(options: RunAgentOptions): Promise<AgentOutcome> 
     case 'length':
       return finish({
         stopReason: 'max-tokens',
-        failureCategory: FailureCategory.MAX_TOKENS,
+        failureCategory: FailureCategory.MaxTokens,
         partialText,
       })
     case 'content-filter':
       return finish({
         stopReason: 'refusal',
-        failureCategory: FailureCategory.REFUSED,
+        failureCategory: FailureCategory.Refusal,
         partialText,
       })
     case 'tool-calls':
       // The loop only ends on a tool-call step when the step budget ran out mid-task.
       return finish({
         stopReason: 'error',
-        failureCategory: FailureCategory.MAX_STEPS_EXCEEDED,
+        failureCategory: FailureCategory.MaxStepsExceeded,
         partialText,
       })
     case 'interrupted':
       return finish({
         stopReason: 'error',
-        failureCategory: FailureCategory.STREAM_INTERRUPTED,
+        failureCategory: FailureCategory.StreamInterrupted,
         partialText,
       })
     case 'error':
@@ -222,7 +227,7 @@ export async function runAgent(options: RunAgentOptions): Promise<AgentOutcome> 
     case undefined:
       return finish({
         stopReason: 'error',
-        failureCategory: FailureCategory.MODEL_ERROR,
+        failureCategory: FailureCategory.ModelError,
         partialText,
       })
   }

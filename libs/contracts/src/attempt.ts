@@ -1,4 +1,5 @@
 import { z } from 'zod'
+import type { FailureCategory } from './failure-category.ts'
 
 /** The stop reasons of seed 003. Consumers treat an unknown reason as a failure. */
 export const STOP_REASONS = ['completed', 'aborted', 'error', 'max-tokens', 'refusal'] as const
@@ -7,22 +8,6 @@ export type StopReason = z.infer<typeof stopReasonSchema>
 
 export const ATTEMPT_STATUSES = ['accepted', 'running', 'terminal'] as const
 export type AttemptStatus = (typeof ATTEMPT_STATUSES)[number]
-
-/**
- * Safe public failure categories. Durable failure text is always one of these (or a category a
- * provider declares), never a message or a stack trace.
- */
-export const FailureCategory = {
-  ChildFailed: 'child_failed',
-  ProcessLost: 'process_lost',
-  Cancelled: 'cancelled',
-  Shutdown: 'shutdown',
-  ProviderFault: 'provider_fault',
-  UnknownStopReason: 'unknown_stop_reason',
-  /** The child's history did not extend the history it was resumed from; nothing was appended. */
-  ContextRejected: 'context_rejected',
-} as const
-export type FailureCategory = (typeof FailureCategory)[keyof typeof FailureCategory]
 
 /** What any reader sees of an attempt. Terminal fields are present only when `status` is terminal. */
 export interface AttemptView {
@@ -44,7 +29,8 @@ export interface TerminalAttemptView extends AttemptView {
   readonly outputTruncated: boolean
   readonly outputBytes: number
   readonly digest: string
-  readonly failureCategory: string | null
+  /** One of the durable {@link FailureCategory} values; null when the attempt completed. */
+  readonly failureCategory: FailureCategory | null
   readonly terminalAt: string
   /** The events this attempt appended to its agent's history, or null when it appended none. */
   readonly context: { readonly baseSeq: number; readonly eventCount: number } | null

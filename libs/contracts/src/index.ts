@@ -9,12 +9,12 @@ export {
 } from './digest.ts'
 export type { ContextDeltaBinding, TerminalProjection } from './digest.ts'
 export {
-  ATTEMPT_STATUSES,
+  FAILURE_CATEGORIES,
   FailureCategory,
-  STOP_REASONS,
-  isTerminalView,
-  stopReasonSchema,
-} from './attempt.ts'
+  failureCategorySchema,
+  isFailureCategory,
+} from './failure-category.ts'
+export { ATTEMPT_STATUSES, STOP_REASONS, isTerminalView, stopReasonSchema } from './attempt.ts'
 export type {
   AgentContextView,
   AnyAttemptView,

@@ -3,7 +3,7 @@ import pg from 'pg'
 import { sql } from 'kysely'
 import { describe, expect, test } from '@baton/testing'
 import { createDb } from './db.ts'
-import { migrateToLatest, pendingMigrations } from './migrate.ts'
+import { migrateTo, migrateToLatest, pendingMigrations } from './migrate.ts'
 
 /** A fresh, empty database (not cloned from the template) for migration tests. */
 async function withEmptyDatabase(
@@ -36,12 +36,14 @@ describe('migrations', () => {
           '0002-steering',
           '0003-idempotency',
           '0004-context',
+          '0005-failure-categories',
         ])
         expect((await migrateToLatest(db)).applied).toEqual([
           '0001-ledger',
           '0002-steering',
           '0003-idempotency',
           '0004-context',
+          '0005-failure-categories',
         ])
         const tables = await sql<{ table_name: string }>`
           select table_name from information_schema.tables where table_schema = 'public' order by 1
@@ -77,6 +79,7 @@ describe('migrations', () => {
           '0002-steering',
           '0003-idempotency',
           '0004-context',
+          '0005-failure-categories',
         ])
         const executed = await sql<{
           n: number
@@ -85,6 +88,66 @@ describe('migrations', () => {
       } finally {
         await a.destroy()
         await b.destroy()
+      }
+    })
+  })
+
+  test('0005 rewrites stored failure categories into the one vocabulary, and a rerun changes nothing', async ({
+    databaseUrl,
+  }) => {
+    await withEmptyDatabase(databaseUrl, async (url) => {
+      const db = createDb({ connectionString: url, maxConnections: 2 })
+      try {
+        await migrateTo(db, '0004-context')
+        // What earlier versions could store: old spellings, known values, a provider's free text.
+        const stored: Record<string, string | null> = {
+          refused: 'refusal',
+          aborted: 'cancelled',
+          cancelled: 'cancelled',
+          max_tokens: 'max_tokens',
+          process_lost: 'process_lost',
+          structured_output_invalid: 'structured_output_invalid',
+          'tool exploded: /srv/secret': 'provider_fault',
+          ['x'.repeat(5000)]: 'provider_fault',
+        }
+        const rows = [...Object.keys(stored), null].map((category) => ({
+          id: randomUUID(),
+          category,
+        }))
+        await sql`
+          insert into sessions (id, namespace_id) values ('s', 'default');
+        `.execute(db)
+        for (const row of rows) {
+          const agentId = randomUUID()
+          await sql`insert into agents (id, session_id, name) values (${agentId}, 's', 'x')`.execute(
+            db,
+          )
+          await sql`
+            insert into attempts (id, agent_id, session_id, name, prompt, status, stop_reason,
+                                  output_digest, output_bytes, fingerprint, terminal_at,
+                                  failure_category)
+            values (${row.id}, ${agentId}, 's', 'x', '[]', 'terminal', 'error', 'd', 0, 'f', now(),
+                    ${row.category})
+          `.execute(db)
+        }
+        const read = async () => {
+          const result = await sql<{ id: string; failure_category: string | null }>`
+            select id, failure_category from attempts
+          `.execute(db)
+          return new Map(result.rows.map((r) => [r.id, r.failure_category]))
+        }
+
+        expect((await migrateToLatest(db)).applied).toEqual(['0005-failure-categories'])
+        const after = await read()
+        for (const row of rows)
+          expect(after.get(row.id)).toBe(row.category === null ? null : stored[row.category])
+
+        // Idempotent: running the statement again over normalised rows changes nothing.
+        await sql`delete from kysely_migration where name = '0005-failure-categories'`.execute(db)
+        expect((await migrateToLatest(db)).applied).toEqual(['0005-failure-categories'])
+        expect(await read()).toEqual(after)
+      } finally {
+        await db.destroy()
       }
     })
   })

@@ -10,6 +10,7 @@ import * as m0001 from './migrations/0001-ledger.ts'
 import * as m0002 from './migrations/0002-steering.ts'
 import * as m0003 from './migrations/0003-idempotency.ts'
 import * as m0004 from './migrations/0004-context.ts'
+import * as m0005 from './migrations/0005-failure-categories.ts'
 
 /** Every migration, in order. Numbered and append-only. */
 const MIGRATIONS: Readonly<Record<string, Migration>> = {
@@ -17,6 +18,7 @@ const MIGRATIONS: Readonly<Record<string, Migration>> = {
   '0002-steering': m0002,
   '0003-idempotency': m0003,
   '0004-context': m0004,
+  '0005-failure-categories': m0005,
 }
 
 const provider: MigrationProvider = {
@@ -35,12 +37,24 @@ export interface MigrationReport {
  * advisory lock, held on one connection for the whole run, admits one migrator at a time, and the
  * others then find nothing to do.
  */
-export async function migrateToLatest(db: Db): Promise<MigrationReport> {
+export function migrateToLatest(db: Db): Promise<MigrationReport> {
+  return runLocked(db, (migrator) => migrator.migrateToLatest())
+}
+
+/** Brings the schema up to `target` (a migration name) and no further: tests of a migration. */
+export function migrateTo(db: Db, target: string): Promise<MigrationReport> {
+  if (!(target in MIGRATIONS)) throw new Error(`unknown migration ${target}`)
+  return runLocked(db, (migrator) => migrator.migrateTo(target))
+}
+
+function runLocked(
+  db: Db,
+  run: (migrator: Migrator) => Promise<MigrationResultSet>,
+): Promise<MigrationReport> {
   return db.connection().execute(async (conn) => {
     await sql`select pg_advisory_lock(${MIGRATION_LOCK_KEY.toString()}::bigint)`.execute(conn)
     try {
-      const migrator = new Migrator({ db: conn, provider })
-      const result: MigrationResultSet = await migrator.migrateToLatest()
+      const result = await run(new Migrator({ db: conn, provider }))
       if (result.error !== undefined) {
         throw result.error instanceof Error
           ? result.error

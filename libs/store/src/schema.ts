@@ -1,4 +1,5 @@
 import type { ColumnType, Generated, Selectable } from 'kysely'
+import type { FailureCategory } from '@baton/contracts'
 
 /** Kysely table types for the ledger. SQL is snake_case; repositories map to camelCase. */
 
@@ -40,7 +41,8 @@ export interface AttemptTable {
   output_truncated: boolean | null
   output_bytes: number | null
   output_digest: string | null
-  failure_category: string | null
+  /** Only the durable set: what the store writes is typed, and migration 0005 normalised the rest. */
+  failure_category: FailureCategory | null
   fingerprint: string | null
   created_at: CreatedAt
   started_at: Date | null

@@ -1,3 +1,4 @@
+import { FailureCategory } from '@baton/contracts'
 import { SubagentError } from './errors.ts'
 import type { ToolDescriptor } from './tool-descriptor.ts'
 import type {
@@ -321,7 +322,7 @@ export function settleStructuredResult(
     return {
       output: child.output,
       stopReason: 'error',
-      failureCategory: 'structured_output_missing',
+      failureCategory: FailureCategory.StructuredOutputMissing,
     }
   }
   const verdict = validateAgainstOutputSchema(schema, capture.value)
@@ -329,7 +330,7 @@ export function settleStructuredResult(
     return {
       output: child.output,
       stopReason: 'error',
-      failureCategory: 'structured_output_invalid',
+      failureCategory: FailureCategory.StructuredOutputInvalid,
     }
   return { output: child.output, stopReason: 'completed', structured: capture.value }
 }

@@ -101,7 +101,12 @@ export interface SubagentResult {
   readonly output: readonly ContentBlock[]
   readonly structured?: unknown
   readonly stopReason: SubagentStopReason
-  /** A safe public failure category when `stopReason` is not `completed` (never a stack trace). */
+  /**
+   * A safe public failure category when `stopReason` is not `completed` (never a stack trace).
+   * A string at the seam, so third-party providers can declare their own; Baton's providers emit
+   * `FailureCategory` values of `@baton/contracts`, and the host maps anything else into that set
+   * before it is stored.
+   */
   readonly failureCategory?: string
 }
 

@@ -1,17 +1,6 @@
 import type { Logger } from '@baton/observability'
 import { isTransientStoreError, renewLeases, type Db } from '@baton/store'
-
-/** Why an execution's AbortSignal fired. Carried as the abort reason. */
-export type AbortCause = 'cancelled' | 'lease_lost' | 'shutdown'
-
-export class ExecutionAbort extends Error {
-  readonly abortCause: AbortCause
-  constructor(cause: AbortCause) {
-    super(`execution aborted: ${cause}`)
-    this.name = 'ExecutionAbort'
-    this.abortCause = cause
-  }
-}
+import { ExecutionAbort, type AbortCause } from './execution-abort.ts'
 
 /** One execution this worker owns: its fence and its abort controller. */
 export interface OwnedExecution {
@@ -168,10 +157,4 @@ export function createLeaseKeeper(deps: {
       await inFlight
     },
   }
-}
-
-/** The cause an execution's signal was aborted with, if any. */
-export function abortCause(signal: AbortSignal): AbortCause | undefined {
-  if (!signal.aborted) return undefined
-  return signal.reason instanceof ExecutionAbort ? signal.reason.abortCause : 'cancelled'
 }

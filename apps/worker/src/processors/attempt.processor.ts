@@ -15,7 +15,8 @@ import {
   type Db,
   type TerminalResultInput,
 } from '@baton/store'
-import { abortCause, type LeaseKeeper, type OwnedExecution } from '../lease/lease-keeper.ts'
+import { executionAbortOf } from '../lease/execution-abort.ts'
+import type { LeaseKeeper, OwnedExecution } from '../lease/lease-keeper.ts'
 import type { SteeringDelivery } from '../steering/steering-delivery.ts'
 import type { WorkerSubagents } from '../subagents/subagent-catalog.ts'
 import { runChild } from './run-child.ts'
@@ -87,7 +88,7 @@ export function createAttemptProcessor(deps: AttemptProcessorDeps) {
       }
       const result: TerminalResultInput =
         entry === undefined
-          ? { stopReason: 'error', output: '', failureCategory: 'unknown_subagent' }
+          ? { stopReason: 'error', output: '', failureCategory: FailureCategory.UnknownSubagent }
           : await runChild(deps.subagents, entry, claim.attempt, {
               signal: execution.signal,
               workspaceDir: deps.workspaceDir,
@@ -118,14 +119,14 @@ export function createAttemptProcessor(deps: AttemptProcessorDeps) {
   }
 }
 
-/** An aborted result records why: a user's cancel or this worker shutting down. */
+/**
+ * An aborted result records why the worker aborted it (a user's cancel, this worker shutting
+ * down): the category its abort reason carries, whatever the child declared.
+ */
 function withAbortCategory(result: TerminalResultInput, signal: AbortSignal): TerminalResultInput {
   if (result.stopReason !== 'aborted') return result
-  const cause = abortCause(signal)
-  return {
-    ...result,
-    failureCategory: cause === 'shutdown' ? FailureCategory.Shutdown : FailureCategory.Cancelled,
-  }
+  const reason = executionAbortOf(signal)
+  return reason === undefined ? result : { ...result, failureCategory: reason.failureCategory }
 }
 
 /**

@@ -1,11 +1,10 @@
-import { FailureCategory, STOP_REASONS, promptToBlocks, type Prompt } from '@baton/contracts'
+import { FailureCategory, promptToBlocks, type Prompt } from '@baton/contracts'
 import { contextSuffix } from '@baton/agents'
 import type { SubagentHistoryEvent, SubagentResult, SubagentRun } from '@baton/subagents'
 import type { Logger } from '@baton/observability'
 import type { ClaimedAttempt, ContextDelta, TerminalResultInput } from '@baton/store'
 import type { SubagentEntry, WorkerSubagents } from '../subagents/subagent-catalog.ts'
-
-const KNOWN_STOP_REASONS: ReadonlySet<string> = new Set(STOP_REASONS)
+import { durableOutcome } from './durable-outcome.ts'
 
 export interface RunChildOptions {
   /** The attempt's AbortSignal: the child's request signal. */
@@ -13,7 +12,7 @@ export interface RunChildOptions {
   readonly workspaceDir: string
   /** The agent's durable history to resume from; empty for a new agent. */
   readonly history: readonly SubagentHistoryEvent[]
-  /** Told why a child's history was rejected. */
+  /** Told why a child's history or its failure category was rejected. */
   readonly logger: Logger
   /** Called once the run is ready (steering delivery attaches here). */
   readonly onRun?: (run: SubagentRun) => void
@@ -63,11 +62,15 @@ export async function runChild(
       await run.dispose()
     }
   } catch {
+    // An aborted result's category is replaced by its abort reason's (see the attempt processor).
     if (signal.aborted)
       return { stopReason: 'aborted', output: '', failureCategory: FailureCategory.Cancelled }
     return { stopReason: 'error', output: '', failureCategory: FailureCategory.ProviderFault }
   }
-  const terminal = toTerminalResult(result)
+  const terminal = {
+    output: result.output.map((b) => b.text).join(''),
+    ...durableOutcome(result, { subagent: attempt.name, logger: options.logger }),
+  }
   if (log === undefined) return terminal
   const delta = contextDelta(history, log)
   if (delta !== undefined && 'rejected' in delta) {
@@ -103,31 +106,5 @@ function contextDelta(
   } catch (error) {
     // canonicalJson or JSON.stringify refused a value (a cycle, a BigInt, a non-finite number).
     return { rejected: `the log is not plain JSON: ${String(error)}` }
-  }
-}
-
-export function toTerminalResult(result: SubagentResult): TerminalResultInput {
-  const output = result.output.map((b) => b.text).join('')
-  if (!KNOWN_STOP_REASONS.has(result.stopReason)) {
-    // Seed 003: an unknown terminal reason is a failure.
-    return { stopReason: 'error', output, failureCategory: FailureCategory.UnknownStopReason }
-  }
-  const failureCategory =
-    result.stopReason === 'completed'
-      ? null
-      : (result.failureCategory ?? defaultCategory(result.stopReason))
-  return { stopReason: result.stopReason, output, failureCategory }
-}
-
-function defaultCategory(stopReason: string): string {
-  switch (stopReason) {
-    case 'aborted':
-      return FailureCategory.Cancelled
-    case 'max-tokens':
-      return 'max_tokens'
-    case 'refusal':
-      return 'refusal'
-    default:
-      return FailureCategory.ChildFailed
   }
 }

@@ -4,12 +4,8 @@ import { join } from 'node:path'
 import { fileURLToPath } from 'node:url'
 import { describe, expect, test } from 'vitest'
 import type { Agent, SubagentRun, SubagentStartRequest } from '@baton/subagents'
-import {
-  AcpFailureCategory,
-  AcpProviderError,
-  AcpStartErrorCode,
-  createAcpProvider,
-} from './index.ts'
+import { FailureCategory } from '@baton/contracts'
+import { AcpProviderError, AcpStartErrorCode, createAcpProvider } from './index.ts'
 import type { AcpProviderOptions } from './index.ts'
 
 // The agent under test is a real process speaking ACP over stdio: no mocks of the transport.
@@ -196,7 +192,7 @@ describe('createAcpProvider', () => {
       const result = await run.result
 
       expect(result.stopReason).toBe('aborted')
-      expect(result.failureCategory).toBe(AcpFailureCategory.Cancelled)
+      expect(result.failureCategory).toBe(FailureCategory.Cancelled)
       // The agent itself saw the cancel (it streamed its acknowledgement), and cancel is not a kill.
       expect(result.output).toEqual([{ type: 'text', text: 'hanging cancelled-by-client' }])
       expect(isAlive(pid)).toBe(true)
@@ -325,7 +321,7 @@ describe('createAcpProvider', () => {
       expect(result).toEqual({
         output: [{ type: 'text', text: 'crashing' }],
         stopReason: 'error',
-        failureCategory: AcpFailureCategory.AgentProcessExited,
+        failureCategory: FailureCategory.AgentProcessExited,
       })
       expect(isAlive(await agents.pid('crash'))).toBe(false)
       await run.dispose()

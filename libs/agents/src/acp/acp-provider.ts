@@ -1,6 +1,7 @@
 import { randomUUID } from 'node:crypto'
 import { Readable, Writable } from 'node:stream'
 import * as acp from '@agentclientprotocol/sdk'
+import { FailureCategory } from '@baton/contracts'
 import { NO_START_CAPABILITIES } from '@baton/subagents'
 import type {
   ContentBlock,
@@ -12,7 +13,7 @@ import type {
   SubagentStopReason,
 } from '@baton/subagents'
 import { spawnAgentProcess, type AgentProcess } from './agent-process.ts'
-import { AcpFailureCategory, AcpProviderError, AcpStartErrorCode } from './errors.ts'
+import { AcpProviderError, AcpStartErrorCode } from './errors.ts'
 import { mapAcpStopReason } from './stop-reason.ts'
 import { readWorkspaceTextFile } from './workspace-fs.ts'
 
@@ -223,7 +224,7 @@ function publishRun(args: PublishArgs): SubagentRun {
     resolveResult = resolve
   })
 
-  const settle = (stopReason: SubagentStopReason, failureCategory?: string): void => {
+  const settle = (stopReason: SubagentStopReason, failureCategory?: FailureCategory): void => {
     if (settled) return
     settled = true
     signal.removeEventListener('abort', cancel)
@@ -241,7 +242,7 @@ function publishRun(args: PublishArgs): SubagentRun {
     connection.agent.notify(acp.methods.agent.session.cancel, { sessionId }).catch(() => undefined)
   }
 
-  const settleAborted = (): void => settle('aborted', AcpFailureCategory.Cancelled)
+  const settleAborted = (): void => settle('aborted', FailureCategory.Cancelled)
 
   connection.agent
     .request(acp.methods.agent.session.prompt, {
@@ -257,7 +258,7 @@ function publishRun(args: PublishArgs): SubagentRun {
       async (error: unknown) => {
         if (cancelRequested) return settleAborted()
         if (!connection.signal.aborted && error instanceof acp.RequestError) {
-          return settle('error', AcpFailureCategory.AgentRequestFailed)
+          return settle('error', FailureCategory.AgentRequestFailed)
         }
         // The transport went away: decide between a dead agent and a merely closed pipe.
         await Promise.race([agentProcess.exited, delay(EXIT_DRAIN_MS)])
@@ -265,8 +266,8 @@ function publishRun(args: PublishArgs): SubagentRun {
         settle(
           'error',
           agentProcess.hasExited()
-            ? AcpFailureCategory.AgentProcessExited
-            : AcpFailureCategory.AgentConnectionClosed,
+            ? FailureCategory.AgentProcessExited
+            : FailureCategory.AgentConnectionClosed,
         )
       },
     )
@@ -275,7 +276,7 @@ function publishRun(args: PublishArgs): SubagentRun {
     // Let a final response already in the pipe be read before calling this a crash.
     await Promise.race([connection.closed, delay(EXIT_DRAIN_MS)])
     if (cancelRequested) return settleAborted()
-    settle('error', AcpFailureCategory.AgentProcessExited)
+    settle('error', FailureCategory.AgentProcessExited)
   })
 
   // start() has just checked the signal synchronously, so it cannot already be aborted here.

@@ -1,7 +1,7 @@
 /**
  * The acp provider's failure model. `start()` rejects only with an {@link AcpProviderError}; a run
  * that fails after readiness never rejects — it resolves with a non-completed stop reason and one
- * of the {@link AcpFailureCategory} values, which are safe to persist and show (never a stack).
+ * of Baton's durable `FailureCategory` values (from `@baton/contracts`), safe to persist and show.
  */
 
 /** Why `start()` rejected. */
@@ -18,22 +18,6 @@ export const AcpStartErrorCode = {
   AgentProcessExited: 'agent_process_exited',
 } as const
 export type AcpStartErrorCode = (typeof AcpStartErrorCode)[keyof typeof AcpStartErrorCode]
-
-/** Safe public failure categories carried by `SubagentResult.failureCategory`. */
-export const AcpFailureCategory = {
-  Cancelled: 'cancelled',
-  MaxTokens: 'max_tokens',
-  Refusal: 'refusal',
-  MaxTurnRequests: 'max_turn_requests',
-  UnknownStopReason: 'unknown_stop_reason',
-  /** The agent process died (crashed, was killed) while the prompt was running. */
-  AgentProcessExited: 'agent_process_exited',
-  /** The stdio connection closed while the process stayed up. */
-  AgentConnectionClosed: 'agent_connection_closed',
-  /** The agent answered `session/prompt` with a JSON-RPC error. */
-  AgentRequestFailed: 'agent_request_failed',
-} as const
-export type AcpFailureCategory = (typeof AcpFailureCategory)[keyof typeof AcpFailureCategory]
 
 export class AcpProviderError extends Error {
   override readonly name = 'AcpProviderError'

@@ -1,3 +1,3 @@
 export { createAcpProvider } from './acp-provider.ts'
 export type { AcpProviderOptions } from './acp-provider.ts'
-export { AcpFailureCategory, AcpProviderError, AcpStartErrorCode } from './errors.ts'
+export { AcpProviderError, AcpStartErrorCode } from './errors.ts'

@@ -1,10 +1,10 @@
+import { FailureCategory } from '@baton/contracts'
 import type { SubagentStopReason } from '@baton/subagents'
-import { AcpFailureCategory } from './errors.ts'
 
 export interface MappedStop {
   readonly stopReason: SubagentStopReason
   /** Present exactly when `stopReason` is not `completed`. */
-  readonly failureCategory?: AcpFailureCategory
+  readonly failureCategory?: FailureCategory
 }
 
 /**
@@ -16,14 +16,14 @@ export function mapAcpStopReason(reason: string): MappedStop {
     case 'end_turn':
       return { stopReason: 'completed' }
     case 'cancelled':
-      return { stopReason: 'aborted', failureCategory: AcpFailureCategory.Cancelled }
+      return { stopReason: 'aborted', failureCategory: FailureCategory.Cancelled }
     case 'max_tokens':
-      return { stopReason: 'max-tokens', failureCategory: AcpFailureCategory.MaxTokens }
+      return { stopReason: 'max-tokens', failureCategory: FailureCategory.MaxTokens }
     case 'refusal':
-      return { stopReason: 'refusal', failureCategory: AcpFailureCategory.Refusal }
+      return { stopReason: 'refusal', failureCategory: FailureCategory.Refusal }
     case 'max_turn_requests':
-      return { stopReason: 'error', failureCategory: AcpFailureCategory.MaxTurnRequests }
+      return { stopReason: 'error', failureCategory: FailureCategory.MaxTurnRequests }
     default:
-      return { stopReason: 'error', failureCategory: AcpFailureCategory.UnknownStopReason }
+      return { stopReason: 'error', failureCategory: FailureCategory.UnknownStopReason }
   }
 }

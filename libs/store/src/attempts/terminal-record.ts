@@ -13,7 +13,7 @@ export const INLINE_PREVIEW_CHARS = 4096
 export interface TerminalResultInput {
   readonly stopReason: string
   readonly output: string
-  readonly failureCategory: string | null
+  readonly failureCategory: FailureCategory | null
   /** History the child added, appended to its agent's history by the same commit. */
   readonly context?: ContextDelta
 }

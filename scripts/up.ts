@@ -56,12 +56,13 @@ const databaseUrl = process.env.DATABASE_URL ?? DEFAULT_DATABASE_URL
 const host = process.env.HOST ?? '127.0.0.1'
 const devDir = devDirectory(process.env, REPO_ROOT)
 
-const supervisor = createSupervisor(say)
 /** Servers up started itself; stopped last, after the API and workers have stopped with their help. */
 const ownServers: { name: string; server: OwnServer }[] = []
 let stopping = false
 let forced = false
 let startupDone = false
+// A child that exits while up is stopping (a terminal Ctrl-C reaches it too) is not restarted.
+const supervisor = createSupervisor(say, () => stopping)
 
 // Own servers run in their own process group (Ctrl-C does not reach them): whatever way up ends,
 // ask them to stop.
@@ -109,24 +110,24 @@ function childPids(): number[] {
     return []
   }
 }
-async function stopStrayChildren(): Promise<void> {
-  const signal = (pids: number[], name: NodeJS.Signals): void => {
-    for (const pid of pids) {
-      try {
-        process.kill(pid, name)
-      } catch {
-        // already gone
-      }
+function signalPids(pids: number[], name: NodeJS.Signals): void {
+  for (const pid of pids) {
+    try {
+      process.kill(pid, name)
+    } catch {
+      // already gone
     }
   }
+}
+async function stopStrayChildren(): Promise<void> {
   let stray = childPids()
   if (stray.length === 0) return
-  signal(stray, 'SIGTERM')
+  signalPids(stray, 'SIGTERM')
   const deadline = Date.now() + STOP_GRACE_MS
   while ((stray = childPids()).length > 0 && Date.now() < deadline) {
     await new Promise((resolve) => setTimeout(resolve, 200))
   }
-  signal(stray, 'SIGKILL')
+  signalPids(stray, 'SIGKILL')
 }
 
 function onSignal(signal: NodeJS.Signals): void {
@@ -134,7 +135,7 @@ function onSignal(signal: NodeJS.Signals): void {
     if (forced) return
     forced = true
     say(`up: ${signal} again; killing everything now.`)
-    for (const pid of childPids()) process.kill(pid, 'SIGKILL')
+    signalPids(childPids(), 'SIGKILL')
     process.exit(1) // the exit handler asks the own servers to stop
   }
   say(`up: ${signal} received.`)
@@ -152,14 +153,14 @@ const ensured = await Promise.allSettled([
   ensurePostgres(databaseUrl, devDir, process.env, (line) => say(`up: ${line}`)),
 ])
 const problems: string[] = []
-for (const [i, result] of ensured.entries()) {
+for (const result of ensured) {
   if (result.status === 'rejected') {
     problems.push(`up: ${errorText(result.reason)}`)
     continue
   }
   say(`up: ${result.value.said}`)
   if (result.value.server !== undefined) {
-    ownServers.push({ name: i === 0 ? 'redis' : 'postgres', server: result.value.server })
+    ownServers.push({ name: result.value.name, server: result.value.server })
   }
 }
 if (problems.length > 0) {

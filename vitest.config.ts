@@ -10,14 +10,14 @@ export default defineConfig({
       {
         test: {
           name: 'unit',
-          include: ['{apps,libs}/*/src/**/*.test.ts'],
+          include: ['{apps,libs}/*/src/**/*.test.ts', 'scripts/**/*.test.ts'],
           exclude: ['**/*.int.test.ts', '**/node_modules/**'],
         },
       },
       {
         test: {
           name: 'integration',
-          include: ['{apps,libs}/*/src/**/*.int.test.ts'],
+          include: ['{apps,libs}/*/src/**/*.int.test.ts', 'scripts/**/*.int.test.ts'],
           globalSetup: ['libs/testing/src/global-setup.ts'],
           testTimeout: 30_000,
           hookTimeout: 60_000,

@@ -1,17 +1,21 @@
-// `npm run up`: the whole system on this machine — migrated database, the API and two workers —
-// against the Redis and Postgres named by REDIS_URL and DATABASE_URL. Ctrl-C stops everything.
+// `npm run up`: the whole system on this machine — Redis, Postgres with a migrated database, the
+// API and two workers. Redis and Postgres are the ones at REDIS_URL and DATABASE_URL when they
+// answer; otherwise up starts its own in BATON_DEV_DIR (default .baton/dev). The API and workers are
+// supervised: one that exits unexpectedly is restarted. Ctrl-C stops everything up started.
 //
-// Works on a fresh clone: only `node:` modules are imported statically, so the Node check and the
-// first-run `npm install` happen before anything from node_modules is loaded.
-import { spawnSync } from 'node:child_process'
+// Works on a fresh clone: only `node:` modules (and lib/npm.ts, which imports only those) are
+// imported statically, so the Node check and the first-run `npm install` happen before anything
+// from node_modules is loaded.
+import { randomUUID } from 'node:crypto'
 import { existsSync, readFileSync, readdirSync } from 'node:fs'
-import net from 'node:net'
+import { hostname } from 'node:os'
 import { fileURLToPath } from 'node:url'
+import type { OwnServer } from './lib/own-service.ts'
+import { runNpm } from './lib/npm.ts'
 
 const REPO_ROOT = fileURLToPath(new URL('../', import.meta.url))
 const WORKERS = 2
 const STOP_GRACE_MS = 20_000 // above the worker's default SHUTDOWN_DEADLINE_MS (10 s)
-const CHECK_TIMEOUT_MS = 2_000
 
 const say = (line = ''): void => {
   process.stdout.write(`${line}\n`)
@@ -33,188 +37,61 @@ if (major < 22 || (major === 22 && minor < 18)) {
 // 2. Dependencies, on the first run of a fresh clone.
 if (!existsSync(new URL('../node_modules/.package-lock.json', import.meta.url))) {
   say('up: node_modules is missing; running npm install (first run only) …')
-  // Under `npm run`, npm_execpath is the npm that started us; otherwise use npm from PATH.
-  const npmCli = process.env.npm_execpath
-  const result =
-    npmCli !== undefined && npmCli.endsWith('.js')
-      ? spawnSync(process.execPath, [npmCli, 'install'], { cwd: REPO_ROOT, stdio: 'inherit' })
-      : spawnSync('npm', ['install'], { cwd: REPO_ROOT, stdio: 'inherit' })
+  const result = runNpm(['install'], REPO_ROOT)
   if (result.status !== 0) {
     fail([`up: npm install failed (${result.error?.message ?? `exit ${String(result.status)}`}).`])
   }
 }
 
-const { Redis } = await import('ioredis')
-const { default: pg } = await import('pg')
-const { DEFAULT_DATABASE_URL, DEFAULT_REDIS_URL, prepareDatabase, startService, withDatabase } =
+const { DEFAULT_DATABASE_URL, DEFAULT_REDIS_URL, prepareDatabase, startService } =
   await import('./lib/services.ts')
-type RunningService = Awaited<ReturnType<typeof startService>>
+const { devDirectory, errorText, safeUrl } = await import('./lib/dev-service.ts')
+const { ensureRedis } = await import('./lib/dev-redis.ts')
+const { ensurePostgres } = await import('./lib/dev-postgres.ts')
+const { createSupervisor } = await import('./lib/supervisor.ts')
+const { listenProbe } = await import('./lib/listen-probe.ts')
 
 const redisUrl = process.env.REDIS_URL ?? DEFAULT_REDIS_URL
 const databaseUrl = process.env.DATABASE_URL ?? DEFAULT_DATABASE_URL
 const host = process.env.HOST ?? '127.0.0.1'
+const devDir = devDirectory(process.env, REPO_ROOT)
 
-/** A URL for printing: no password. */
-function safe(url: string): string {
-  const u = new URL(url)
-  if (u.password !== '') u.password = '***'
-  return u.toString()
-}
-
-function errorText(error: unknown): string {
-  if (error instanceof AggregateError) return error.errors.map(errorText).join('; ')
-  return error instanceof Error ? error.message || error.constructor.name : String(error)
-}
-
-// 3. Redis and Postgres must already run; say exactly how to start them when they do not.
-async function checkRedis(): Promise<string | undefined> {
-  const redis = new Redis(redisUrl, {
-    lazyConnect: true,
-    connectTimeout: CHECK_TIMEOUT_MS,
-    maxRetriesPerRequest: 0,
-    enableOfflineQueue: false,
-    retryStrategy: () => null,
-  })
-  // ioredis rejects connect() with a bare "Connection is closed"; the error event has the cause.
-  let cause: string | undefined
-  redis.on('error', (error: Error) => {
-    cause ??= error.message
-  })
-  try {
-    await redis.connect()
-    await redis.ping()
-    const info = await redis.info('server')
-    const version = /redis_version:(\S+)/.exec(info)?.[1]
-    if (version !== undefined && Number(version.split('.')[0]) < 7) {
-      say(`up: warning: Redis ${version} found; Baton is tested on Redis 7.`)
-    }
-    return undefined
-  } catch (error) {
-    return cause ?? errorText(error)
-  } finally {
-    redis.disconnect()
-  }
-}
-
-/** undefined when Postgres answers; `refused` when it answers but rejects us (role, password). */
-async function checkPostgres(): Promise<{ refused: boolean; message: string } | undefined> {
-  // The maintenance database: the target database may not exist yet (it is created below).
-  const client = new pg.Client({
-    connectionString: withDatabase(databaseUrl, 'postgres'),
-    connectionTimeoutMillis: CHECK_TIMEOUT_MS,
-  })
-  client.on('error', () => undefined)
-  try {
-    await client.connect()
-    await client.query('select 1')
-    return undefined
-  } catch (error) {
-    const sqlstate = (error as { code?: unknown }).code
-    const refused = typeof sqlstate === 'string' && /^[0-9A-Z]{5}$/.test(sqlstate)
-    return { refused, message: errorText(error) }
-  } finally {
-    await client.end().catch(() => undefined)
-  }
-}
-
-function postgresClusterVersion(): string {
-  try {
-    return readdirSync('/etc/postgresql').sort().at(-1) ?? '<version>'
-  } catch {
-    return '<version>'
-  }
-}
-
-const [redisProblem, postgresProblem] = await Promise.all([checkRedis(), checkPostgres()])
-if (redisProblem !== undefined || postgresProblem !== undefined) {
-  const lines = ['']
-  if (redisProblem !== undefined) {
-    const port = new URL(redisUrl).port || '6379'
-    lines.push(
-      `up: Redis is not reachable at ${safe(redisUrl)} (${redisProblem}).`,
-      '    Start it locally:',
-      `      redis-server --daemonize yes --bind 127.0.0.1 --port ${port} --save '' --appendonly no`,
-    )
-  }
-  if (postgresProblem?.refused === true) {
-    lines.push(
-      `up: Postgres at ${safe(withDatabase(databaseUrl, 'postgres'))} refused the connection (${postgresProblem.message}).`,
-      '    Fix the user or password in DATABASE_URL.',
-    )
-  } else if (postgresProblem !== undefined) {
-    lines.push(
-      `up: Postgres is not reachable at ${safe(withDatabase(databaseUrl, 'postgres'))} (${postgresProblem.message}).`,
-      '    Start it locally (Debian/Ubuntu packages; `ls /etc/postgresql` shows the version):',
-      `      pg_ctlcluster --skip-systemctl-redirect ${postgresClusterVersion()} main start`,
-    )
-  }
-  const missing = [
-    redisProblem === undefined ? '' : 'redis',
-    postgresProblem === undefined || postgresProblem.refused ? '' : 'postgres',
-  ].filter((s) => s !== '')
-  if (missing.length > 0) {
-    lines.push(
-      '    Or with Docker (ports published on 127.0.0.1, Postgres with trust auth):',
-      `      docker compose -f infra/docker-compose.yml up -d ${missing.join(' ')}`,
-      '    then run `npm run up` again (or set REDIS_URL / DATABASE_URL to servers that run).',
-    )
-  }
-  fail(lines)
-}
-
-// 4. The database: create if missing, migrate.
-say(`up: migrating ${safe(databaseUrl)} …`)
-try {
-  await prepareDatabase(databaseUrl)
-} catch (error) {
-  fail([`up: could not prepare the database: ${errorText(error)}`])
-}
-
-// 5. The port: a clear message beats an EADDRINUSE stack from the API; PORT=0 picks a free one.
-function listenProbe(port: number): Promise<number> {
-  return new Promise((resolve, reject) => {
-    const server = net.createServer()
-    server.once('error', reject)
-    server.listen({ host, port, exclusive: true }, () => {
-      const address = server.address()
-      const bound = typeof address === 'object' && address !== null ? address.port : port
-      server.close(() => resolve(bound))
-    })
-  })
-}
-const requestedPort = Number(process.env.PORT ?? '3000')
-let port = requestedPort
-try {
-  port = await listenProbe(requestedPort)
-} catch (error) {
-  fail([
-    `up: cannot listen on ${host}:${requestedPort} (${errorText(error)}).`,
-    '    Another Baton or another program may hold it: stop it, or run e.g.  PORT=3001 npm run up',
-  ])
-}
-
-// 6. The processes.
-const services: RunningService[] = []
+/** Servers up started itself; stopped last, after the API and workers have stopped with their help. */
+const ownServers: { name: string; server: OwnServer }[] = []
 let stopping = false
 let forced = false
+let startupDone = false
+// A child that exits while up is stopping (a terminal Ctrl-C reaches it too) is not restarted.
+const supervisor = createSupervisor(say, () => stopping)
+
+// Own servers run in their own process group (Ctrl-C does not reach them): whatever way up ends,
+// ask them to stop.
+process.on('exit', () => {
+  for (const { server } of ownServers) server.stopNow()
+})
 
 async function stopAll(exitCode: number): Promise<never> {
   stopping = true
-  const running = services.filter((s) => s.child.exitCode === null && s.child.signalCode === null)
-  if (running.length > 0) say(`up: stopping ${running.map((s) => s.name).join(', ')} …`)
+  const running = supervisor.running()
+  if (running.length > 0) say(`up: stopping ${running.join(', ')} …`)
   // API and workers stop in parallel: each handles SIGTERM (stop admission, abort and commit owned
   // children, close connections); anything still alive after the grace period gets SIGKILL.
-  await Promise.all(running.map((s) => s.stop(STOP_GRACE_MS)))
+  await supervisor.stop(STOP_GRACE_MS)
   await stopStrayChildren()
+  const own = ownServers.filter(({ server }) => !server.hasExited())
+  if (own.length > 0) say(`up: stopping its own ${own.map((o) => o.name).join(', ')} …`)
+  await Promise.all(own.map(({ server }) => server.stop()))
   say(exitCode === 0 ? 'up: stopped.' : 'up: stopped after a failure.')
   process.exit(exitCode)
 }
 
 /**
- * A service that never logged its ready line is not in `services` (startService gives no handle on
- * failure), but it may still run: find our remaining child processes (Linux /proc) and stop them.
+ * A process that never logged its ready line has no handle (startService gives none on failure),
+ * but it may still run: find our remaining child processes (Linux /proc) and stop them. Own
+ * servers are children too; they are stopped after this, in order.
  */
 function childPids(): number[] {
+  const own = new Set(ownServers.map(({ server }) => server.pid))
   try {
     return readdirSync('/proc')
       .filter((entry) => /^\d+$/.test(entry))
@@ -228,85 +105,135 @@ function childPids(): number[] {
         }
       })
       .map(Number)
+      .filter((pid) => !own.has(pid))
   } catch {
     return []
   }
 }
-async function stopStrayChildren(): Promise<void> {
-  const signal = (pids: number[], name: NodeJS.Signals): void => {
-    for (const pid of pids) {
-      try {
-        process.kill(pid, name)
-      } catch {
-        // already gone
-      }
+function signalPids(pids: number[], name: NodeJS.Signals): void {
+  for (const pid of pids) {
+    try {
+      process.kill(pid, name)
+    } catch {
+      // already gone
     }
   }
+}
+async function stopStrayChildren(): Promise<void> {
   let stray = childPids()
   if (stray.length === 0) return
-  signal(stray, 'SIGTERM')
+  signalPids(stray, 'SIGTERM')
   const deadline = Date.now() + STOP_GRACE_MS
   while ((stray = childPids()).length > 0 && Date.now() < deadline) {
     await new Promise((resolve) => setTimeout(resolve, 200))
   }
-  signal(stray, 'SIGKILL')
+  signalPids(stray, 'SIGKILL')
 }
 
-let startupDone = false
 function onSignal(signal: NodeJS.Signals): void {
   if (stopping) {
     if (forced) return
     forced = true
     say(`up: ${signal} again; killing everything now.`)
-    for (const s of services) s.child.kill('SIGKILL')
-    process.exit(1)
+    signalPids(childPids(), 'SIGKILL')
+    process.exit(1) // the exit handler asks the own servers to stop
   }
   say(`up: ${signal} received.`)
   stopping = true
-  // During startup the loop below notices `stopping` and stops what it started.
+  // During startup each step below notices `stopping` and stops what was started.
   if (startupDone) void stopAll(0)
 }
 process.on('SIGINT', onSignal)
 process.on('SIGTERM', onSignal)
 
-function watch(service: RunningService): void {
-  void service.exited.then((code) => {
-    // A terminal Ctrl-C reaches the children too; let our own SIGINT handler run first.
-    setTimeout(() => {
-      if (stopping) return
-      say(`up: ${service.name} exited unexpectedly (${String(code)}); stopping the rest.`)
-      void stopAll(1)
-    }, 250)
-  })
+// 3. Redis and Postgres: the ones at the URLs when they answer, else up's own.
+const warn = (line: string): void => say(`up: warning: ${line}`)
+const ensured = await Promise.allSettled([
+  ensureRedis(redisUrl, devDir, warn),
+  ensurePostgres(databaseUrl, devDir, process.env, (line) => say(`up: ${line}`)),
+])
+const problems: string[] = []
+for (const result of ensured) {
+  if (result.status === 'rejected') {
+    problems.push(`up: ${errorText(result.reason)}`)
+    continue
+  }
+  say(`up: ${result.value.said}`)
+  if (result.value.server !== undefined) {
+    ownServers.push({ name: result.value.name, server: result.value.server })
+  }
+}
+if (problems.length > 0) {
+  for (const line of problems) process.stderr.write(`${line}\n`)
+  process.stderr.write('    (or set REDIS_URL / DATABASE_URL to servers that run)\n')
+  await stopAll(1)
+}
+if (stopping) await stopAll(0)
+
+// 4. The database: create if missing, migrate.
+say(`up: migrating ${safeUrl(databaseUrl)} …`)
+try {
+  await prepareDatabase(databaseUrl)
+} catch (error) {
+  say(`up: could not prepare the database: ${errorText(error)}`)
+  await stopAll(1)
 }
 
+// 5. The port: a clear message beats an EADDRINUSE stack from the API; PORT=0 picks a free one.
+const requestedPort = Number(process.env.PORT ?? '3000')
+let port = requestedPort
+try {
+  port = await listenProbe(host, requestedPort)
+} catch (error) {
+  say(`up: cannot listen on ${host}:${requestedPort} (${errorText(error)}).`)
+  say(
+    '    Another Baton or another program may hold it: stop it, or run e.g.  PORT=3001 npm run up',
+  )
+  await stopAll(1)
+}
+
+// 6. The API and workers, supervised.
 const env: Record<string, string> = {
   REDIS_URL: redisUrl,
   DATABASE_URL: databaseUrl,
   HOST: host,
   PORT: String(port),
 }
-const plan: { name: string; app: 'api' | 'worker'; env: Record<string, string> }[] = [
-  { name: 'api', app: 'api', env },
+const processes = [
+  {
+    name: 'api',
+    start: async () => {
+      const service = await startService('api', 'api', env, { echo: true })
+      say(`up: api started (pid ${String(service.child.pid)})`)
+      return service
+    },
+  },
 ]
 for (let i = 1; i <= WORKERS; i += 1) {
-  // Owner ids must differ between workers; an explicit WORKER_ID gets a suffix.
-  const workerId = process.env.WORKER_ID
-  plan.push({
-    name: `worker-${i}`,
-    app: 'worker',
-    env: workerId === undefined ? env : { ...env, WORKER_ID: `${workerId}-${i}` },
+  const name = `worker-${i}`
+  processes.push({
+    name,
+    start: async () => {
+      // Lease owner ids must differ between workers and between incarnations of one worker: a
+      // restarted worker must not pass for the one whose leases the reconciler is about to expire.
+      const workerId = `${process.env.WORKER_ID ?? hostname()}-${i}-${randomUUID().slice(0, 8)}`
+      const service = await startService(
+        name,
+        'worker',
+        { ...env, WORKER_ID: workerId },
+        { echo: true },
+      )
+      say(`up: ${name} started (pid ${String(service.child.pid)}, WORKER_ID ${workerId})`)
+      return service
+    },
   })
 }
-
-for (const step of plan) {
+for (const spec of processes) {
   if (stopping) await stopAll(0)
   try {
-    const service = await startService(step.name, step.app, step.env, { echo: true })
-    services.push(service)
-    watch(service)
+    await supervisor.add(spec)
   } catch (error) {
-    say(`up: ${step.name} did not start: ${errorText(error)}`)
+    say(`up: ${spec.name} did not start: ${errorText(error)}`)
     await stopAll(1)
   }
 }
@@ -333,4 +260,4 @@ say(
   `  curl -s -X POST ${base}/v1/sessions/demo/delegations -H 'content-type: application/json' -d '${body}'`,
 )
 say('')
-say('Ctrl-C stops everything.')
+say('A process that exits unexpectedly is restarted. Ctrl-C stops everything.')

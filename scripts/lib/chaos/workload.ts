@@ -16,13 +16,13 @@ import {
 import { WITNESSED, witnessAnswer, witnessToken } from './witness.ts'
 
 const MIX: readonly (readonly [Kind, number])[] = [
-  ['instant', 38],
+  ['instant', 40],
   ['slow', 15],
   ['failing', 10],
   ['hang', 15],
   ['steered', 10],
   ['continued', 8],
-  ['witnessed', 4],
+  ['witnessed', 2],
 ]
 
 function pickKind(): Kind {

@@ -5,16 +5,17 @@
 //   (b) Baton: durable delegations of a no-op `scripted` child through the HTTP API to terminal
 //       commit, from many concurrent clients (throughput, from the ledger's own timestamps);
 //   (c) sequential submit-and-wait latency for both (BullMQ waitUntilFinished; HTTP `wait`).
-// `lost` and `duplicates` come from SQL over the benchmark's own rows. With `--keyed` every
-// delegation of (b) carries its own `Idempotency-Key`, as a client that retries safely sends.
+// `lost` and `duplicates` are the shared ledger audit (@baton/testing/ledger-audit) over the
+// benchmark's own database. With `--keyed` every delegation of (b) carries its own
+// `Idempotency-Key`, as a client that retries safely sends.
 import { randomUUID } from 'node:crypto'
-import http from 'node:http'
-import { httpJson } from './lib/http.ts'
 import { parseArgs } from 'node:util'
 import { Queue, QueueEvents, Worker } from 'bullmq'
 import { Redis } from 'ioredis'
 import { sql } from 'kysely'
+import { createBatonClient } from '@baton/client'
 import { createDb } from '@baton/store'
+import { auditLedger } from '@baton/testing/ledger-audit'
 import {
   DEFAULT_DATABASE_URL,
   DEFAULT_REDIS_URL,
@@ -96,14 +97,16 @@ async function rawBullmq(prefix: string) {
   return { perSecond, p50: percentile(latencies, 50), p99: percentile(latencies, 99) }
 }
 
-async function baton(prefix: string, port: number) {
-  const agent = new http.Agent({ keepAlive: true, maxSockets: CLIENTS })
+async function baton(port: number) {
+  // Node's fetch keeps connections alive per origin; CLIENTS concurrent calls use CLIENTS sockets.
+  const client = createBatonClient({ baseUrl: `http://127.0.0.1:${port}` })
   const db = createDb({
     connectionString: databaseUrl,
     maxConnections: 2,
     applicationName: 'baton-bench',
   })
   const prompt = '{"output":"ok"}'
+  const accepted: string[] = []
   let next = 0
   let rejected = 0
   const started = performance.now()
@@ -112,16 +115,15 @@ async function baton(prefix: string, port: number) {
       for (;;) {
         const i = next++
         if (i >= COUNT) return
-        const r = await httpJson(
-          agent,
-          port,
-          'POST',
-          `/v1/sessions/bench-${i % 100}/delegations`,
-          { name: 'scripted', prompt },
-          undefined,
-          args.keyed ? { 'idempotency-key': `bench-${i}` } : {},
-        )
-        if (r.status !== 202) rejected += 1
+        try {
+          const answer = await client.delegate(
+            { sessionId: `bench-${i % 100}`, name: 'scripted', prompt },
+            { timeoutMs: 15_000, ...(args.keyed ? { idempotencyKey: `bench-${i}` } : {}) },
+          )
+          accepted.push(answer.attemptId)
+        } catch {
+          rejected += 1
+        }
       }
     }),
   )
@@ -145,37 +147,31 @@ async function baton(prefix: string, port: number) {
   const latencies: number[] = []
   for (let i = 0; i < SEQUENTIAL; i += 1) {
     const t = performance.now()
-    const r = await httpJson(agent, port, 'POST', '/v1/sessions/bench-seq/delegations', {
-      name: 'scripted',
-      prompt,
-      wait: { timeoutMs: 10_000 },
-    })
+    try {
+      const view = await client.delegateAndWait(
+        { sessionId: 'bench-seq', name: 'scripted', prompt },
+        10_000,
+        { timeoutMs: 15_000 },
+      )
+      accepted.push(view.attemptId)
+    } catch {
+      rejected += 1
+    }
     latencies.push(performance.now() - t)
-    if (r.status !== 200) rejected += 1
   }
   latencies.sort((a, b) => a - b)
 
-  const audit = await sql<{ lost: number; duplicates: number; total: number }>`
-    select
-      (select count(*)::int from attempts where status <> 'terminal') as lost,
-      (select count(*)::int from (
-         select attempt_id from attempt_transitions
-         where event in ('claimed', 'committed', 'process_lost', 'cancelled_queued')
-         group by attempt_id, event having count(*) > 1
-         union
-         select attempt_id from attempt_transitions where to_status = 'terminal'
-         group by attempt_id having count(*) > 1
-       ) d) as duplicates,
-      (select count(*)::int from attempts) as total
-  `.execute(db)
+  const audit = await auditLedger(db, accepted)
+  const total = await sql<{ n: number }>`select count(*)::int as n from attempts`.execute(db)
   await db.destroy()
-  agent.destroy()
   return {
     perSecond,
     p50: percentile(latencies, 50),
     p99: percentile(latencies, 99),
     rejected,
-    ...audit.rows[0]!,
+    lost: audit.lost,
+    duplicates: audit.duplicates,
+    total: total.rows[0]?.n ?? 0,
   }
 }
 
@@ -203,7 +199,7 @@ async function main(): Promise<void> {
   let result
   try {
     log('bench: (b, c) Baton through HTTP …')
-    result = await baton(prefix, port)
+    result = await baton(port)
   } finally {
     for (const s of services.reverse()) await s.stop()
     const redis = new Redis(redisUrl)

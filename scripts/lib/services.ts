@@ -1,10 +1,9 @@
-// Shared by the runnable scripts (up, bench, chaos): database preparation and process handling.
-import { spawn, type ChildProcess } from 'node:child_process'
-import { fileURLToPath } from 'node:url'
+// Shared by the runnable scripts (up, bench, chaos): database preparation and the app launcher.
 import pg from 'pg'
 import { createDb, migrateToLatest } from '@baton/store'
+import { REPO_ROOT, startApp, type AppProcess, type BatonApp } from '@baton/testing/processes'
 
-export const REPO_ROOT = fileURLToPath(new URL('../../', import.meta.url))
+export { REPO_ROOT }
 
 export const DEFAULT_REDIS_URL = 'redis://127.0.0.1:6379'
 export const DEFAULT_DATABASE_URL = 'postgres://postgres@127.0.0.1:5432/baton'
@@ -47,67 +46,34 @@ export async function prepareDatabase(
   }
 }
 
-export interface RunningService {
-  readonly name: string
-  readonly child: ChildProcess
-  readonly exited: Promise<number | string>
-  stop(graceMs?: number): Promise<void>
+export type RunningService = AppProcess
+
+/** Echoes a process's output line by line with its name in front. */
+export function echoLines(name: string, write: (line: string) => void): (chunk: Buffer) => void {
+  let partial = ''
+  return (chunk) => {
+    const lines = (partial + chunk.toString()).split('\n')
+    partial = lines.pop() ?? ''
+    for (const line of lines) if (line.trim() !== '') write(`[${name}] ${line}\n`)
+  }
 }
 
 /**
  * Starts `apps/<app>/src/main.ts` as a child process and resolves once its log line says it is
  * ready. Output is forwarded line by line with a name prefix when `echo` is set.
  */
-export async function startService(
+export function startService(
   name: string,
-  app: 'api' | 'worker',
+  app: BatonApp,
   env: Record<string, string>,
   options: { echo?: boolean; timeoutMs?: number } = {},
 ): Promise<RunningService> {
-  const ready = app === 'api' ? 'api listening' : 'worker started'
-  const child = spawn(process.execPath, [`apps/${app}/src/main.ts`], {
-    cwd: REPO_ROOT,
-    env: { ...process.env, ...env },
-    stdio: ['ignore', 'pipe', 'pipe'],
-  })
-  const exited = new Promise<number | string>((resolve) => {
-    child.once('exit', (code, signal) => resolve(signal ?? code ?? 0))
-  })
-  let log = ''
-  await new Promise<void>((resolve, reject) => {
-    const timer = setTimeout(
-      () => reject(new Error(`${name} did not become ready:\n${log}`)),
-      options.timeoutMs ?? 30_000,
-    )
-    const onChunk = (chunk: Buffer): void => {
-      const text = chunk.toString()
-      if (options.echo === true) {
-        for (const line of text.split('\n'))
-          if (line.trim() !== '') process.stdout.write(`[${name}] ${line}\n`)
-      }
-      if (log.length < 20_000) log += text
-      if (log.includes(ready)) {
-        clearTimeout(timer)
-        resolve()
-      }
-    }
-    child.stdout.on('data', onChunk)
-    child.stderr.on('data', onChunk)
-    void exited.then((code) => {
-      clearTimeout(timer)
-      reject(new Error(`${name} exited (${String(code)}) before it was ready:\n${log}`))
-    })
-  })
-  return {
+  return startApp(app, env, {
     name,
-    child,
-    exited,
-    async stop(graceMs = 15_000) {
-      if (child.exitCode !== null || child.signalCode !== null) return
-      child.kill('SIGTERM')
-      const timer = setTimeout(() => child.kill('SIGKILL'), graceMs)
-      await exited
-      clearTimeout(timer)
-    },
-  }
+    timeoutMs: options.timeoutMs ?? 30_000,
+    outputLimit: 20_000,
+    ...(options.echo === true
+      ? { onOutput: echoLines(name, (line) => process.stdout.write(line)) }
+      : {}),
+  })
 }

@@ -7,22 +7,26 @@ import type {
   Prompt,
 } from '@baton/contracts'
 
-/** An error answer of the Baton API, with its typed code. */
+/** An error answer of the Baton API, with its HTTP status, typed code and raw body. */
 export class BatonApiError extends Error {
   readonly status: number
   readonly code: ErrorCode
   readonly details: Readonly<Record<string, unknown>> | undefined
+  /** The answer's body as sent, for callers that log what a failing server said. */
+  readonly body: string
   constructor(
     status: number,
     code: ErrorCode,
     message: string,
     details?: Readonly<Record<string, unknown>>,
+    body = '',
   ) {
     super(message)
     this.name = 'BatonApiError'
     this.status = status
     this.code = code
     this.details = details
+    this.body = body
   }
 }
 
@@ -35,21 +39,43 @@ export interface DelegateInput {
   readonly metadata?: DelegationMetadata
 }
 
+/** Options of one call. */
+export interface CallOptions {
+  /**
+   * Sent as `Idempotency-Key`: a retry with the same key after a lost answer gets the first
+   * delegation back instead of creating a second one. Only delegation calls use it.
+   */
+  readonly idempotencyKey?: string
+  /** Abandons the call (rejects with a `TimeoutError`) when no answer arrived in time. */
+  readonly timeoutMs?: number
+  /** Abandons the call when it fires. */
+  readonly signal?: AbortSignal
+}
+
 export interface BatonClient {
   /** Accept a delegation: `{ agentId, attemptId, status: 'accepted' }`. */
-  delegate(input: DelegateInput): Promise<DelegationAccepted>
+  delegate(input: DelegateInput, options?: CallOptions): Promise<DelegationAccepted>
   /** Submit and wait at most `timeoutMs`: the terminal view, or the snapshot when the bound expires. */
-  delegateAndWait(input: DelegateInput, timeoutMs: number): Promise<AnyAttemptView>
-  getAttempt(attemptId: string): Promise<AnyAttemptView>
+  delegateAndWait(
+    input: DelegateInput,
+    timeoutMs: number,
+    options?: CallOptions,
+  ): Promise<AnyAttemptView>
+  getAttempt(attemptId: string, options?: CallOptions): Promise<AnyAttemptView>
   /** One bounded wait: the terminal view, or the snapshot when the bound expires. Never an error for "not finished". */
-  wait(attemptId: string, timeoutMs: number): Promise<AnyAttemptView>
+  wait(attemptId: string, timeoutMs: number, options?: CallOptions): Promise<AnyAttemptView>
   cancel(
     attemptId: string,
     reason?: string,
+    options?: CallOptions,
   ): Promise<{ attemptId: string; outcome: 'cancelled_queued' | 'cancel_requested' }>
-  steer(attemptId: string, content: Prompt): Promise<{ attemptId: string; sequence: number }>
+  steer(
+    attemptId: string,
+    content: Prompt,
+    options?: CallOptions,
+  ): Promise<{ attemptId: string; sequence: number }>
   /** The agent's durable history: only what its attempts' terminal commits appended. */
-  getAgentContext(agentId: string): Promise<AgentContextView>
+  getAgentContext(agentId: string, options?: CallOptions): Promise<AgentContextView>
 }
 
 export interface CreateClientOptions {
@@ -59,32 +85,61 @@ export interface CreateClientOptions {
   readonly fetch?: typeof fetch
 }
 
-/** A typed client for host applications, the CLI and tests. */
+/** The one signal of a call: the caller's, the timeout's, both or none. */
+function callSignal(options: CallOptions): AbortSignal | undefined {
+  const signals = [
+    ...(options.signal === undefined ? [] : [options.signal]),
+    ...(options.timeoutMs === undefined ? [] : [AbortSignal.timeout(options.timeoutMs)]),
+  ]
+  return signals.length <= 1 ? signals[0] : AbortSignal.any(signals)
+}
+
+/** A typed client for host applications, the CLI, tests, and the bench and chaos scripts. */
 export function createBatonClient(options: CreateClientOptions): BatonClient {
   const base = options.baseUrl.replace(/\/+$/, '')
   const doFetch = options.fetch ?? fetch
 
-  async function call<T>(method: 'GET' | 'POST', path: string, body?: unknown): Promise<T> {
+  async function call<T>(
+    method: 'GET' | 'POST',
+    path: string,
+    body: unknown,
+    callOptions: CallOptions = {},
+  ): Promise<T> {
+    const headers: Record<string, string> = {}
+    if (body !== undefined) headers['content-type'] = 'application/json'
+    if (callOptions.idempotencyKey !== undefined)
+      headers['idempotency-key'] = callOptions.idempotencyKey
+    const signal = callSignal(callOptions)
     const response = await doFetch(`${base}${path}`, {
       method,
-      ...(body === undefined
-        ? {}
-        : { headers: { 'content-type': 'application/json' }, body: JSON.stringify(body) }),
+      headers,
+      ...(body === undefined ? {} : { body: JSON.stringify(body) }),
+      ...(signal === undefined ? {} : { signal }),
     })
-    const payload = await response.json()
+    const text = await response.text()
+    let payload: unknown
+    try {
+      payload = JSON.parse(text)
+    } catch {
+      // A proxy or a dying server may answer with something that is not JSON.
+      payload = undefined
+    }
     if (!response.ok) {
       const error = (
-        payload as {
-          error?: { code?: ErrorCode; message?: string; details?: Record<string, unknown> }
-        }
-      ).error
+        payload as
+          | { error?: { code?: ErrorCode; message?: string; details?: Record<string, unknown> } }
+          | undefined
+      )?.error
       throw new BatonApiError(
         response.status,
         error?.code ?? 'INTERNAL',
         error?.message ?? `HTTP ${response.status}`,
         error?.details,
+        text,
       )
     }
+    if (payload === undefined)
+      throw new BatonApiError(response.status, 'INTERNAL', 'answer is not JSON', undefined, text)
     return payload as T
   }
 
@@ -99,15 +154,17 @@ export function createBatonClient(options: CreateClientOptions): BatonClient {
   const attemptPath = (attemptId: string) => `/v1/attempts/${encodeURIComponent(attemptId)}`
 
   return {
-    delegate: (input) => call('POST', delegationsPath(input.sessionId), body(input)),
-    delegateAndWait: (input, timeoutMs) =>
-      call('POST', delegationsPath(input.sessionId), { ...body(input), wait: { timeoutMs } }),
-    getAttempt: (attemptId) => call('GET', attemptPath(attemptId)),
-    wait: (attemptId, timeoutMs) =>
-      call('GET', `${attemptPath(attemptId)}/wait?timeoutMs=${timeoutMs}`),
-    cancel: (attemptId, reason) =>
-      call('POST', `${attemptPath(attemptId)}/cancel`, reason === undefined ? {} : { reason }),
-    steer: (attemptId, content) => call('POST', `${attemptPath(attemptId)}/steer`, { content }),
-    getAgentContext: (agentId) => call('GET', `/v1/agents/${encodeURIComponent(agentId)}/context`),
+    delegate: (input, o) => call('POST', delegationsPath(input.sessionId), body(input), o),
+    delegateAndWait: (input, timeoutMs, o) =>
+      call('POST', delegationsPath(input.sessionId), { ...body(input), wait: { timeoutMs } }, o),
+    getAttempt: (attemptId, o) => call('GET', attemptPath(attemptId), undefined, o),
+    wait: (attemptId, timeoutMs, o) =>
+      call('GET', `${attemptPath(attemptId)}/wait?timeoutMs=${timeoutMs}`, undefined, o),
+    cancel: (attemptId, reason, o) =>
+      call('POST', `${attemptPath(attemptId)}/cancel`, reason === undefined ? {} : { reason }, o),
+    steer: (attemptId, content, o) =>
+      call('POST', `${attemptPath(attemptId)}/steer`, { content }, o),
+    getAgentContext: (agentId, o) =>
+      call('GET', `/v1/agents/${encodeURIComponent(agentId)}/context`, undefined, o),
   }
 }

@@ -1,2 +1,2 @@
 export { BatonApiError, createBatonClient } from './client.ts'
-export type { BatonClient, CreateClientOptions, DelegateInput } from './client.ts'
+export type { BatonClient, CallOptions, CreateClientOptions, DelegateInput } from './client.ts'

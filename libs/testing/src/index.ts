@@ -1,10 +1,28 @@
 export { test, describe, expect } from './fixtures.ts'
 export type { Closeable, ServiceFixtures } from './fixtures.ts'
 export { eventually } from './eventually.ts'
-export { startServiceProcess, workerProcessEnv } from './processes.ts'
-export type { ServiceProcess } from './processes.ts'
+export {
+  READY_MESSAGES,
+  spawnApp,
+  startApp,
+  startServiceProcess,
+  workerProcessEnv,
+} from './processes.ts'
+export type { AppProcess, AppProcessOptions, BatonApp, ServiceProcess } from './processes.ts'
 export { transitionEvents } from './ledger.ts'
 export { historyTurn } from './history.ts'
 export type { HistoryEvent } from './history.ts'
 export { hasRedisServerBinary, startRedisServer } from './redis-server.ts'
 export type { RedisServer } from './redis-server.ts'
+export {
+  WITNESS_CHECKS,
+  violationTally,
+  auditExecutionWitness,
+  auditLedger,
+  describeAttempts,
+  duplicateExecutionAttempts,
+  duplicateTerminalAttempts,
+  lostAttempts,
+  stuckAttempts,
+} from './ledger-audit.ts'
+export type { CheckResults, LedgerInvariants, WitnessAudit, WitnessCheck } from './ledger-audit.ts'

@@ -1,36 +1,73 @@
+// The one launcher of Baton apps as real child processes, shared by the tests that kill processes,
+// `npm run up`, bench and chaos: each used to spawn `apps/<app>/src/main.ts` and scan its output
+// for a hard-coded ready line with its own small differences.
 import { spawn, type ChildProcess } from 'node:child_process'
 import { fileURLToPath } from 'node:url'
+import { API_READY_MESSAGE, WORKER_READY_MESSAGE } from '@baton/observability'
 
-const REPO_ROOT = fileURLToPath(new URL('../../../', import.meta.url))
+export const REPO_ROOT = fileURLToPath(new URL('../../../', import.meta.url))
 
-export interface ServiceProcess {
+export type BatonApp = 'api' | 'worker'
+
+export const READY_MESSAGES: Readonly<Record<BatonApp, string>> = {
+  api: API_READY_MESSAGE,
+  worker: WORKER_READY_MESSAGE,
+}
+
+export interface AppProcessOptions {
+  /** Used in error messages; defaults to the app. */
+  readonly name?: string
+  /** Defaults to the app's own ready message. */
+  readonly readyMessage?: string
+  /** How long `ready` waits before it rejects and the process is SIGKILLed. */
+  readonly timeoutMs?: number
+  /** Every chunk of stdout and stderr, as it arrives (log files, echo). */
+  readonly onOutput?: (chunk: Buffer) => void
+  /** How much of the most recent output `output()` keeps. */
+  readonly outputLimit?: number
+}
+
+export interface AppProcess {
+  readonly name: string
+  readonly child: ChildProcess
   readonly pid: number
-  readonly output: () => string
   /** Resolves with the exit code (or signal) once the process has exited. */
   readonly exited: Promise<number | NodeJS.Signals>
+  /**
+   * Resolves once the ready message was logged; rejects (after a SIGKILL) when the process exits
+   * first or the timeout passes, with the output so far.
+   */
+  readonly ready: Promise<void>
+  /** The most recent output (stdout and stderr), at most `outputLimit` characters. */
+  output(): string
   kill(signal?: NodeJS.Signals): void
   /** SIGTERM, then SIGKILL after `graceMs`; resolves when the process is gone. */
   close(graceMs?: number): Promise<void>
+  /** The same as `close`. */
+  stop(graceMs?: number): Promise<void>
   isClosed(): boolean
 }
 
 /**
- * Starts a Baton app (`apps/<name>/src/main.ts`) as a real child process with the given
- * environment and resolves once its log says `readyMessage`. Used by tests that kill processes.
+ * Spawns `apps/<app>/src/main.ts` with `env` on top of this process's environment and answers at
+ * once, so that a caller can track the process before it is ready (an interrupted start then
+ * never leaks it). Await `ready` before sending work.
  */
-export async function startServiceProcess(
-  app: 'api' | 'worker',
-  env: Record<string, string>,
-  options: { readyMessage?: string; timeoutMs?: number } = {},
-): Promise<ServiceProcess> {
-  const readyMessage =
-    options.readyMessage ?? (app === 'worker' ? 'worker started' : 'api listening')
-  const child: ChildProcess = spawn(process.execPath, [`apps/${app}/src/main.ts`], {
+export function spawnApp(
+  app: BatonApp,
+  env: Readonly<Record<string, string>>,
+  options: AppProcessOptions = {},
+): AppProcess {
+  const name = options.name ?? app
+  const readyMessage = options.readyMessage ?? READY_MESSAGES[app]
+  const outputLimit = options.outputLimit ?? 1_000_000
+  const child = spawn(process.execPath, [`apps/${app}/src/main.ts`], {
     cwd: REPO_ROOT,
-    env: { ...process.env, LOG_LEVEL: 'info', ...env },
+    env: { ...process.env, ...env },
     stdio: ['ignore', 'pipe', 'pipe'],
   })
-  let log = ''
+  const pid = child.pid
+  if (pid === undefined) throw new Error(`${name} has no pid`)
   let closed = false
   const exited = new Promise<number | NodeJS.Signals>((resolve) => {
     child.once('exit', (code, signal) => {
@@ -38,43 +75,87 @@ export async function startServiceProcess(
       resolve(signal ?? code ?? 0)
     })
   })
-  await new Promise<void>((resolve, reject) => {
-    const timer = setTimeout(
-      () => reject(new Error(`${app} did not start in time:\n${log}`)),
-      options.timeoutMs ?? 20_000,
-    )
-    const onData = (chunk: Buffer): void => {
-      log += chunk.toString()
-      if (log.includes(readyMessage)) {
-        clearTimeout(timer)
-        resolve()
-      }
+  let log = ''
+  let seen = false
+  let markReady: () => void = () => {}
+  const ready = new Promise<void>((resolve, reject) => {
+    const timer = setTimeout(() => {
+      child.kill('SIGKILL')
+      reject(new Error(`${name} not ready after ${options.timeoutMs ?? 30_000} ms:\n${log}`))
+    }, options.timeoutMs ?? 30_000)
+    markReady = () => {
+      clearTimeout(timer)
+      resolve()
     }
-    child.stdout?.on('data', onData)
-    child.stderr?.on('data', (chunk: Buffer) => (log += chunk.toString()))
     void exited.then((code) => {
       clearTimeout(timer)
-      reject(new Error(`${app} exited (${String(code)}) before it was ready:\n${log}`))
+      reject(new Error(`${name} exited (${String(code)}) before it was ready:\n${log}`))
     })
   })
-  const pid = child.pid
-  if (pid === undefined) throw new Error(`${app} has no pid`)
+  // Callers that stop caring (a supervisor that gave up) must not turn a late failure into an
+  // unhandled rejection; callers that await `ready` still see it.
+  void ready.catch(() => undefined)
+  const onChunk = (chunk: Buffer): void => {
+    options.onOutput?.(chunk)
+    log = (log + chunk.toString()).slice(-outputLimit)
+    // Kept scanning the bounded tail: a ready line split across two chunks is still seen.
+    if (!seen && log.includes(readyMessage)) {
+      seen = true
+      markReady()
+    }
+  }
+  child.stdout.on('data', onChunk)
+  child.stderr.on('data', onChunk)
+  const close = async (graceMs = 15_000): Promise<void> => {
+    if (closed) return
+    child.kill('SIGTERM')
+    const timer = setTimeout(() => child.kill('SIGKILL'), graceMs)
+    await exited
+    clearTimeout(timer)
+  }
   return {
+    name,
+    child,
     pid,
-    output: () => log,
     exited,
+    ready,
+    output: () => log,
     kill: (signal = 'SIGTERM') => {
       child.kill(signal)
     },
-    async close(graceMs = 10_000) {
-      if (closed) return
-      child.kill('SIGTERM')
-      const timer = setTimeout(() => child.kill('SIGKILL'), graceMs)
-      await exited
-      clearTimeout(timer)
-    },
+    close,
+    stop: close,
     isClosed: () => closed,
   }
+}
+
+/** Spawns an app and resolves once it is ready (see `spawnApp`). */
+export async function startApp(
+  app: BatonApp,
+  env: Readonly<Record<string, string>>,
+  options: AppProcessOptions = {},
+): Promise<AppProcess> {
+  const started = spawnApp(app, env, options)
+  await started.ready
+  return started
+}
+
+/** A test's handle on an app process. */
+export type ServiceProcess = Pick<
+  AppProcess,
+  'pid' | 'output' | 'exited' | 'kill' | 'close' | 'isClosed'
+>
+
+/**
+ * Starts a Baton app for a test that kills processes: info-level logs unless `env` says otherwise,
+ * resolved once ready.
+ */
+export function startServiceProcess(
+  app: BatonApp,
+  env: Record<string, string>,
+  options: { readyMessage?: string; timeoutMs?: number } = {},
+): Promise<ServiceProcess> {
+  return startApp(app, { LOG_LEVEL: 'info', ...env }, { timeoutMs: 20_000, ...options })
 }
 
 /**

@@ -5,6 +5,7 @@ import { mkdir, writeFile } from 'node:fs/promises'
 import { join } from 'node:path'
 import type pg from 'pg'
 import { contextDigest } from '@baton/contracts'
+import { violationTally, type CheckResults } from '@baton/testing/ledger-audit'
 
 export const REMEMBERER = 'rememberer'
 
@@ -66,17 +67,13 @@ export const CONTEXT_CHECKS = {
 } as const
 export type ContextCheck = keyof typeof CONTEXT_CHECKS
 
-export interface ContextAudit {
+export interface ContextAudit extends CheckResults<ContextCheck> {
   /** Rememberer agents in the ledger. */
   readonly agents: number
   /** Rows of `agent_context_events`. */
   readonly events: number
-  readonly violations: ReadonlyMap<ContextCheck, number>
-  readonly bad: number
   /** Outcomes of the continuations (second turns) the client got a 202 for. */
   readonly continuationOutcomes: ReadonlyMap<string, number>
-  /** Up to ten offending rows, one line each. */
-  readonly samples: readonly string[]
 }
 
 interface StoredEvent {
@@ -117,14 +114,7 @@ export async function auditContext(
   query: Query,
   pairs: readonly ContinuedPair[],
 ): Promise<ContextAudit> {
-  const violations = new Map<ContextCheck, number>(
-    Object.keys(CONTEXT_CHECKS).map((k) => [k as ContextCheck, 0]),
-  )
-  const samples: string[] = []
-  const violate = (check: ContextCheck, detail: string): void => {
-    violations.set(check, (violations.get(check) ?? 0) + 1)
-    if (samples.length < 10) samples.push(`${check}: ${detail}`)
-  }
+  const { violations, samples, violate, bad } = violationTally(CONTEXT_CHECKS)
 
   const [totals] = await query<{ agents: number; events: number }>(
     `select (select count(*)::int from agents where name = $1) as agents,
@@ -276,7 +266,7 @@ export async function auditContext(
     agents: totals?.agents ?? 0,
     events: totals?.events ?? 0,
     violations,
-    bad: [...violations.values()].reduce((a, b) => a + b, 0),
+    bad: bad(),
     continuationOutcomes,
     samples,
   }

@@ -3,8 +3,8 @@
 // that act on processes: SIGKILL a worker (and start a replacement), restart the API.
 import { createWriteStream, mkdirSync, type WriteStream } from 'node:fs'
 import { join } from 'node:path'
-import { spawn } from 'node:child_process'
-import { REPO_ROOT, type RunningService } from './services.ts'
+import { spawnApp, type BatonApp } from '@baton/testing/processes'
+import { echoLines, type RunningService } from '../services.ts'
 
 export interface FleetOptions {
   readonly env: Record<string, string>
@@ -69,81 +69,46 @@ export class Fleet {
   }
 
   /**
-   * Like `startService` (same entry file, same readiness line), but the child is tracked from the
-   * moment it is spawned, so an interrupted start never leaks a process, and its whole output,
-   * startup included, goes to its log file.
+   * Spawns through the shared launcher; the child is tracked from the moment it is spawned, so an
+   * interrupted start never leaks a process, and its whole output, startup included, goes to its
+   * log file.
    */
-  async #spawn(name: string, app: 'api' | 'worker'): Promise<Tracked> {
-    const readyLine = app === 'api' ? 'api listening' : 'worker started'
-    const child = spawn(process.execPath, [`apps/${app}/src/main.ts`], {
-      cwd: REPO_ROOT,
-      env: { ...process.env, ...this.#options.env },
-      stdio: ['ignore', 'pipe', 'pipe'],
-    })
-    const exited = new Promise<number | string>((resolve) => {
-      child.once('exit', (code, signal) => resolve(signal ?? code ?? 0))
-    })
-    const service: RunningService = {
-      name,
-      child,
-      exited,
-      async stop(graceMs = 15_000) {
-        if (child.exitCode !== null || child.signalCode !== null) return
-        child.kill('SIGTERM')
-        const timer = setTimeout(() => child.kill('SIGKILL'), graceMs)
-        await exited
-        clearTimeout(timer)
-      },
-    }
-    this.#all.add(service)
+  async #spawn(name: string, app: BatonApp): Promise<Tracked> {
     const log = createWriteStream(join(this.#options.logDir, `${name}.log`), { flags: 'a' })
-    log.write(`--- ${new Date().toISOString()} ${name} spawned (pid ${child.pid ?? '?'})\n`)
+    const echo = this.#options.verbose
+      ? echoLines(name, (line) => process.stderr.write(line))
+      : undefined
+    const service = spawnApp(app, this.#options.env, {
+      name,
+      timeoutMs: this.#options.startTimeoutMs ?? 60_000,
+      outputLimit: 8_000,
+      onOutput: (chunk) => {
+        log.write(chunk)
+        echo?.(chunk)
+      },
+    })
+    this.#all.add(service)
+    log.write(`--- ${new Date().toISOString()} ${name} spawned (pid ${service.pid})\n`)
     const tracked: Tracked = { service, log, expected: false }
     let ready = false
-    let markReady: () => void = () => {}
-    const readyPromise = new Promise<void>((resolve) => (markReady = resolve))
-    let partial = ''
-    let tail = ''
-    const onChunk = (chunk: Buffer): void => {
-      log.write(chunk)
-      const text = chunk.toString()
-      tail = (tail + text).slice(-8_000)
-      if (!ready && tail.includes(readyLine)) {
-        ready = true
-        markReady()
-      }
-      if (!this.#options.verbose) return
-      const lines = (partial + text).split('\n')
-      partial = lines.pop() ?? ''
-      for (const line of lines) if (line.trim() !== '') process.stderr.write(`[${name}] ${line}\n`)
-    }
-    child.stdout.on('data', onChunk)
-    child.stderr.on('data', onChunk)
-    void exited.then((code) => {
+    void service.exited.then((code) => {
       log.end(`--- ${new Date().toISOString()} ${name} exited (${String(code)})\n`)
       this.#all.delete(service)
-      if (ready && !tracked.expected && !this.#stopping) this.#onCrash(tracked, app, code, tail)
+      if (ready && !tracked.expected && !this.#stopping)
+        this.#onCrash(tracked, app, code, service.output())
     })
-    const timeoutMs = this.#options.startTimeoutMs ?? 60_000
-    let timer: NodeJS.Timeout | undefined
-    const outcome = await Promise.race([
-      readyPromise.then(() => 'ready' as const),
-      exited.then((code) => `exited (${String(code)})`),
-      new Promise<string>((resolve) => {
-        timer = setTimeout(() => resolve(`not ready after ${timeoutMs} ms`), timeoutMs)
-      }),
-    ])
-    clearTimeout(timer)
-    if (outcome !== 'ready') {
+    try {
+      await service.ready
+    } catch (error) {
       tracked.expected = true
-      child.kill('SIGKILL')
-      throw new Error(`${name} ${outcome} before it was ready:\n${tail.slice(-3_000)}`)
+      throw error
     }
+    ready = true
     log.write(`--- ${new Date().toISOString()} ${name} ready\n`)
     return tracked
   }
 
-  #onCrash(tracked: Tracked, app: 'api' | 'worker', code: number | string, tail: string): void {
+  #onCrash(tracked: Tracked, app: BatonApp, code: number | string, tail: string): void {
     const name = tracked.service.name
     this.crashes.push({ name, code, at: new Date().toISOString(), reason: crashReason(tail) })
     this.#options.onCrash?.(this.crashes.at(-1)!)

@@ -1,0 +1,48 @@
+import { setTimeout as sleep } from 'node:timers/promises'
+import { describe, expect, test } from '@baton/testing'
+import { claimAttempt } from './claim-attempt.ts'
+import { commitTerminal } from './commit-terminal.ts'
+import { getAttempt } from './get-attempt.ts'
+import { renewLeases } from './renew-leases.ts'
+import { requestCancel } from './request-cancel.ts'
+import { accept, done } from './test-support.ts'
+
+describe('renewLeases', () => {
+  test('an expired owner cannot heartbeat or commit, and writes nothing', async ({ db }) => {
+    const { attemptId } = await accept(db)
+    const claim = await claimAttempt(db, { attemptId, ownerId: 'w1', leaseTtlMs: 100 })
+    if (claim.kind !== 'claimed') throw new Error(claim.kind)
+    const gen = claim.attempt.ownerGeneration
+    await sleep(200)
+    const renewals = await renewLeases(db, {
+      ownerId: 'w1',
+      leases: [{ attemptId, ownerGeneration: gen }],
+      leaseTtlMs: 10_000,
+    })
+    expect(renewals).toEqual([
+      { attemptId, status: 'lost', cancelRequested: false, steeringPending: false },
+    ])
+    expect(
+      await commitTerminal(db, { attemptId, ownerId: 'w1', ownerGeneration: gen, result: done }),
+    ).toBe('lease_lost')
+    expect((await getAttempt(db, attemptId))?.status).toBe('running')
+  })
+
+  test('a live lease is renewed and reports a pending cancel request', async ({ db }) => {
+    const { attemptId } = await accept(db)
+    const claim = await claimAttempt(db, { attemptId, ownerId: 'w1', leaseTtlMs: 10_000 })
+    if (claim.kind !== 'claimed') throw new Error(claim.kind)
+    const lease = { attemptId, ownerGeneration: claim.attempt.ownerGeneration }
+    expect(await renewLeases(db, { ownerId: 'w1', leases: [lease], leaseTtlMs: 10_000 })).toEqual([
+      { attemptId, status: 'renewed', cancelRequested: false, steeringPending: false },
+    ])
+    expect(await requestCancel(db, { attemptId, reason: 'user' })).toBe('cancel_requested')
+    expect(await renewLeases(db, { ownerId: 'w1', leases: [lease], leaseTtlMs: 10_000 })).toEqual([
+      { attemptId, status: 'renewed', cancelRequested: true, steeringPending: false },
+    ])
+    // Another owner (or an old generation) renews nothing.
+    expect(
+      await renewLeases(db, { ownerId: 'w2', leases: [lease], leaseTtlMs: 10_000 }),
+    ).toMatchObject([{ status: 'lost' }])
+  })
+})

@@ -1,0 +1,181 @@
+// The ledger invariants, defined once for the kill tests, bench and chaos. Each function answers
+// the offending attempt ids (not a count), so a test can name them and a report can sample them.
+// Only the ledger is read: `auditExecutionWitness` checks it against a record kept outside it.
+import { sql, type RawBuilder } from 'kysely'
+import type { Db } from '@baton/store'
+
+async function ids(db: Db, query: RawBuilder<{ id: string }>): Promise<string[]> {
+  return (await query.execute(db)).rows.map((row) => row.id)
+}
+
+/** Attempts a client got a 202 for that are missing or not terminal: accepted, never finished. */
+export function lostAttempts(db: Db, acceptedIds: readonly string[]): Promise<string[]> {
+  return ids(
+    db,
+    sql`
+      select k.id from unnest(${[...acceptedIds]}::uuid[]) as k(id)
+      left join attempts a on a.id = k.id
+      where a.status is distinct from 'terminal'
+    `,
+  )
+}
+
+/** Attempts in the ledger that are not terminal (after quiescence: stuck). */
+export function stuckAttempts(db: Db): Promise<string[]> {
+  return ids(db, sql`select id from attempts where status <> 'terminal' order by id`)
+}
+
+/** Attempts with more than one transition to `terminal`: an outcome decided twice. */
+export function duplicateTerminalAttempts(db: Db): Promise<string[]> {
+  return repeatedTransition(db, sql`to_status = 'terminal'`)
+}
+
+/** Attempts with more than one transition matching `where`. */
+function repeatedTransition(db: Db, where: RawBuilder<unknown>): Promise<string[]> {
+  return ids(
+    db,
+    sql`
+      select attempt_id as id from attempt_transitions where ${where}
+      group by attempt_id having count(*) > 1 order by attempt_id
+    `,
+  )
+}
+
+/**
+ * Attempts the ledger says were claimed more than once: a child run twice as far as the ledger
+ * knows. A second run without a second claim is invisible here; `auditExecutionWitness` sees it.
+ */
+export function duplicateExecutionAttempts(db: Db): Promise<string[]> {
+  return repeatedTransition(db, sql`event = 'claimed'`)
+}
+
+export interface LedgerInvariants {
+  readonly lost: number
+  readonly stuck: number
+  readonly duplicate_terminal: number
+  readonly duplicate_execution: number
+  /** Attempts with a duplicate terminal or a duplicate execution, each counted once. */
+  readonly duplicates: number
+  /** Up to ten offending attempts with their transitions, one line each. */
+  readonly samples: readonly string[]
+}
+
+/** Every invariant over the whole ledger; `lost` over the attempts a client got a 202 for. */
+export async function auditLedger(
+  db: Db,
+  acceptedIds: readonly string[],
+): Promise<LedgerInvariants> {
+  const lost = await lostAttempts(db, acceptedIds)
+  const stuck = await stuckAttempts(db)
+  const duplicateTerminal = await duplicateTerminalAttempts(db)
+  const duplicateExecution = await duplicateExecutionAttempts(db)
+  const offending = [...new Set([...lost, ...stuck, ...duplicateTerminal, ...duplicateExecution])]
+  return {
+    lost: lost.length,
+    stuck: stuck.length,
+    duplicate_terminal: duplicateTerminal.length,
+    duplicate_execution: duplicateExecution.length,
+    duplicates: new Set([...duplicateTerminal, ...duplicateExecution]).size,
+    samples: await describeAttempts(db, offending.slice(0, 10)),
+  }
+}
+
+/** One line per attempt: id, status, generation and its transitions with their times. */
+export async function describeAttempts(db: Db, ids: readonly string[]): Promise<string[]> {
+  if (ids.length === 0) return []
+  const r = await sql<{ line: string }>`
+    select k.id || ' ' || coalesce(a.status, 'missing') || ' gen ' || coalesce(a.owner_generation::text, '-')
+           || ': ' || coalesce(string_agg(t.event || '@' || t.owner_generation || ' '
+              || to_char(t.at, 'HH24:MI:SS.MS'), ', ' order by t.id), '') as line
+    from unnest(${[...ids]}::uuid[]) as k(id)
+    left join attempts a on a.id = k.id
+    left join attempt_transitions t on t.attempt_id = k.id
+    group by k.id, a.status, a.owner_generation
+  `.execute(db)
+  return r.rows.map((row) => row.line)
+}
+
+/** Counts violations of named checks, keeping the first ten as samples (`check: detail`). */
+export function violationTally<C extends string>(checks: Readonly<Record<C, string>>) {
+  const violations = new Map<C, number>(Object.keys(checks).map((k) => [k as C, 0]))
+  const samples: string[] = []
+  return {
+    violations,
+    samples,
+    violate: (check: C, detail: string): void => {
+      violations.set(check, (violations.get(check) ?? 0) + 1)
+      if (samples.length < 10) samples.push(`${check}: ${detail}`)
+    },
+    bad: (): number => [...violations.values()].reduce((a, b) => a + b, 0),
+  }
+}
+
+/** Each witness check's name, with what a violation of it means. */
+export const WITNESS_CHECKS = {
+  duplicate_start: 'a child of one attempt was started more than once',
+  start_without_claim: 'a child was started for an attempt the ledger never claimed (or for none)',
+  missing_start: 'the ledger says a child completed, but no start of it was witnessed',
+} as const
+export type WitnessCheck = keyof typeof WITNESS_CHECKS
+
+/** What an audit of named checks found. */
+export interface CheckResults<C extends string> {
+  readonly violations: ReadonlyMap<C, number>
+  /** The sum of all violations: 0 when every check passed. */
+  readonly bad: number
+  /** Up to ten violations, one line each. */
+  readonly samples: readonly string[]
+}
+
+export interface WitnessAudit extends CheckResults<WitnessCheck> {
+  /** Attempts of the witnessed subagent in the ledger. */
+  readonly attempts: number
+  /** Witnessed starts. */
+  readonly starts: number
+}
+
+/**
+ * Checks the ledger against a record of execution kept outside it. `starts` counts, per token,
+ * the starts the witnessed children recorded; a token is the whole prompt of one attempt of the
+ * subagent `agentName`, so each start maps to exactly one attempt. Every start must belong to an
+ * attempt the ledger claimed, no attempt may have started twice, and every attempt whose child
+ * completed must have started exactly once. An attempt that was claimed and ended otherwise
+ * (aborted, lost with its worker) may have started or not: that is the claim's race with the fault.
+ */
+export async function auditExecutionWitness(
+  db: Db,
+  agentName: string,
+  starts: ReadonlyMap<string, number>,
+): Promise<WitnessAudit> {
+  const { violations, samples, violate, bad } = violationTally(WITNESS_CHECKS)
+  const r = await sql<{ id: string; token: string; stop_reason: string | null; claims: number }>`
+    select a.id,
+           -- A prompt is stored as sent: a string, or text blocks.
+           case jsonb_typeof(a.prompt) when 'string' then a.prompt #>> '{}'
+             else (select string_agg(b ->> 'text', '') from jsonb_array_elements(a.prompt) b)
+           end as token,
+           a.stop_reason,
+           (select count(*)::int from attempt_transitions t
+            where t.attempt_id = a.id and t.event = 'claimed') as claims
+    from attempts a join agents g on g.id = a.agent_id
+    where g.name = ${agentName}
+  `.execute(db)
+  const byToken = new Map(r.rows.map((row) => [row.token, row]))
+  for (const [token, n] of starts) {
+    const attempt = byToken.get(token)
+    if (n > 1)
+      violate('duplicate_start', `${token} (attempt ${attempt?.id ?? 'none'}): ${n} starts`)
+    if (attempt === undefined || attempt.claims === 0)
+      violate('start_without_claim', `${token} (attempt ${attempt?.id ?? 'none'}) started`)
+  }
+  for (const row of r.rows)
+    if (row.stop_reason === 'completed' && (starts.get(row.token) ?? 0) === 0)
+      violate('missing_start', `${row.token} (attempt ${row.id}) completed`)
+  return {
+    attempts: r.rows.length,
+    starts: [...starts.values()].reduce((a, b) => a + b, 0),
+    violations,
+    bad: bad(),
+    samples,
+  }
+}

@@ -1,0 +1,152 @@
+// The verdict of `npm run chaos`: the JSON summary line, the failures that make it exit non-zero,
+// and the tables for people.
+import { WITNESS_CHECKS } from '@baton/testing/ledger-audit'
+import type { Audit } from './audit.ts'
+import { CONTEXT_CHECKS, REMEMBERER } from './context.ts'
+import type { Crash } from './fleet.ts'
+import { FAULT_KINDS, bump, type ChaosRun, type Kind } from './run.ts'
+
+export interface Summary {
+  readonly submitted: number
+  readonly terminal: number
+  readonly lost: number
+  readonly duplicate_terminal: number
+  readonly duplicate_execution: number
+  readonly stuck: number
+  readonly faults: Readonly<Record<string, number>>
+  readonly context: { readonly agents: number; readonly events: number; readonly bad: number }
+  readonly witness: { readonly attempts: number; readonly starts: number; readonly bad: number }
+}
+
+export function summarize(run: ChaosRun, a: Audit): Summary {
+  return {
+    submitted: run.submitted.size,
+    terminal: a.terminal,
+    lost: a.invariants.lost,
+    duplicate_terminal: a.invariants.duplicate_terminal,
+    duplicate_execution: a.invariants.duplicate_execution,
+    stuck: a.invariants.stuck,
+    faults: { ...run.faults },
+    context: { agents: a.context.agents, events: a.context.events, bad: a.context.bad },
+    witness: { attempts: a.witness.attempts, starts: a.witness.starts, bad: a.witness.bad },
+  }
+}
+
+/** Why the run fails; empty when it passes. */
+export function failuresOf(run: ChaosRun, summary: Summary, crashes: readonly Crash[]): string[] {
+  const failures: string[] = []
+  for (const key of ['lost', 'duplicate_terminal', 'duplicate_execution', 'stuck'] as const)
+    if (summary[key] !== 0) failures.push(`${key} = ${summary[key]}`)
+  for (const kind of FAULT_KINDS) if (run.faults[kind] === 0) failures.push(`no ${kind}`)
+  if (run.submitted.size < run.options.count)
+    failures.push(`only ${run.submitted.size} of ${run.options.count} accepted`)
+  if (summary.context.bad !== 0) failures.push(`context bad = ${summary.context.bad}`)
+  if (summary.witness.bad !== 0) failures.push(`witness bad = ${summary.witness.bad}`)
+  const continued = [...run.submitted.values()].filter((s) => s.kind === 'continued').length
+  if (run.continuations.size < continued)
+    failures.push(`only ${run.continuations.size} of ${continued} continuations accepted`)
+  if (run.options.strict && crashes.length > 0) failures.push(`${crashes.length} process crashes`)
+  return failures
+}
+
+function table(
+  run: ChaosRun,
+  title: string,
+  rows: readonly (readonly [string, string | number])[],
+): void {
+  const width = Math.max(title.length, ...rows.map(([k]) => k.length))
+  run.log('')
+  run.log(`| ${title.padEnd(width)} | ${'count'.padStart(7)} |`)
+  run.log(`|${'-'.repeat(width + 2)}|${'-'.repeat(8)}:|`)
+  for (const [k, v] of rows) run.log(`| ${k.padEnd(width)} | ${String(v).padStart(7)} |`)
+}
+
+const byCount = (m: ReadonlyMap<string, number>) => [...m].sort((x, y) => y[1] - x[1])
+
+export function printTables(run: ChaosRun, summary: Summary, a: Audit, crashes: readonly Crash[]) {
+  const { stats } = run
+  const kindCounts = new Map<Kind, number>()
+  for (const sub of run.submitted.values()) bump(kindCounts, sub.kind)
+  table(run, 'invariant', [
+    ['submitted (202)', summary.submitted],
+    ['terminal', summary.terminal],
+    ['lost', summary.lost],
+    ['duplicate_terminal', summary.duplicate_terminal],
+    ['duplicate_execution', summary.duplicate_execution],
+    ['stuck', summary.stuck],
+    ['context bad', a.context.bad],
+    ['witness bad', a.witness.bad],
+  ])
+  table(
+    run,
+    'fault',
+    FAULT_KINDS.map((k) => [k, run.faults[k]] as const),
+  )
+  table(run, 'stopReason/failureCategory', byCount(a.outcomes))
+  table(
+    run,
+    'kind → outcome',
+    [...a.byKind].flatMap(([kind, m]) =>
+      byCount(m).map(([o, n]) => [`${kind} (${kindCounts.get(kind) ?? 0}) → ${o}`, n] as const),
+    ),
+  )
+  table(run, 'context (agent histories)', [
+    [`${REMEMBERER} agents`, a.context.agents],
+    ['history events', a.context.events],
+    ['continuations accepted', run.continuations.size],
+    ...byCount(a.context.continuationOutcomes).map(([o, n]) => [`continuation → ${o}`, n] as const),
+    ...[...stats.continuation].sort().map(([s, n]) => [`continue: ${s}`, n] as const),
+    ...[...a.context.violations].map(([check, n]) => [check, n] as const),
+  ])
+  table(run, 'execution witness', [
+    ['witnessed attempts', a.witness.attempts],
+    ['witnessed starts', a.witness.starts],
+    ...[...a.witness.violations].map(([check, n]) => [check, n] as const),
+  ])
+  table(run, 'ledger and client', [
+    ['process crashes (restarted)', crashes.length],
+    ['ledger rows', a.ledgerRows],
+    ['rows unknown to the client (202 lost)', a.unknownToClient],
+    ['process_lost transitions', a.processLost],
+    ['cancelled_queued transitions', a.cancelledQueued],
+    ['completed with unexpected output', a.mismatchedOutput],
+    ['POST connection errors (retried)', stats.postConnectionErrors],
+    ...[...stats.postRetryStatus].map(([s, n]) => [`POST answered ${s} (retried)`, n] as const),
+    ...[...stats.postRejected].map(([s, n]) => [`POST rejected ${s}`, n] as const),
+    ...[...stats.steer].map(([s, n]) => [`steer ${s}`, n] as const),
+    ...[...stats.cancel].sort().map(([s, n]) => [`cancel ${s}`, n] as const),
+    ['follow-up connection errors (retried)', stats.followUpErrors],
+    ['follow-ups given up', stats.followUpGaveUp],
+    ['orphan hang/steer attempts cancelled', stats.orphanCancels],
+  ])
+}
+
+/** The details behind a failing check: crash reasons, broken checks, offending rows. */
+export function printDetails(run: ChaosRun, a: Audit, crashes: readonly Crash[]): void {
+  if (crashes.length > 0) {
+    const reasons = new Map<string, number>()
+    for (const c of crashes) bump(reasons, `${c.name.replace(/-\d+$/, '')}: ${c.reason}`)
+    run.log(
+      `WARN: ${crashes.length} unexpected process exits (restarted by this script; --strict fails on them):`,
+    )
+    for (const [reason, n] of reasons) run.log(`  ${n}× ${reason}`)
+  }
+  if (a.context.bad > 0) {
+    run.log('broken history checks:')
+    for (const [check, n] of a.context.violations)
+      if (n > 0) run.log(`  ${n}× ${check}: ${CONTEXT_CHECKS[check]}`)
+    run.log('offending histories (first 10):')
+    for (const line of a.context.samples) run.log(`  ${line}`)
+  }
+  if (a.witness.bad > 0) {
+    run.log('broken witness checks:')
+    for (const [check, n] of a.witness.violations)
+      if (n > 0) run.log(`  ${n}× ${check}: ${WITNESS_CHECKS[check]}`)
+    run.log('offending witnessed attempts (first 10):')
+    for (const line of a.witness.samples) run.log(`  ${line}`)
+  }
+  if (a.invariants.samples.length > 0) {
+    run.log('offending attempts (first 10):')
+    for (const line of a.invariants.samples) run.log(`  ${line}`)
+  }
+}

@@ -4,39 +4,43 @@ import type {
 } from './capability-inheritance-policy.ts'
 import type { ToolDescriptor } from './tool-descriptor.ts'
 
-/** One record on a context's event bus. */
-export interface ContextEvent {
+/** One record of a context's lifecycle log (e.g. `subagent_started`). */
+export interface LifecycleRecord {
   readonly kind: string
   readonly payload: unknown
 }
 
-/** Records every published event in order (so callers can inspect them after a run) and fans out to subscribers. */
-export interface EventBus {
-  publish(kind: string, payload: unknown): void
-  /** A snapshot of every event published so far, oldest first. */
-  events(): readonly ContextEvent[]
+/**
+ * An agent context's in-process lifecycle log: keeps every record in order (so callers can inspect
+ * them after a run) and fans out to subscribers. Named apart from the queue's worker commands and
+ * attempt settlements, and from an agent's durable history: it is neither durable nor distributed.
+ */
+export interface LifecycleLog {
+  record(kind: string, payload: unknown): void
+  /** A snapshot of every record so far, oldest first. */
+  records(): readonly LifecycleRecord[]
   /** Live observation; returns an unsubscribe function. Subscriber exceptions are contained. */
-  subscribe(listener: (event: ContextEvent) => void): () => void
+  subscribe(listener: (event: LifecycleRecord) => void): () => void
 }
 
-export function createEventBus(): EventBus {
-  const recorded: ContextEvent[] = []
-  const listeners = new Set<(event: ContextEvent) => void>()
+export function createLifecycleLog(): LifecycleLog {
+  const recorded: LifecycleRecord[] = []
+  const listeners = new Set<(event: LifecycleRecord) => void>()
   return {
-    publish(kind, payload) {
+    record(kind, payload) {
       const event = { kind, payload }
       recorded.push(event)
       for (const listener of [...listeners]) {
         try {
           listener(event)
         } catch {
-          // Observers must not be able to break the publisher (a delegation in flight).
+          // Observers must not be able to break the recorder (a delegation in flight).
         }
       }
     },
-    events: () => [...recorded],
+    records: () => [...recorded],
     subscribe(listener) {
-      const entry = (event: ContextEvent): void => listener(event)
+      const entry = (event: LifecycleRecord): void => listener(event)
       listeners.add(entry)
       return () => {
         listeners.delete(entry)
@@ -75,14 +79,14 @@ export function createUsageTracker(): UsageTracker {
  * The application-level context an agent run carries. Delegation derives a child context from it:
  * `usage` and `dependencies` are shared by reference (the child's spend is the parent's spend, and
  * injected services are the same instances); `metadata` is copied (plus the subagent stack) so a
- * child cannot write into its parent's map; the child gets its own `events` bus, while lifecycle
- * events go to the parent's; `tools`, `hooks` and `capabilityBundles` are what the inheritance
+ * child cannot write into its parent's map; the child gets its own `lifecycle` log, while lifecycle
+ * records go to the parent's; `tools`, `hooks` and `capabilityBundles` are what the inheritance
  * policies let through. The mutable fields are mutable on purpose: execution hooks may adjust the
  * child context before it runs.
  */
 export interface AgentContext {
   readonly metadata: Map<string, unknown>
-  readonly events: EventBus
+  readonly lifecycle: LifecycleLog
   readonly usage: UsageTracker
   readonly dependencies: Map<string, unknown>
   /** The tools visible to this agent — what a delegation from here inherits from. */
@@ -93,7 +97,7 @@ export interface AgentContext {
 
 export interface AgentContextInit {
   readonly metadata?: Iterable<readonly [string, unknown]>
-  readonly events?: EventBus
+  readonly lifecycle?: LifecycleLog
   readonly usage?: UsageTracker
   readonly dependencies?: Map<string, unknown>
   readonly tools?: readonly ToolDescriptor[]
@@ -104,7 +108,7 @@ export interface AgentContextInit {
 export function createAgentContext(init: AgentContextInit = {}): AgentContext {
   return {
     metadata: new Map(init.metadata ?? []),
-    events: init.events ?? createEventBus(),
+    lifecycle: init.lifecycle ?? createLifecycleLog(),
     usage: init.usage ?? createUsageTracker(),
     dependencies: init.dependencies ?? new Map<string, unknown>(),
     tools: init.tools ?? [],

@@ -18,7 +18,7 @@ describe('delegate tool', () => {
     await expect(tool.call(parent, { name: 'research', prompt: 'collect facts' })).resolves.toEqual(
       { name: 'research', output: 'child: collect facts' },
     )
-    expect(parent.events.events().map((record) => record.kind)).toEqual([
+    expect(parent.lifecycle.records().map((record) => record.kind)).toEqual([
       'subagent_started',
       'subagent_completed',
     ])
@@ -33,7 +33,7 @@ describe('delegate tool', () => {
     await expect(
       tool.call(parent, { name: 'research', prompt: 'p', extra: 1 }),
     ).rejects.toMatchObject({ code: 'INVALID_TOOL_INPUT' })
-    expect(parent.events.events()).toEqual([])
+    expect(parent.lifecycle.records()).toEqual([])
   })
 
   it('publishes a JSON Schema definition derived from the zod input schema and names the subagents', () => {

@@ -89,12 +89,12 @@ export type {
 } from './subagent-spec-projection.ts'
 export { loadSubagentDirectory } from './subagent-directory.ts'
 
-export { createAgentContext, createEventBus, createUsageTracker } from './agent-context.ts'
+export { createAgentContext, createLifecycleLog, createUsageTracker } from './agent-context.ts'
 export type {
   AgentContext,
   AgentContextInit,
-  ContextEvent,
-  EventBus,
+  LifecycleRecord,
+  LifecycleLog,
   Usage,
   UsageTracker,
 } from './agent-context.ts'

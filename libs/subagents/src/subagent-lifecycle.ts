@@ -1,5 +1,5 @@
 /**
- * SDK-level lifecycle records, published on the PARENT context's event bus as
+ * SDK-level lifecycle records, recorded on the PARENT context's lifecycle log as
  * `{ kind: 'subagent_started' | 'subagent_completed' | 'subagent_failed', payload }`.
  */
 export const SubagentLifecycleEventKind = {

@@ -108,10 +108,10 @@ describe('createSubagentRegistry', () => {
     expect(parent.usage.snapshot()).toEqual({ requests: 1, inputTokens: 0, outputTokens: 5 })
     expect(childContext?.metadata.get('tenant')).toBe('t1')
     expect(parent.metadata.has('child.only')).toBe(false)
-    expect(childContext?.events).not.toBe(parent.events)
+    expect(childContext?.lifecycle).not.toBe(parent.lifecycle)
   })
 
-  it('publishes subagent_started then subagent_completed on the parent event bus with task id, name and metadata', async () => {
+  it('publishes subagent_started then subagent_completed on the parent lifecycle log with task id, name and metadata', async () => {
     const registry = createSubagentRegistry([textChild('research', 'child').config])
     const parent = createAgentContext()
     await registry.delegateTask(
@@ -119,7 +119,7 @@ describe('createSubagentRegistry', () => {
       { id: 'research-1', prompt: 'p', metadata: { source: 'docs' } },
       parent,
     )
-    const records = parent.events.events()
+    const records = parent.lifecycle.records()
     expect(records.map((record) => record.kind)).toEqual(['subagent_started', 'subagent_completed'])
     expect(asSubagentLifecycleEvent(records[0]!)).toEqual({
       kind: 'started',
@@ -148,7 +148,7 @@ describe('createSubagentRegistry', () => {
         parent,
       ),
     ).rejects.toBe(failure)
-    const records = parent.events.events()
+    const records = parent.lifecycle.records()
     expect(records.map((record) => record.kind)).toEqual(['subagent_started', 'subagent_failed'])
     expect(records[1]?.payload).toEqual({
       kind: 'failed',
@@ -188,7 +188,7 @@ describe('createSubagentRegistry', () => {
       createSubagentRegistry([research.config]).delegate('research', 'p', parent),
     ).rejects.toThrow('policy says no')
     expect(research.calls).toHaveLength(0)
-    expect(parent.events.events().at(-1)?.kind).toBe('subagent_failed')
+    expect(parent.lifecycle.records().at(-1)?.kind).toBe('subagent_failed')
   })
 
   it('reports the completed or failed outcome to afterSubagentRun', async () => {
@@ -271,8 +271,8 @@ describe('createSubagentRegistry', () => {
       'DENIED_REQUIRED_TOOL',
     )
     expect(missing.calls.length + denied.calls.length).toBe(0)
-    const failures = parent.events
-      .events()
+    const failures = parent.lifecycle
+      .records()
       .map((record) => (record.payload as { metadata: Record<string, unknown> }).metadata)
     expect(failures).toEqual([
       {

@@ -1,4 +1,4 @@
-import { createEventBus, type AgentContext } from './agent-context.ts'
+import { createLifecycleLog, type AgentContext } from './agent-context.ts'
 import type { SubagentCapabilityInheritancePolicy } from './capability-inheritance-policy.ts'
 import { SubagentDelegationMode } from './delegation-mode.ts'
 import { isSubagentError, SubagentError } from './errors.ts'
@@ -79,7 +79,7 @@ export interface SubagentRegistry {
   names(): readonly string[]
   /** Delegate a bare prompt (a task with a generated id). */
   delegate(name: string, prompt: string, context: AgentContext): Promise<DelegatedSubagent>
-  /** Delegate a task, publishing lifecycle events on `context.events`. */
+  /** Delegate a task, recording lifecycle records on `context.lifecycle`. */
   delegateTask(
     name: string,
     task: SubagentTaskInput,
@@ -140,7 +140,7 @@ async function delegateTask(
   parent: AgentContext,
 ): Promise<DelegatedSubagent> {
   const publish = (event: SubagentLifecycleEvent): void => {
-    parent.events.publish(SubagentLifecycleEventKind[event.kind], event)
+    parent.lifecycle.record(SubagentLifecycleEventKind[event.kind], event)
   }
   const refuse = (error: SubagentError, toolName?: string): SubagentError => {
     publish(failedEvent(name, task, error, toolName))
@@ -197,7 +197,7 @@ async function delegateTask(
   ]
   const child: AgentContext = {
     metadata: new Map([...parent.metadata, [SUBAGENT_STACK_METADATA_KEY, childStack]]),
-    events: createEventBus(),
+    lifecycle: createLifecycleLog(),
     usage: parent.usage,
     dependencies: parent.dependencies,
     tools: resolution.tools,

@@ -13,6 +13,7 @@ import {
   commitTerminals,
   createDb,
   createGroupBatcher,
+  isTransientStoreError,
   type ClaimAttemptOutcome,
   type CommitTerminalInput,
   type CommitTerminalOutcome,
@@ -102,9 +103,11 @@ export function createWorkerRuntime(
       claimAttempts(db, { ownerId: config.workerId, leaseTtlMs: config.leaseTtlMs, attemptIds }),
     batch,
   )
+  // An unexpected error of one commit (a result the store refuses) must not fail its neighbours:
+  // the batch is run again one commit at a time, so only the offender sees it.
   const commits = createGroupBatcher<CommitTerminalInput, CommitTerminalOutcome>(
     (inputs) => commitTerminals(db, inputs),
-    batch,
+    { ...batch, isolate: (error) => !isTransientStoreError(error) },
   )
   const processor = createAttemptProcessor({
     db,

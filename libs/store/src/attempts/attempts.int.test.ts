@@ -65,12 +65,24 @@ describe('attempt ledger', () => {
     expect(await transitions(db, attemptId)).toEqual(['accepted@0', 'claimed@1', 'committed@1'])
   })
 
-  test('an expired owner cannot heartbeat or commit, and writes nothing', async ({ db }) => {
+  test('an expired owner cannot heartbeat, commit or mark steering delivered, and writes nothing', async ({
+    db,
+  }) => {
     const { attemptId } = await accept(db)
     const claim = await claimAttempt(db, { attemptId, ownerId: 'w1', leaseTtlMs: 100 })
     if (claim.kind !== 'claimed') throw new Error(claim.kind)
     const gen = claim.attempt.ownerGeneration
+    await recordSteering(db, { attemptId, content: [{ type: 'text', text: 'too late' }] })
     await sleep(200)
+    expect(
+      await markSteeringDelivered(db, {
+        attemptId,
+        ownerId: 'w1',
+        ownerGeneration: gen,
+        throughSequence: 1,
+      }),
+    ).toBe(0)
+    expect(await findUndeliveredSteering(db, { attemptId, afterSequence: 0 })).toHaveLength(1)
     const renewals = await renewLeases(db, {
       ownerId: 'w1',
       leases: [{ attemptId, ownerGeneration: gen }],

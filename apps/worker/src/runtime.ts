@@ -146,6 +146,8 @@ export function createWorkerRuntime(
     await reconciler.stop()
     await leaseKeeper.stop()
     await listener?.close()
+    // Heartbeats and steer events (both closed now) started deliveries without waiting for them.
+    await steering.drain()
     await queue.close()
     await publisher.close()
     await worker.close(true)

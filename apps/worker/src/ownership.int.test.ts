@@ -3,17 +3,16 @@
 import { randomUUID } from 'node:crypto'
 import pg from 'pg'
 import { sql } from 'kysely'
-import { createLogger } from '@baton/observability'
-import { claimAttempt, getAttempt, type Db } from '@baton/store'
+import { getAttempt, type Db } from '@baton/store'
 import { NO_START_CAPABILITIES, type SubagentProvider, type SubagentResult } from '@baton/subagents'
 import { createScriptedPromptProvider } from '@baton/agents'
 import { describe, eventually, expect, test } from '@baton/testing'
-import { createLeaseKeeper } from './lease/lease-keeper.ts'
 import type { WorkerRuntime } from './runtime.ts'
 import {
   accept,
   acceptContinuation,
   enqueue,
+  heldAttempt,
   injectUpdateFault,
   startRuntime,
   untilTerminal,
@@ -21,8 +20,6 @@ import {
 
 /** The statement `getAgentContext` starts with. */
 const HISTORY_READ = 'select "id", "session_id", "name" from "agents"%'
-
-const quiet = createLogger({ service: 'test', level: 'silent' })
 
 async function leaseExpiresAt(db: Db, attemptId: string): Promise<number> {
   const r = await sql<{ at: Date }>`
@@ -35,18 +32,7 @@ describe('ownership under store faults', () => {
   test('a transient heartbeat failure keeps ownership and the next interval renews the lease', async ({
     db,
   }) => {
-    const ownerId = `owner-${randomUUID().slice(0, 8)}`
-    const attemptId = await accept(db, 'x')
-    const claim = await claimAttempt(db, { attemptId, ownerId, leaseTtlMs: 10_000 })
-    if (claim.kind !== 'claimed') throw new Error(claim.kind)
-    const keeper = createLeaseKeeper({
-      db,
-      ownerId,
-      leaseTtlMs: 10_000,
-      heartbeatIntervalMs: 100,
-      logger: quiet,
-    })
-    const execution = keeper.hold(attemptId, claim.attempt.ownerGeneration)
+    const { attemptId, keeper, execution } = await heldAttempt(db, { heartbeatIntervalMs: 100 })
     // Serialization failures (transient) for the first three renewals of this attempt.
     const fault = await injectUpdateFault(db, {
       attemptId,

@@ -8,6 +8,7 @@ import { acceptDelegation, claimAttempt, commitTerminal, getAttempt, type Db } f
 import type { SubagentProvider } from '@baton/subagents'
 import { eventually, historyTurn, type Closeable } from '@baton/testing'
 import { loadConfig } from './config.ts'
+import { createLeaseKeeper } from './lease/lease-keeper.ts'
 import { createWorkerRuntime, type WorkerRuntime, type WorkerRuntimeOptions } from './runtime.ts'
 import { builtInSubagents } from './subagents/subagent-catalog.ts'
 
@@ -105,6 +106,27 @@ export async function acceptContinuation(
     agentId,
   })
   return { agentId, firstId, attemptId }
+}
+
+/**
+ * An attempt claimed by a fresh owner (lease 10 s), and that owner's lease keeper holding it; the
+ * keeper's timer is not started.
+ */
+export async function heldAttempt(db: Db, options: { readonly heartbeatIntervalMs?: number } = {}) {
+  const ownerId = `owner-${randomUUID().slice(0, 8)}`
+  const attemptId = await accept(db, 'x')
+  const claim = await claimAttempt(db, { attemptId, ownerId, leaseTtlMs: 10_000 })
+  if (claim.kind !== 'claimed') throw new Error(claim.kind)
+  const keeper = createLeaseKeeper({
+    db,
+    ownerId,
+    leaseTtlMs: 10_000,
+    heartbeatIntervalMs: options.heartbeatIntervalMs ?? 60_000,
+    logger: quiet,
+  })
+  const ownerGeneration = claim.attempt.ownerGeneration
+  const execution = keeper.hold(attemptId, ownerGeneration)
+  return { ownerId, attemptId, ownerGeneration, keeper, execution }
 }
 
 /** Enqueues accepted attempts as the API would. */

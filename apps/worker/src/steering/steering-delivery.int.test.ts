@@ -1,12 +1,10 @@
-import { randomUUID } from 'node:crypto'
 import pg from 'pg'
 import { sql } from 'kysely'
 import { createLogger } from '@baton/observability'
-import { claimAttempt, findUndeliveredSteering, recordSteering } from '@baton/store'
+import { findUndeliveredSteering, recordSteering } from '@baton/store'
 import type { ContentBlock } from '@baton/subagents'
 import { describe, eventually, expect, test } from '@baton/testing'
-import { createLeaseKeeper } from '../lease/lease-keeper.ts'
-import { accept } from '../test-support.ts'
+import { heldAttempt } from '../test-support.ts'
 import { createSteeringDelivery } from './steering-delivery.ts'
 
 const quiet = createLogger({ service: 'test', level: 'silent' })
@@ -16,18 +14,7 @@ describe('steering delivery', () => {
     db,
     databaseUrl,
   }) => {
-    const ownerId = `owner-${randomUUID().slice(0, 8)}`
-    const attemptId = await accept(db, 'x')
-    const claim = await claimAttempt(db, { attemptId, ownerId, leaseTtlMs: 10_000 })
-    if (claim.kind !== 'claimed') throw new Error(claim.kind)
-    const keeper = createLeaseKeeper({
-      db,
-      ownerId,
-      leaseTtlMs: 10_000,
-      heartbeatIntervalMs: 60_000,
-      logger: quiet,
-    })
-    const execution = keeper.hold(attemptId, claim.attempt.ownerGeneration)
+    const { ownerId, attemptId, keeper, execution } = await heldAttempt(db)
     const received: (readonly ContentBlock[])[] = []
     const steering = createSteeringDelivery({ db, ownerId, logger: quiet })
     steering.attach(execution, {

@@ -87,19 +87,24 @@ export function createAttemptProcessor(deps: AttemptProcessorDeps) {
         log.warn('lease lost before the child started; writing nothing')
         return
       }
-      const result: TerminalResultInput =
+      const result: TerminalResultInput | typeof LOST =
         history === STORE_FAULT
           ? storeFaultResult()
           : entry === undefined
             ? { stopReason: 'error', output: '', failureCategory: 'unknown_subagent' }
-            : await runChild(deps.subagents, entry, claim.attempt, {
-                signal: execution.signal,
-                workspaceDir: deps.workspaceDir,
-                history,
-                logger: log,
-                onRun: (run) => deps.steering.attach(execution, run),
-              })
-      if (execution.lost) {
+            : await Promise.race([
+                runChild(deps.subagents, entry, claim.attempt, {
+                  signal: execution.signal,
+                  workspaceDir: deps.workspaceDir,
+                  history,
+                  logger: log,
+                  onRun: (run) => deps.steering.attach(execution, run),
+                }),
+                // Confirmed loss ends the job even if the child ignores its abort: ownership is
+                // gone, nothing more may be written, and shutdown counts it as drained.
+                execution.whenLost.then((): typeof LOST => LOST),
+              ])
+      if (result === LOST || execution.lost) {
         log.warn('lease lost during execution; writing nothing')
         return
       }
@@ -122,6 +127,8 @@ export function createAttemptProcessor(deps: AttemptProcessorDeps) {
   }
 }
 
+const LOST: unique symbol = Symbol('lease lost')
+
 /** An aborted result records why: a user's cancel or this worker shutting down. */
 function withAbortCategory(result: TerminalResultInput, signal: AbortSignal): TerminalResultInput {
   if (result.stopReason !== 'aborted') return result
@@ -139,7 +146,7 @@ function withAbortCategory(result: TerminalResultInput, signal: AbortSignal): Te
 const UNEXPECTED_STORE_TRIES = 3
 
 /** A store call kept failing with an unexpected error (see `ownedStoreCall`). */
-const STORE_FAULT = Symbol('store fault')
+const STORE_FAULT: unique symbol = Symbol('store fault')
 
 /** The truthful terminal of an attempt whose own store calls kept failing unexpectedly. */
 function storeFaultResult(): TerminalResultInput {

@@ -204,4 +204,52 @@ describe('ownership under store faults', () => {
     }
     await runtime.shutdownChecked(5_000)
   })
+
+  test("a panic result's terminal write survives an injected commit fault through the ordinary fenced retry loop", async ({
+    db,
+    databaseUrl,
+    redisUrl,
+    queuePrefix,
+    track,
+    redis,
+  }) => {
+    const ctx = { db, databaseUrl, redisUrl, queuePrefix, track, redis }
+    // A provider that panics: its run's result rejects.
+    const panicking: SubagentProvider = {
+      name: 'scripted',
+      capabilities: NO_START_CAPABILITIES,
+      inheritsParentContext: false,
+      start() {
+        const result = Promise.reject(new Error('panic'))
+        result.catch(() => undefined)
+        return Promise.resolve({
+          id: randomUUID(),
+          localAgent: undefined,
+          result,
+          dispose: () => Promise.resolve(),
+        })
+      },
+    }
+    const runtime = await startRuntime(ctx, panicking)
+    const attemptId = await accept(db, 'x')
+    // The first three terminal writes hit serialization failures.
+    const fault = await injectUpdateFault(db, {
+      attemptId,
+      on: 'terminal',
+      sqlstate: '40001',
+      times: 3,
+    })
+    try {
+      await enqueue(ctx, attemptId)
+      expect(await untilTerminal(db, attemptId)).toMatchObject({
+        stopReason: 'error',
+        failureCategory: 'provider_fault',
+        output: '',
+      })
+      expect(await fault.hits()).toBe(4)
+    } finally {
+      await fault.remove()
+    }
+    await runtime.shutdownChecked(5_000)
+  })
 })

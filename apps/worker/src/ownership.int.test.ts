@@ -1,16 +1,16 @@
 // The ownership rules of a live worker: only the ledger's confirmation of loss gives a lease up;
 // every other store failure keeps it, retries, and ends in a truthful terminal.
-import { randomUUID } from 'node:crypto'
 import pg from 'pg'
 import { sql } from 'kysely'
 import { getAttempt, type Db } from '@baton/store'
-import { NO_START_CAPABILITIES, type SubagentProvider, type SubagentResult } from '@baton/subagents'
+import { NO_START_CAPABILITIES, type SubagentProvider } from '@baton/subagents'
 import { createScriptedPromptProvider } from '@baton/agents'
 import { describe, eventually, expect, test } from '@baton/testing'
 import type { WorkerRuntime } from './runtime.ts'
 import {
   accept,
   acceptContinuation,
+  childProvider,
   enqueue,
   heldAttempt,
   injectUpdateFault,
@@ -130,25 +130,12 @@ describe('ownership under store faults', () => {
     let release!: () => void
     const gate = new Promise<void>((resolve) => (release = resolve))
     let started = 0
-    const together: SubagentProvider = {
-      name: 'scripted',
-      capabilities: NO_START_CAPABILITIES,
-      inheritsParentContext: false,
-      start(request) {
-        started += 1
-        const text = request.prompt.map((b) => b.text).join('')
-        const result = gate.then((): SubagentResult => ({
-          output: [{ type: 'text', text }],
-          stopReason: 'completed',
-        }))
-        return Promise.resolve({
-          id: randomUUID(),
-          localAgent: undefined,
-          result,
-          dispose: () => Promise.resolve(),
-        })
-      },
-    }
+    const together = childProvider(async (request) => {
+      started += 1
+      const text = request.prompt.map((b) => b.text).join('')
+      await gate
+      return { output: [{ type: 'text', text }], stopReason: 'completed' }
+    })
     // The attempt ids of each terminal commit statement the worker ran.
     const commitStatements: string[][] = []
     const runtime = await startRuntime(
@@ -215,21 +202,7 @@ describe('ownership under store faults', () => {
   }) => {
     const ctx = { db, databaseUrl, redisUrl, queuePrefix, track, redis }
     // A provider that panics: its run's result rejects.
-    const panicking: SubagentProvider = {
-      name: 'scripted',
-      capabilities: NO_START_CAPABILITIES,
-      inheritsParentContext: false,
-      start() {
-        const result = Promise.reject(new Error('panic'))
-        result.catch(() => undefined)
-        return Promise.resolve({
-          id: randomUUID(),
-          localAgent: undefined,
-          result,
-          dispose: () => Promise.resolve(),
-        })
-      },
-    }
+    const panicking = childProvider(() => Promise.reject(new Error('panic')))
     const runtime = await startRuntime(ctx, panicking)
     const attemptId = await accept(db, 'x')
     // The first three terminal writes hit serialization failures.

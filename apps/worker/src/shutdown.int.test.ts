@@ -1,35 +1,27 @@
 // Checked shutdown of an in-process worker against real Redis and Postgres.
-import { randomUUID } from 'node:crypto'
 import { sql } from 'kysely'
 import { claimAttempt, getAttempt, requestCancel, type Db } from '@baton/store'
-import { NO_START_CAPABILITIES, type SubagentProvider, type SubagentResult } from '@baton/subagents'
+import type { SubagentResult } from '@baton/subagents'
 import { describe, eventually, expect, test } from '@baton/testing'
 import { ShutdownDeadlineError } from './shutdown.ts'
-import { accept, enqueue, startRuntime, type WorkerTestContext } from './test-support.ts'
+import {
+  accept,
+  childProvider,
+  enqueue,
+  startRuntime,
+  type WorkerTestContext,
+} from './test-support.ts'
 
 /** A child that ignores its AbortSignal and ends (`aborted`) only when the test releases it. */
 function stubbornChild() {
   let release!: () => void
   const released = new Promise<void>((resolve) => (release = resolve))
   let starts = 0
-  const provider: SubagentProvider = {
-    name: 'scripted',
-    capabilities: NO_START_CAPABILITIES,
-    inheritsParentContext: false,
-    start() {
-      starts += 1
-      const result = released.then((): SubagentResult => ({
-        output: [{ type: 'text', text: 'late' }],
-        stopReason: 'aborted',
-      }))
-      return Promise.resolve({
-        id: randomUUID(),
-        localAgent: undefined,
-        result,
-        dispose: () => result.then(() => undefined),
-      })
-    },
-  }
+  const provider = childProvider(async (): Promise<SubagentResult> => {
+    starts += 1
+    await released
+    return { output: [{ type: 'text', text: 'late' }], stopReason: 'aborted' }
+  })
   return { provider, release, starts: () => starts }
 }
 

@@ -5,7 +5,12 @@ import { createLogger } from '@baton/observability'
 import { createAttemptQueue, enqueueAttempt } from '@baton/queue'
 import { sql } from 'kysely'
 import { acceptDelegation, claimAttempt, commitTerminal, getAttempt, type Db } from '@baton/store'
-import type { SubagentProvider } from '@baton/subagents'
+import {
+  NO_START_CAPABILITIES,
+  type SubagentProvider,
+  type SubagentResult,
+  type SubagentStartRequest,
+} from '@baton/subagents'
 import { eventually, historyTurn, type Closeable } from '@baton/testing'
 import { loadConfig } from './config.ts'
 import { createLeaseKeeper } from './lease/lease-keeper.ts'
@@ -45,6 +50,34 @@ export function startRuntime(
   const runtime = createWorkerRuntime(config, quiet, builtInSubagents(provider), options)
   ctx.track({ close: () => runtime.shutdownChecked(5_000), isClosed: () => runtime.isStopped() })
   return runtime.start().then(() => runtime)
+}
+
+/**
+ * A stand-in for the `scripted` subagent whose run ends with whatever `result` gives for the
+ * start request (the child's behaviour, including ignoring its AbortSignal, is the test's).
+ */
+export function childProvider(
+  result: (request: SubagentStartRequest) => Promise<SubagentResult>,
+): SubagentProvider {
+  return {
+    name: 'scripted',
+    capabilities: NO_START_CAPABILITIES,
+    inheritsParentContext: false,
+    start(request) {
+      const ended = result(request)
+      ended.catch(() => undefined)
+      return Promise.resolve({
+        id: randomUUID(),
+        localAgent: undefined,
+        result: ended,
+        dispose: () =>
+          ended.then(
+            () => undefined,
+            () => undefined,
+          ),
+      })
+    },
+  }
 }
 
 /** Accepts a new delegation to the `scripted` subagent, as the API would. */

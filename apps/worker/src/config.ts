@@ -17,6 +17,7 @@ const configSchema = z
     RECONCILE_INTERVAL_MS: ms(2_000),
     REQUEUE_AFTER_MS: ms(10_000),
     SHUTDOWN_DEADLINE_MS: ms(10_000),
+    SHUTDOWN_HARD_DEADLINE_MS: z.coerce.number().int().positive().optional(),
     WORKSPACE_DIR: z.string().min(1).default(process.cwd()),
     SUBAGENTS_DIR: z.string().min(1).optional(),
     SCRIPTED_MODELS_DIR: z.string().min(1).optional(),
@@ -47,7 +48,10 @@ export interface WorkerConfig {
   readonly heartbeatIntervalMs: number
   readonly reconcileIntervalMs: number
   readonly requeueAfterMs: number
+  /** Each checked-shutdown try; on SIGTERM tries repeat until the drain completes. */
   readonly shutdownDeadlineMs: number
+  /** When set, the drain is given up (exit 1) this long after the stop signal. */
+  readonly shutdownHardDeadlineMs: number | undefined
   readonly workspaceDir: string
   /** Markdown subagent specs (absent: the built-in `scripted` subagent only). */
   readonly subagentsDir: string | undefined
@@ -84,6 +88,7 @@ export function loadConfig(env: Readonly<Record<string, string | undefined>>): W
     reconcileIntervalMs: c.RECONCILE_INTERVAL_MS,
     requeueAfterMs: c.REQUEUE_AFTER_MS,
     shutdownDeadlineMs: c.SHUTDOWN_DEADLINE_MS,
+    shutdownHardDeadlineMs: c.SHUTDOWN_HARD_DEADLINE_MS,
     workspaceDir: c.WORKSPACE_DIR,
     subagentsDir: c.SUBAGENTS_DIR,
     scriptedModelsDir: c.SCRIPTED_MODELS_DIR,

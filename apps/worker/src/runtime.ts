@@ -13,6 +13,7 @@ import {
   commitTerminals,
   createDb,
   createGroupBatcher,
+  isTransientStoreError,
   type ClaimAttemptOutcome,
   type CommitTerminalInput,
   type CommitTerminalOutcome,
@@ -102,9 +103,11 @@ export function createWorkerRuntime(
       claimAttempts(db, { ownerId: config.workerId, leaseTtlMs: config.leaseTtlMs, attemptIds }),
     batch,
   )
+  // An unexpected error of one commit (a result the store refuses) must not fail its neighbours:
+  // the batch is run again one commit at a time, so only the offender sees it.
   const commits = createGroupBatcher<CommitTerminalInput, CommitTerminalOutcome>(
     (inputs) => commitTerminals(db, inputs),
-    batch,
+    { ...batch, isolate: (error) => !isTransientStoreError(error) },
   )
   const processor = createAttemptProcessor({
     db,
@@ -143,6 +146,8 @@ export function createWorkerRuntime(
     await reconciler.stop()
     await leaseKeeper.stop()
     await listener?.close()
+    // Heartbeats and steer events (both closed now) started deliveries without waiting for them.
+    await steering.drain()
     await queue.close()
     await publisher.close()
     await worker.close(true)

@@ -92,3 +92,26 @@ export function createCheckedShutdown(parts: ShutdownParts): CheckedShutdown {
     return call
   }
 }
+
+/**
+ * Checked shutdown, called again after each deadline (one log line per try) until the drain
+ * completes: a slow child keeps the process alive, heartbeating, instead of turning its attempt
+ * into process loss. Only `signal` ends the retrying early (a second stop signal, an operator's
+ * hard deadline); then, and on any other error, this rejects.
+ */
+export async function shutdownUntilDrained(
+  shutdown: CheckedShutdown,
+  deadlineMs: number,
+  logger: Logger,
+  signal?: AbortSignal,
+): Promise<void> {
+  for (let round = 1; ; round += 1) {
+    try {
+      await shutdown(deadlineMs, signal)
+      return
+    } catch (error) {
+      if (!(error instanceof ShutdownDeadlineError) || signal?.aborted === true) throw error
+      logger.warn({ round, owned: error.owned }, 'checked shutdown not finished; trying again')
+    }
+  }
+}

@@ -53,6 +53,18 @@ describe('scripted prompt provider', () => {
     await run.dispose()
   })
 
+  it('with ignoreCancelMs a hanging child ends aborted only that long after its signal fired', async () => {
+    const controller = new AbortController()
+    const run = await createScriptedPromptProvider().start(
+      request('{"hang":true,"ignoreCancelMs":300}', controller.signal),
+    )
+    controller.abort()
+    const abortedAt = performance.now()
+    expect(await run.result).toMatchObject({ stopReason: 'aborted' })
+    expect(performance.now() - abortedAt).toBeGreaterThanOrEqual(290)
+    await run.dispose()
+  })
+
   it('awaitSteering answers with the steering messages, in the order sent', async () => {
     const run = await createScriptedPromptProvider().start(request('{"awaitSteering":2}'))
     expect(typeof run.sendMessage).toBe('function')

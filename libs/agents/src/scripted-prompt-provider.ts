@@ -16,9 +16,10 @@ import type {
  * no model cost. Its prompt is a JSON script; a prompt that is not one is echoed back.
  *
  *   { "output"?: string, "delayMs"?: number, "hang"?: true, "fail"?: string, "outputBytes"?: number,
- *     "awaitSteering"?: number }
+ *     "awaitSteering"?: number, "ignoreCancelMs"?: number }
  *
- * It honours its AbortSignal at every wait: an aborted run ends `aborted`.
+ * It honours its AbortSignal at every wait: an aborted run ends `aborted` — at once, or
+ * `ignoreCancelMs` after the abort (a child slow to honour cancellation).
  */
 export const scriptSchema = z.strictObject({
   output: z.string().optional(),
@@ -33,6 +34,8 @@ export const scriptSchema = z.strictObject({
     .optional(),
   /** Wait for this many steering messages, then answer with their texts, one per line. */
   awaitSteering: z.number().int().min(1).max(1000).optional(),
+  /** Notice a cancellation only this long after it arrived. */
+  ignoreCancelMs: z.number().int().min(1).max(600_000).optional(),
 })
 export type Script = z.infer<typeof scriptSchema>
 
@@ -121,7 +124,11 @@ export function createScriptedPromptProvider(): SubagentProvider {
       if (request.signal.aborted) return Promise.reject(new Error('start aborted'))
       const script = parseScript(request.prompt)
       const controller = new AbortController()
-      const forward = (): void => controller.abort(request.signal.reason)
+      const ignoreMs = script.ignoreCancelMs
+      const forward = (): void => {
+        if (ignoreMs === undefined) controller.abort(request.signal.reason)
+        else setTimeout(() => controller.abort(request.signal.reason), ignoreMs)
+      }
       request.signal.addEventListener('abort', forward, { once: true })
       const inbox = new SteeringInbox()
       const result = runScript(script, controller.signal, inbox).finally(() =>

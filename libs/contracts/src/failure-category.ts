@@ -26,6 +26,11 @@ export const FailureCategory = {
   ContextRejected: 'context_rejected',
   /** The attempt names a subagent this worker does not run. */
   UnknownSubagent: 'unknown_subagent',
+  /**
+   * The ledger kept refusing this attempt's own writes with an unexpected error while its worker
+   * held the lease; the worker recorded this instead of abandoning the attempt.
+   */
+  StoreFault: 'store_fault',
 
   // What the child's own run reports (spawn runtime, ACP agents, structured output).
   /** The model refused to answer (content filter or an agent's `refusal`). */

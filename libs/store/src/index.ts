@@ -3,7 +3,8 @@ export type { CreateDbOptions, Db } from './db.ts'
 export type { DB, AttemptRow } from './schema.ts'
 export { migrateToLatest, pendingMigrations } from './migrate.ts'
 export type { MigrationReport } from './migrate.ts'
-export { isTransientStoreError } from './pg-errors.ts'
+export { isTransientStoreError, retryTransient } from './pg-errors.ts'
+export type { RetryTransientOptions } from './pg-errors.ts'
 export { acceptDelegation, acceptNewDelegations } from './attempts/accept-delegation.ts'
 export type {
   AcceptDelegationInput,

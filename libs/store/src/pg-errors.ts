@@ -1,3 +1,5 @@
+import { setTimeout as sleep } from 'node:timers/promises'
+
 /** SQLSTATE knowledge lives here and nowhere else. */
 export const SqlState = {
   UniqueViolation: '23505',
@@ -51,17 +53,54 @@ export function isTransientStoreError(error: unknown): boolean {
   )
 }
 
+export interface RetryTransientOptions {
+  /**
+   * Ceiling of the wait between tries (it doubles from 50 ms up to this). The worker passes its
+   * heartbeat interval: an owner that keeps its lease retries at least as often as it renews it.
+   */
+  readonly maxDelayMs: number
+  /** Most tries in all; unbounded when absent (the caller's ownership or signal bounds it). */
+  readonly maxAttempts?: number
+  /** Ends the retrying: a pending wait stops and the last error is thrown. */
+  readonly signal?: AbortSignal
+  /** Told about each transient failure before the wait that follows it. */
+  readonly onRetry?: (error: unknown, delayMs: number) => void
+}
+
 /**
- * Runs an idempotent read, trying again (on a fresh pooled connection) when the connection it
- * used turned out to be dead — a terminated backend is discovered only when a query uses it.
- * Never for writes: a write whose response was lost may have landed.
+ * Runs `fn` again while it fails transiently (see `isTransientStoreError`); any other error, the
+ * last allowed try, or an aborted `signal` ends it with the error. The one retry policy of Baton:
+ * only for reads and for writes whose retry is safe (fenced commits replay exactly).
  */
-export async function retryTransientRead<T>(read: () => Promise<T>, attempts = 3): Promise<T> {
+export async function retryTransient<T>(
+  fn: () => Promise<T>,
+  options: RetryTransientOptions,
+): Promise<T> {
+  let delayMs = Math.min(50, options.maxDelayMs)
   for (let attempt = 1; ; attempt += 1) {
     try {
-      return await read()
+      return await fn()
     } catch (error) {
-      if (attempt >= attempts || !isTransientStoreError(error)) throw error
+      const exhausted = options.maxAttempts !== undefined && attempt >= options.maxAttempts
+      if (exhausted || options.signal?.aborted === true || !isTransientStoreError(error))
+        throw error
+      options.onRetry?.(error, delayMs)
+      try {
+        await sleep(
+          delayMs,
+          undefined,
+          options.signal === undefined ? {} : { signal: options.signal },
+        )
+      } catch {
+        throw error
+      }
+      delayMs = Math.min(delayMs * 2, options.maxDelayMs)
     }
   }
 }
+
+/**
+ * Retry bounds of an idempotent read inside the store: a terminated backend is discovered only
+ * when a query uses it, so a read tries again on a fresh pooled connection, briefly.
+ */
+export const TRANSIENT_READ_RETRY: RetryTransientOptions = { maxDelayMs: 50, maxAttempts: 3 }

@@ -11,7 +11,8 @@ import type { ToolDescriptor } from './tool-descriptor.ts'
 
 // Async-mode inputs. Only the model-facing definitions live here; the durable background backend
 // that executes them (acceptance, leases, attempts) lives outside this library.
-const asyncDelegateInput = z.strictObject({
+/** What the model may pass to the async `delegate`: no host metadata, no unknown keys. */
+export const asyncDelegateInputSchema = z.strictObject({
   name: z.string().min(1).describe('The registered subagent to delegate to.'),
   prompt: z.string().min(1).describe('The complete task for the subagent.'),
   agent_id: z
@@ -53,7 +54,7 @@ export function delegationToolDefinitions(registry: SubagentRegistry): ToolDescr
         {
           name: DELEGATION_TOOL_NAMES.delegate,
           description: `${describeDelegation(registry)}\nRuns in the background: returns an agent_id and an attempt_id immediately.`,
-          inputSchema: toJsonSchema(asyncDelegateInput),
+          inputSchema: toJsonSchema(asyncDelegateInputSchema),
         },
         {
           name: DELEGATION_TOOL_NAMES.steer,

@@ -9,6 +9,11 @@ export interface OwnedExecution {
   readonly signal: AbortSignal
   /** Set once a heartbeat confirmed the lease is gone: write nothing more. */
   readonly lost: boolean
+  /**
+   * Resolves when `lost` is set. The processor stops waiting for the child then: a child that
+   * ignores its abort must not hold a shutdown that counts confirmed owner loss as drained.
+   */
+  readonly whenLost: Promise<void>
   abort(cause: AbortCause): void
   /**
    * The terminal commit is under way: from now on its own outcome decides. A renewal that finds
@@ -111,6 +116,8 @@ export function createLeaseKeeper(deps: {
     hold(attemptId, ownerGeneration) {
       const controller = new AbortController()
       let lost = false
+      let resolveLost!: () => void
+      const whenLost = new Promise<void>((resolve) => (resolveLost = resolve))
       let committing = false
       const execution = {
         attemptId,
@@ -119,11 +126,13 @@ export function createLeaseKeeper(deps: {
         get lost() {
           return lost
         },
+        whenLost,
         get committing() {
           return committing
         },
         markLost() {
           lost = true
+          resolveLost()
         },
         beginCommit() {
           committing = true

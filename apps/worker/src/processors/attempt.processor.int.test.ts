@@ -23,6 +23,7 @@ import { describe, eventually, expect, historyTurn, test } from '@baton/testing'
 import { createLeaseKeeper } from '../lease/lease-keeper.ts'
 import { createSteeringDelivery } from '../steering/steering-delivery.ts'
 import { builtInSubagents, type WorkerSubagents } from '../subagents/subagent-catalog.ts'
+import { acceptContinuation } from '../test-support.ts'
 import { createAttemptProcessor } from './attempt.processor.ts'
 
 const quiet = createLogger({ service: 'test', level: 'silent' })
@@ -128,43 +129,10 @@ describe('attempt processor: context deltas', () => {
     { fault: 'tamper', expected: 'fails closed when the log rewrites the resumed history' },
     { fault: 'moved', expected: 'fails closed when the history moved on while it ran' },
   ] as const)('a resumed child $expected', async ({ fault }, { db, redisUrl, queuePrefix }) => {
+    // The agent's first attempt committed one turn of history; the continuation runs through
+    // the processor.
+    const { agentId, firstId, attemptId } = await acceptContinuation(db, 'second')
     const ownerId = `owner-${randomUUID().slice(0, 8)}`
-    // The agent's first attempt committed one turn of history.
-    const firstId = randomUUID()
-    const accepted = await acceptDelegation(db, {
-      sessionId: 'resume',
-      name: 'scripted',
-      prompt: [{ type: 'text', text: 'first' }],
-      metadata: {},
-      attemptId: firstId,
-      newAgentId: randomUUID(),
-    })
-    if (accepted.kind !== 'accepted') throw new Error(accepted.kind)
-    const claim = await claimAttempt(db, { attemptId: firstId, ownerId, leaseTtlMs: 10_000 })
-    if (claim.kind !== 'claimed') throw new Error(claim.kind)
-    const agentId = claim.attempt.agentId
-    await commitTerminal(db, {
-      attemptId: firstId,
-      ownerId,
-      ownerGeneration: claim.attempt.ownerGeneration,
-      result: {
-        stopReason: 'completed',
-        output: 'one',
-        failureCategory: null,
-        context: { baseSeq: 0, events: historyTurn(0, 'first') },
-      },
-    })
-    // The continuation runs through the processor.
-    const attemptId = randomUUID()
-    await acceptDelegation(db, {
-      sessionId: 'resume',
-      name: 'scripted',
-      prompt: [{ type: 'text', text: 'second' }],
-      metadata: {},
-      attemptId,
-      newAgentId: randomUUID(),
-      agentId,
-    })
     // The `moved` fault: an event lands in the agent's history while the continuation runs (no
     // Baton writer does this; the ledger's base check is the guard if one ever did).
     const fake = historyProvider(fault === 'tamper', async () => {

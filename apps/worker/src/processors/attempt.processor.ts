@@ -7,7 +7,7 @@ import type { SubagentHistoryEvent } from '@baton/subagents'
 import {
   commitProcessLoss,
   getAgentContext,
-  isTransientStoreError,
+  retryTransient,
   type ClaimAttemptOutcome,
   type ClaimedAttempt,
   type CommitTerminalInput,
@@ -81,22 +81,31 @@ export function createAttemptProcessor(deps: AttemptProcessorDeps) {
     jobSignal?.addEventListener('abort', onJobAbort, { once: true })
     try {
       log.debug({ generation: claim.attempt.ownerGeneration }, 'attempt claimed')
-      const history = await loadHistory(deps, execution, claim.attempt, log)
+      const history = await ownedStoreCall(deps, log, 'reading the agent history', () =>
+        loadHistory(deps, execution, claim.attempt),
+      )
       if (history === undefined) {
         log.warn('lease lost before the child started; writing nothing')
         return
       }
-      const result: TerminalResultInput =
-        entry === undefined
-          ? { stopReason: 'error', output: '', failureCategory: FailureCategory.UnknownSubagent }
-          : await runChild(deps.subagents, entry, claim.attempt, {
-              signal: execution.signal,
-              workspaceDir: deps.workspaceDir,
-              history,
-              logger: log,
-              onRun: (run) => deps.steering.attach(execution, run),
-            })
-      if (execution.lost) {
+      const result: TerminalResultInput | typeof LOST =
+        history === STORE_FAULT
+          ? storeFaultResult()
+          : entry === undefined
+            ? { stopReason: 'error', output: '', failureCategory: FailureCategory.UnknownSubagent }
+            : await Promise.race([
+                runChild(deps.subagents, entry, claim.attempt, {
+                  signal: execution.signal,
+                  workspaceDir: deps.workspaceDir,
+                  history,
+                  logger: log,
+                  onRun: (run) => deps.steering.attach(execution, run),
+                }),
+                // Confirmed loss ends the job even if the child ignores its abort: ownership is
+                // gone, nothing more may be written, and shutdown counts it as drained.
+                execution.whenLost.then((): typeof LOST => LOST),
+              ])
+      if (result === LOST || execution.lost) {
         log.warn('lease lost during execution; writing nothing')
         return
       }
@@ -119,6 +128,8 @@ export function createAttemptProcessor(deps: AttemptProcessorDeps) {
   }
 }
 
+const LOST: unique symbol = Symbol('lease lost')
+
 /**
  * An aborted result records why the worker aborted it (a user's cancel, this worker shutting
  * down): the category its abort reason carries, whatever the child declared.
@@ -130,38 +141,69 @@ function withAbortCategory(result: TerminalResultInput, signal: AbortSignal): Te
 }
 
 /**
- * The agent's durable history for a continuation (empty for a new agent), read while this worker
- * owns the attempt: transient store failures are retried at or below the heartbeat interval, and
- * `undefined` means the lease was confirmed lost meanwhile.
+ * How often an unexpected (non-transient) store error is tried again before the attempt records
+ * a failed terminal instead. Ownership is kept meanwhile: the lease keeper keeps renewing.
  */
-async function loadHistory(
+const UNEXPECTED_STORE_TRIES = 3
+
+/** A store call kept failing with an unexpected error (see `ownedStoreCall`). */
+const STORE_FAULT: unique symbol = Symbol('store fault')
+
+/** The truthful terminal of an attempt whose own store calls kept failing unexpectedly. */
+function storeFaultResult(): TerminalResultInput {
+  return { stopReason: 'error', output: '', failureCategory: FailureCategory.StoreFault }
+}
+
+/**
+ * A store call made while this worker owns the attempt. Transient failures are retried at or below
+ * the heartbeat interval for as long as they last; an unexpected error is retried a few times, one
+ * heartbeat interval apart, then reported as `STORE_FAULT` — never thrown, so the job never ends
+ * with the lease silently released (which would turn a live worker's attempt into process loss).
+ * Only the ledger's own answer (lease lost, stale fence, missing) gives ownership up.
+ */
+async function ownedStoreCall<T>(
   deps: AttemptProcessorDeps,
-  execution: OwnedExecution,
-  attempt: ClaimedAttempt,
   log: Logger,
-): Promise<readonly SubagentHistoryEvent[] | undefined> {
-  if (attempt.contextLength === 0) return []
-  let delayMs = 50
-  for (;;) {
-    if (execution.lost) return undefined
+  what: string,
+  call: () => Promise<T>,
+): Promise<T | typeof STORE_FAULT> {
+  for (let tries = 1; ; tries += 1) {
     try {
-      const context = await getAgentContext(deps.db, attempt.agentId)
-      // The provider validates the events before it adopts them.
-      return (context?.events ?? []).map((e) => e.event as SubagentHistoryEvent)
+      return await retryTransient(call, {
+        maxDelayMs: deps.heartbeatIntervalMs,
+        onRetry: (error, delayMs) =>
+          log.warn({ err: error, delayMs, what }, 'store call failed transiently; retrying'),
+      })
     } catch (error) {
-      if (!isTransientStoreError(error)) throw error
-      log.warn({ err: error, delayMs }, 'reading the agent history failed transiently; retrying')
-      await sleep(delayMs)
-      delayMs = Math.min(delayMs * 2, deps.heartbeatIntervalMs)
+      log.error({ err: error, what, tries }, 'store call failed unexpectedly; ownership kept')
+      if (tries >= UNEXPECTED_STORE_TRIES) return STORE_FAULT
+      await sleep(deps.heartbeatIntervalMs)
     }
   }
 }
 
 /**
- * Commits the terminal result, retrying transient store failures at or below the heartbeat
- * interval until the ledger answers: its answer is what confirms success or loss (a renewal that
- * raced the commit is not — see `beginCommit`). A commit applied whose response was lost comes
- * back as `replayed` on the retry (same fingerprint).
+ * The agent's durable history for a continuation (empty for a new agent), read while this worker
+ * owns the attempt; `undefined` means the lease was confirmed lost meanwhile.
+ */
+async function loadHistory(
+  deps: AttemptProcessorDeps,
+  execution: OwnedExecution,
+  attempt: ClaimedAttempt,
+): Promise<readonly SubagentHistoryEvent[] | undefined> {
+  if (attempt.contextLength === 0) return []
+  if (execution.lost) return undefined
+  const context = await getAgentContext(deps.db, attempt.agentId)
+  // The provider validates the events before it adopts them.
+  return (context?.events ?? []).map((e) => e.event as SubagentHistoryEvent)
+}
+
+/**
+ * Commits the terminal result, retrying store failures (see `ownedStoreCall`) until the ledger
+ * answers: its answer is what confirms success or loss (a renewal that raced the commit is not —
+ * see `beginCommit`). A commit applied whose response was lost comes back as `replayed` on the
+ * retry (same fingerprint). A result the store keeps failing on is replaced by the `store_fault`
+ * terminal; only if that one fails too is the attempt left to the reconciler.
  */
 async function commitWithRetry(
   deps: AttemptProcessorDeps,
@@ -170,46 +212,46 @@ async function commitWithRetry(
   log: Logger,
 ): Promise<CommitTerminalOutcome | 'abandoned'> {
   let result = terminal
-  let delayMs = 50
+  let faulted = false
   for (;;) {
-    try {
-      const outcome = await deps.commit({
+    const outcome = await ownedStoreCall(deps, log, 'committing the terminal', () =>
+      deps.commit({
         attemptId: execution.attemptId,
         ownerId: deps.ownerId,
         ownerGeneration: execution.ownerGeneration,
         result,
-      })
-      switch (outcome) {
-        case 'committed':
-        case 'replayed':
-          log.debug({ outcome, stopReason: result.stopReason }, 'terminal committed')
-          return outcome
-        case 'context_conflict':
-          // The history moved on under this attempt: record the outcome, append nothing.
-          log.warn('context delta does not extend the agent history; committing without it')
-          result = {
-            stopReason: 'error',
-            output: result.output,
-            failureCategory: FailureCategory.ContextRejected,
-          }
-          continue
-        case 'refused':
-        case 'lease_lost':
-        case 'stale_fence':
-        case 'missing':
-          log.warn({ outcome }, 'terminal commit refused by the ledger')
-          return outcome
-        default:
-          return assertNever(outcome)
-      }
-    } catch (error) {
-      if (!isTransientStoreError(error)) {
-        log.error({ err: error }, 'terminal commit failed; the reconciler will finish this attempt')
-        return 'abandoned'
-      }
-      log.warn({ err: error, delayMs }, 'terminal commit failed transiently; retrying')
-      await sleep(delayMs)
-      delayMs = Math.min(delayMs * 2, deps.heartbeatIntervalMs)
+      }),
+    )
+    switch (outcome) {
+      case STORE_FAULT:
+        if (faulted) {
+          log.error('even the store-fault terminal failed; the reconciler will finish this attempt')
+          return 'abandoned'
+        }
+        faulted = true
+        result = storeFaultResult()
+        continue
+      case 'committed':
+      case 'replayed':
+        log.debug({ outcome, stopReason: result.stopReason }, 'terminal committed')
+        return outcome
+      case 'context_conflict':
+        // The history moved on under this attempt: record the outcome, append nothing.
+        log.warn('context delta does not extend the agent history; committing without it')
+        result = {
+          stopReason: 'error',
+          output: result.output,
+          failureCategory: FailureCategory.ContextRejected,
+        }
+        continue
+      case 'refused':
+      case 'lease_lost':
+      case 'stale_fence':
+      case 'missing':
+        log.warn({ outcome }, 'terminal commit refused by the ledger')
+        return outcome
+      default:
+        return assertNever(outcome)
     }
   }
 }

@@ -10,6 +10,11 @@ export interface SteeringDelivery {
   detach(attemptId: string): void
   /** New messages may wait in the ledger (a steer event, or a heartbeat saw some). */
   deliver(attemptId: string): Promise<void>
+  /**
+   * Resolves once every delivery started so far has settled: callers start them without waiting
+   * (`void deliver(…)`), so shutdown drains them here before it closes the database pool.
+   */
+  drain(): Promise<void>
 }
 
 interface Attached {
@@ -32,6 +37,7 @@ export function createSteeringDelivery(deps: {
   logger: Logger
 }): SteeringDelivery {
   const attached = new Map<string, Attached>()
+  const inFlight = new Set<Promise<void>>()
 
   async function deliverNow(state: Attached): Promise<void> {
     const { attemptId, ownerGeneration } = state.execution
@@ -65,12 +71,15 @@ export function createSteeringDelivery(deps: {
   function deliver(attemptId: string): Promise<void> {
     const state = attached.get(attemptId)
     if (state === undefined) return Promise.resolve()
-    state.chain = state.chain
+    const chain = state.chain
       .then(() => deliverNow(state))
       .catch((error: unknown) =>
         deps.logger.warn({ err: error, attemptId }, 'steering delivery failed; will retry'),
       )
-    return state.chain
+    state.chain = chain
+    inFlight.add(chain)
+    void chain.finally(() => inFlight.delete(chain))
+    return chain
   }
 
   return {
@@ -87,5 +96,9 @@ export function createSteeringDelivery(deps: {
       attached.delete(attemptId)
     },
     deliver,
+    async drain() {
+      // A delivery may start another (attach → deliver), so drain until none is left.
+      while (inFlight.size > 0) await Promise.all(inFlight)
+    },
   }
 }

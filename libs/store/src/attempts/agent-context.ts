@@ -1,7 +1,7 @@
 import { sql, type RawBuilder } from 'kysely'
 import type { AgentContextView } from '@baton/contracts'
 import type { Db } from '../db.ts'
-import { retryTransientRead } from '../pg-errors.ts'
+import { TRANSIENT_READ_RETRY, retryTransient } from '../pg-errors.ts'
 
 /**
  * Reads an agent's durable history, in `seq` order, or `undefined` for an unknown agent. Only
@@ -12,7 +12,7 @@ export async function getAgentContext(
   db: Db,
   agentId: string,
 ): Promise<AgentContextView | undefined> {
-  return retryTransientRead(async () => {
+  return retryTransient(async () => {
     const agent = await db
       .selectFrom('agents')
       .select(['id', 'session_id', 'name'])
@@ -31,7 +31,7 @@ export async function getAgentContext(
       name: agent.name,
       events: events.map((e) => ({ seq: e.seq, attemptId: e.attempt_id, event: e.event })),
     }
-  })
+  }, TRANSIENT_READ_RETRY)
 }
 
 /** The length of an agent's history: its next event's `seq` (the primary key keeps it gap-free). */

@@ -1,12 +1,13 @@
 import type { AnyAttemptView, StopReason } from '@baton/contracts'
 import type { Db } from '../db.ts'
-import { retryTransientRead } from '../pg-errors.ts'
+import { TRANSIENT_READ_RETRY, retryTransient } from '../pg-errors.ts'
 import type { AttemptRow } from '../schema.ts'
 
 /** Reads one attempt as the public view, or `undefined`. */
 export async function getAttempt(db: Db, attemptId: string): Promise<AnyAttemptView | undefined> {
-  const row = await retryTransientRead(() =>
-    db.selectFrom('attempts').selectAll().where('id', '=', attemptId).executeTakeFirst(),
+  const row = await retryTransient(
+    () => db.selectFrom('attempts').selectAll().where('id', '=', attemptId).executeTakeFirst(),
+    TRANSIENT_READ_RETRY,
   )
   return row === undefined ? undefined : toAttemptView(row)
 }

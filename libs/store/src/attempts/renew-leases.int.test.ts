@@ -5,15 +5,28 @@ import { commitTerminal } from './commit-terminal.ts'
 import { getAttempt } from './get-attempt.ts'
 import { renewLeases } from './renew-leases.ts'
 import { requestCancel } from './request-cancel.ts'
+import { findUndeliveredSteering, markSteeringDelivered, recordSteering } from './steering.ts'
 import { accept, done } from './test-support.ts'
 
 describe('renewLeases', () => {
-  test('an expired owner cannot heartbeat or commit, and writes nothing', async ({ db }) => {
+  test('an expired owner cannot heartbeat, commit or mark steering delivered, and writes nothing', async ({
+    db,
+  }) => {
     const { attemptId } = await accept(db)
     const claim = await claimAttempt(db, { attemptId, ownerId: 'w1', leaseTtlMs: 100 })
     if (claim.kind !== 'claimed') throw new Error(claim.kind)
     const gen = claim.attempt.ownerGeneration
+    await recordSteering(db, { attemptId, content: [{ type: 'text', text: 'too late' }] })
     await sleep(200)
+    expect(
+      await markSteeringDelivered(db, {
+        attemptId,
+        ownerId: 'w1',
+        ownerGeneration: gen,
+        throughSequence: 1,
+      }),
+    ).toBe(0)
+    expect(await findUndeliveredSteering(db, { attemptId, afterSequence: 0 })).toHaveLength(1)
     const renewals = await renewLeases(db, {
       ownerId: 'w1',
       leases: [{ attemptId, ownerGeneration: gen }],

@@ -58,8 +58,9 @@ export async function findUndeliveredSteering(
 
 /**
  * Mark messages up to `throughSequence` delivered. Fenced by ownership: only the attempt's current
- * owner at its generation, while running, can mark; a stale owner marks nothing (and its run was
- * aborted), so the next owner would deliver them. Returns how many rows it marked.
+ * owner at its generation, while running and while its lease is live on the database clock, can
+ * mark; a stale or expired owner marks nothing (and its run was aborted), so the messages stay
+ * undelivered. Returns how many rows it marked. Retry safety: marking twice marks nothing more.
  */
 export async function markSteeringDelivered(
   db: Db,
@@ -76,6 +77,7 @@ export async function markSteeringDelivered(
     where m.attempt_id = ${input.attemptId} and m.sequence <= ${input.throughSequence} and m.delivered_at is null
       and a.id = m.attempt_id and a.status = 'running'
       and a.owner_id = ${input.ownerId} and a.owner_generation = ${input.ownerGeneration}
+      and a.lease_expires_at > now()
   `.execute(db)
   return Number(result.numAffectedRows ?? 0n)
 }

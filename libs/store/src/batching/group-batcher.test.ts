@@ -61,4 +61,23 @@ describe('group batcher', () => {
     const b = createGroupBatcher(async () => [], { maxBatch: 10, maxInFlight: 1 })
     await expect(b.submit(1)).rejects.toThrow(/0 results for 1 items/)
   })
+
+  it('isolates a failed batch when told to: only the offending item gets the error', async () => {
+    const batches: string[][] = []
+    const b = createGroupBatcher(
+      async (items: string[]) => {
+        batches.push(items)
+        if (items.includes('bad')) throw new Error('check violation')
+        return items.map((i) => i.toUpperCase())
+      },
+      { maxBatch: 10, maxInFlight: 1, isolate: (e) => (e as Error).message === 'check violation' },
+    )
+    const settled = await Promise.allSettled([b.submit('a'), b.submit('bad'), b.submit('c')])
+    expect(settled).toEqual([
+      { status: 'fulfilled', value: 'A' },
+      { status: 'rejected', reason: new Error('check violation') },
+      { status: 'fulfilled', value: 'C' },
+    ])
+    expect(batches).toEqual([['a', 'bad', 'c'], ['a'], ['bad'], ['c']])
+  })
 })

@@ -16,11 +16,18 @@ export interface GroupBatcherOptions {
   readonly maxBatch: number
   /** Batches allowed to run at once (each uses one pooled connection). */
   readonly maxInFlight: number
+  /**
+   * A batch of several items that failed with an error this accepts is run again one item at a
+   * time, so only the items that fail on their own get an error and the others their result (one
+   * bad item must not fail its neighbours). Absent: the whole batch gets the error.
+   */
+  readonly isolate?: (error: unknown) => boolean
 }
 
 /**
  * `run` receives the items of one batch and returns one result per item, in order. If it throws,
- * every item of that batch is rejected with the same error (the caller's retry rules apply).
+ * every item of that batch is rejected with the same error (the caller's retry rules apply),
+ * unless `isolate` accepts the error.
  */
 export function createGroupBatcher<I, O>(
   run: (items: I[]) => Promise<O[]>,
@@ -53,15 +60,24 @@ export function createGroupBatcher<I, O>(
     }
   }
 
+  async function runItems(batch: Waiting[]): Promise<void> {
+    const results = await run(batch.map((w) => w.item))
+    if (results.length !== batch.length) {
+      throw new Error(`batch returned ${results.length} results for ${batch.length} items`)
+    }
+    batch.forEach((w, i) => w.resolve(results[i] as O))
+  }
+
   async function runBatch(batch: Waiting[]): Promise<void> {
     try {
-      const results = await run(batch.map((w) => w.item))
-      if (results.length !== batch.length) {
-        throw new Error(`batch returned ${results.length} results for ${batch.length} items`)
-      }
-      batch.forEach((w, i) => w.resolve(results[i] as O))
+      await runItems(batch)
     } catch (error) {
-      for (const w of batch) w.reject(error)
+      if (batch.length > 1 && options.isolate?.(error) === true) {
+        // One after another: the batch holds one in-flight slot, so one connection.
+        for (const w of batch) await runItems([w]).catch(w.reject)
+      } else {
+        for (const w of batch) w.reject(error)
+      }
     } finally {
       inFlight -= 1
       inFlightItems -= batch.length

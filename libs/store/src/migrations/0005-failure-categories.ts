@@ -26,7 +26,7 @@ export async function up(db: Kysely<unknown>): Promise<void> {
      where failure_category is not null
        and failure_category not in (
          'child_failed', 'process_lost', 'cancelled', 'shutdown', 'provider_fault',
-         'unknown_stop_reason', 'context_rejected', 'unknown_subagent', 'refusal', 'max_tokens',
+         'unknown_stop_reason', 'context_rejected', 'unknown_subagent', 'store_fault', 'refusal', 'max_tokens',
          'model_error', 'rate_limited', 'auth_failed', 'model_unavailable',
          'model_request_rejected', 'transport_error', 'stream_interrupted', 'max_steps_exceeded',
          'structured_output_missing', 'structured_output_invalid', 'model_config',

@@ -65,10 +65,15 @@ export interface RetryTransientOptions {
   readonly signal?: AbortSignal
   /** Told about each transient failure before the wait that follows it. */
   readonly onRetry?: (error: unknown, delayMs: number) => void
+  /**
+   * Which failures are transient; `isTransientStoreError` unless given (a caller outside the store,
+   * such as a script talking HTTP to a restarting API, brings its own).
+   */
+  readonly transient?: (error: unknown) => boolean
 }
 
 /**
- * Runs `fn` again while it fails transiently (see `isTransientStoreError`); any other error, the
+ * Runs `fn` again while it fails transiently (`isTransientStoreError` unless told otherwise); any other error, the
  * last allowed try, or an aborted `signal` ends it with the error. The one retry policy of Baton:
  * only for reads and for writes whose retry is safe (fenced commits replay exactly).
  */
@@ -76,14 +81,14 @@ export async function retryTransient<T>(
   fn: () => Promise<T>,
   options: RetryTransientOptions,
 ): Promise<T> {
+  const transient = options.transient ?? isTransientStoreError
   let delayMs = Math.min(50, options.maxDelayMs)
   for (let attempt = 1; ; attempt += 1) {
     try {
       return await fn()
     } catch (error) {
       const exhausted = options.maxAttempts !== undefined && attempt >= options.maxAttempts
-      if (exhausted || options.signal?.aborted === true || !isTransientStoreError(error))
-        throw error
+      if (exhausted || options.signal?.aborted === true || !transient(error)) throw error
       options.onRetry?.(error, delayMs)
       try {
         await sleep(

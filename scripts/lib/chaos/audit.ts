@@ -12,15 +12,14 @@ import {
 } from '@baton/testing/ledger-audit'
 import { auditContext, type ContextAudit, type Query } from './context.ts'
 import { STEER_BACKSTOP_MS, cancelUntilAnswered } from './follow-ups.ts'
-import { retryTransient } from './retry.ts'
+import { retryCall } from './retry.ts'
 import { bump, track, type ChaosRun, type Kind } from './run.ts'
 import { WITNESSED, readWitness } from './witness.ts'
 
 /** Retries a read of the ledger through a terminated backend or a reconnect. */
 function readLedger<T>(read: () => Promise<T>): Promise<T> {
-  return retryTransient(read, {
+  return retryCall(read, {
     signal: AbortSignal.timeout(30_000),
-    minDelayMs: 200,
     maxDelayMs: 200,
     transient: isTransientStoreError,
   })

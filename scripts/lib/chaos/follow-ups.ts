@@ -4,7 +4,7 @@
 import { setTimeout as sleep } from 'node:timers/promises'
 import { BatonApiError } from '@baton/client'
 import { REMEMBERER, turnPrompt } from './context.ts'
-import { GaveUp, retryTransient } from './retry.ts'
+import { GaveUp, retryCall } from './retry.ts'
 import {
   POST_TIMEOUT_MS,
   bump,
@@ -36,11 +36,10 @@ export async function cancelUntilAnswered(
 ): Promise<string> {
   const { stats } = run
   try {
-    const { outcome } = await retryTransient(
+    const { outcome } = await retryCall(
       () => run.client.cancel(attemptId, `chaos ${why}`, { timeoutMs: POST_TIMEOUT_MS }),
       {
         signal: run.followUpDeadline,
-        minDelayMs: 100,
         maxDelayMs: 300,
         onRetry: countRetry(run, stats.cancel, `${why}:`),
       },
@@ -65,11 +64,10 @@ async function steer(run: ChaosRun, attemptId: string, sub: Submitted): Promise<
     AbortSignal.timeout(Math.max(0, sub.at + STEER_BACKSTOP_MS - Date.now())),
   ])
   try {
-    await retryTransient(
+    await retryCall(
       () => run.client.steer(attemptId, `steer-${sub.i}`, { timeoutMs: POST_TIMEOUT_MS }),
       {
         signal: stopAt,
-        minDelayMs: 100,
         maxDelayMs: 300,
         onRetry: countRetry(run, stats.steer, ''),
       },
@@ -91,11 +89,10 @@ async function waitUntilTerminal(run: ChaosRun, attemptId: string): Promise<stri
   const { stats } = run
   try {
     for (;;) {
-      const view = await retryTransient(
+      const view = await retryCall(
         () => run.client.wait(attemptId, WAIT_BOUND_MS, { timeoutMs: WAIT_BOUND_MS + 15_000 }),
         {
           signal: run.followUpDeadline,
-          minDelayMs: 100,
           maxDelayMs: 300,
           // An answer that is not a view (404 while an API restarts…) is waited out as well.
           transient: () => true,
@@ -125,7 +122,7 @@ async function continueAgent(run: ChaosRun, firstAttemptId: string, sub: Submitt
   if (firstStop === undefined) return
   bump(stats.continuation, `first ${firstStop}`)
   try {
-    const answer = await retryTransient(
+    const answer = await retryCall(
       () =>
         run.client.delegate(
           {

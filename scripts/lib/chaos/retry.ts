@@ -1,7 +1,7 @@
 // The one retry policy of `npm run chaos`: every call the script makes while faults fire (HTTP to
 // an API that restarts, SQL to a Postgres whose backends are terminated) goes through it.
-import { setTimeout as sleep } from 'node:timers/promises'
 import { BatonApiError } from '@baton/client'
+import { retryTransient } from '@baton/store'
 
 /**
  * Whether a failure may pass if the call is repeated: no answer at all (connection refused or
@@ -26,8 +26,7 @@ export class GaveUp extends Error {
 export interface RetryOptions {
   /** Once it has fired, a transient failure is no longer retried: `GaveUp` is thrown. */
   readonly signal?: AbortSignal
-  readonly minDelayMs?: number
-  /** The pause between tries is random in `[minDelayMs, maxDelayMs]`, so clients spread out. */
+  /** Ceiling of the pause between tries (Baton's one policy: it doubles from 50 ms up to this). */
   readonly maxDelayMs: number
   /** Which failures are retried; `isTransient` unless given. */
   readonly transient?: (error: unknown) => boolean
@@ -36,21 +35,22 @@ export interface RetryOptions {
 }
 
 /**
- * Calls `fn` until it succeeds. A failure that is not transient is thrown at once. The signal only
- * stops further tries; a call in flight is left to its own timeout, because abandoning a request
- * the API may already have accepted would make its answer unknowable.
+ * Calls `fn` until it succeeds, through Baton's one retry policy (`retryTransient` of the store)
+ * with the script's notion of transient. A failure that is not transient is thrown at once. The
+ * signal only stops further tries (`GaveUp`); a call in flight is left to its own timeout, because
+ * abandoning a request the API may already have accepted would make its answer unknowable.
  */
-export async function retryTransient<T>(fn: () => Promise<T>, options: RetryOptions): Promise<T> {
+export async function retryCall<T>(fn: () => Promise<T>, options: RetryOptions): Promise<T> {
   const transient = options.transient ?? isTransient
-  const minDelayMs = options.minDelayMs ?? 50
-  for (;;) {
-    try {
-      return await fn()
-    } catch (error) {
-      if (!transient(error)) throw error
-      if (options.signal?.aborted === true) throw new GaveUp(error)
-      options.onRetry?.(error)
-      await sleep(minDelayMs + Math.floor(Math.random() * (options.maxDelayMs - minDelayMs + 1)))
-    }
+  try {
+    return await retryTransient(fn, {
+      maxDelayMs: options.maxDelayMs,
+      transient,
+      ...(options.signal === undefined ? {} : { signal: options.signal }),
+      ...(options.onRetry === undefined ? {} : { onRetry: options.onRetry }),
+    })
+  } catch (error) {
+    if (options.signal?.aborted === true && transient(error)) throw new GaveUp(error)
+    throw error
   }
 }

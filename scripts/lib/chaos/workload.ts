@@ -3,7 +3,7 @@
 import { BatonApiError } from '@baton/client'
 import { REMEMBERER, turnPrompt } from './context.ts'
 import { scheduleFollowUps } from './follow-ups.ts'
-import { GaveUp, retryTransient } from './retry.ts'
+import { GaveUp, retryCall } from './retry.ts'
 import {
   POST_TIMEOUT_MS,
   bump,
@@ -72,7 +72,7 @@ async function submitter(run: ChaosRun, next: () => number): Promise<void> {
     try {
       // One key per logical delegation: a retry after a lost answer (connection cut by an API
       // restart, timeout) gets the first attempt back instead of creating a second delegation.
-      const answer = await retryTransient(
+      const answer = await retryCall(
         () =>
           run.client.delegate(
             { sessionId: sessionOf(i), name, prompt },

@@ -4,6 +4,7 @@ import { sql, type RawBuilder } from 'kysely'
 import { createScriptedPromptProvider } from '@baton/agents'
 import { acceptNewDelegations, type Db } from '@baton/store'
 import { describe, eventually, expect, test } from '@baton/testing'
+import { auditLedger } from '@baton/testing/ledger-audit'
 import { enqueue, startRuntime } from './test-support.ts'
 
 const WORKERS = 2
@@ -175,6 +176,11 @@ describe('batched liveness across a fleet', () => {
         ) t group by trail
       `.execute(db)
       expect(trails.rows).toEqual([{ trail: 'accepted,claimed,committed', n: HELD }])
+      expect(await auditLedger(db, [...before.keys()])).toMatchObject({
+        lost: 0,
+        stuck: 0,
+        duplicates: 0,
+      })
       // Measured: 4 statements for 2000 commits.
       const commitStatements = logs.reduce((n, log) => n + log.commits, 0)
       expect(commitStatements).toBeGreaterThan(0)

@@ -20,6 +20,7 @@ import {
   type SubagentProvider,
 } from '@baton/subagents'
 import { describe, eventually, expect, historyTurn, test } from '@baton/testing'
+import { duplicateTerminalAttempts } from '@baton/testing/ledger-audit'
 import { createLeaseKeeper } from '../lease/lease-keeper.ts'
 import { createSteeringDelivery } from '../steering/steering-delivery.ts'
 import { builtInSubagents, type WorkerSubagents } from '../subagents/subagent-catalog.ts'
@@ -77,10 +78,8 @@ describe('attempt processor', () => {
       expect(view).toMatchObject({ stopReason: 'completed', output: 'exactly once' })
       await eventually(async () => (outcomes.length === 2 ? true : undefined))
       expect(outcomes).toEqual(['response lost', 'replayed'])
-      const committed = await sql<{ n: number }>`
-        select count(*)::int as n from attempt_transitions where attempt_id = ${attemptId} and to_status = 'terminal'
-      `.execute(db)
-      expect(committed.rows[0]?.n).toBe(1)
+      // Terminal once: the replay decided nothing a second time.
+      expect(await duplicateTerminalAttempts(db)).toEqual([])
     } finally {
       await harness.close()
     }

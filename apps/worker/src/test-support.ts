@@ -3,7 +3,7 @@
 import { randomUUID } from 'node:crypto'
 import { createLogger } from '@baton/observability'
 import { createAttemptQueue, enqueueAttempt } from '@baton/queue'
-import { acceptDelegation, getAttempt, type Db } from '@baton/store'
+import { acceptDelegations, getAttempt, type Db } from '@baton/store'
 import type { SubagentProvider } from '@baton/subagents'
 import { eventually, type Closeable } from '@baton/testing'
 import { loadConfig } from './config.ts'
@@ -48,14 +48,16 @@ export function startRuntime(
 /** Accepts a new delegation to the `scripted` subagent, as the API would. */
 export async function accept(db: Db, prompt: string): Promise<string> {
   const attemptId = randomUUID()
-  await acceptDelegation(db, {
-    sessionId: 'worker-tests',
-    name: 'scripted',
-    prompt: [{ type: 'text', text: prompt }],
-    metadata: {},
-    attemptId,
-    newAgentId: randomUUID(),
-  })
+  await acceptDelegations(db, [
+    {
+      sessionId: 'worker-tests',
+      name: 'scripted',
+      prompt: [{ type: 'text', text: prompt }],
+      metadata: {},
+      attemptId,
+      newAgentId: randomUUID(),
+    },
+  ])
   return attemptId
 }
 

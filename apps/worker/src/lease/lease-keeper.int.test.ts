@@ -1,6 +1,6 @@
 import { randomUUID } from 'node:crypto'
 import { createLogger } from '@baton/observability'
-import { acceptDelegation, claimAttempt, commitTerminal, type Db } from '@baton/store'
+import { acceptDelegations, claimAttempt, commitTerminal, type Db } from '@baton/store'
 import { describe, expect, test } from '@baton/testing'
 import { createLeaseKeeper } from './lease-keeper.ts'
 
@@ -11,14 +11,16 @@ const done = { stopReason: 'completed', output: 'done', failureCategory: null }
 async function heldAttempt(db: Db) {
   const ownerId = `owner-${randomUUID().slice(0, 8)}`
   const attemptId = randomUUID()
-  await acceptDelegation(db, {
-    sessionId: 'lease-keeper',
-    name: 'scripted',
-    prompt: [{ type: 'text', text: 'x' }],
-    metadata: {},
-    attemptId,
-    newAgentId: randomUUID(),
-  })
+  await acceptDelegations(db, [
+    {
+      sessionId: 'lease-keeper',
+      name: 'scripted',
+      prompt: [{ type: 'text', text: 'x' }],
+      metadata: {},
+      attemptId,
+      newAgentId: randomUUID(),
+    },
+  ])
   const claim = await claimAttempt(db, { attemptId, ownerId, leaseTtlMs: 10_000 })
   if (claim.kind !== 'claimed') throw new Error(claim.kind)
   const keeper = createLeaseKeeper({

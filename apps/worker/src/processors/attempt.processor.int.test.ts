@@ -3,9 +3,9 @@ import { Worker } from 'bullmq'
 import { sql } from 'kysely'
 import { QueueName, type AttemptJob } from '@baton/contracts'
 import { createLogger } from '@baton/observability'
-import { createAttemptQueue, createControlPublisher, enqueueAttempt } from '@baton/queue'
+import { createAttemptQueue, createSettlementPublisher, enqueueAttempt } from '@baton/queue'
 import {
-  acceptDelegation,
+  acceptDelegations,
   claimAttempt,
   commitTerminal,
   getAgentContext,
@@ -40,14 +40,16 @@ describe('attempt processor', () => {
   }) => {
     const ownerId = `owner-${randomUUID().slice(0, 8)}`
     const attemptId = randomUUID()
-    await acceptDelegation(db, {
-      sessionId: 'lost-response',
-      name: 'scripted',
-      prompt: [{ type: 'text', text: '{"output":"exactly once"}' }],
-      metadata: {},
-      attemptId,
-      newAgentId: randomUUID(),
-    })
+    await acceptDelegations(db, [
+      {
+        sessionId: 'lost-response',
+        name: 'scripted',
+        prompt: [{ type: 'text', text: '{"output":"exactly once"}' }],
+        metadata: {},
+        attemptId,
+        newAgentId: randomUUID(),
+      },
+    ])
     const outcomes: (CommitTerminalOutcome | 'response lost')[] = []
     let dropped = false
     // The first commit reaches the ledger, then its response is lost on the way back.
@@ -131,15 +133,17 @@ describe('attempt processor: context deltas', () => {
     const ownerId = `owner-${randomUUID().slice(0, 8)}`
     // The agent's first attempt committed one turn of history.
     const firstId = randomUUID()
-    const accepted = await acceptDelegation(db, {
-      sessionId: 'resume',
-      name: 'scripted',
-      prompt: [{ type: 'text', text: 'first' }],
-      metadata: {},
-      attemptId: firstId,
-      newAgentId: randomUUID(),
-    })
-    if (accepted.kind !== 'accepted') throw new Error(accepted.kind)
+    const [accepted] = await acceptDelegations(db, [
+      {
+        sessionId: 'resume',
+        name: 'scripted',
+        prompt: [{ type: 'text', text: 'first' }],
+        metadata: {},
+        attemptId: firstId,
+        newAgentId: randomUUID(),
+      },
+    ])
+    if (accepted?.kind !== 'accepted') throw new Error(String(accepted?.kind))
     const claim = await claimAttempt(db, { attemptId: firstId, ownerId, leaseTtlMs: 10_000 })
     if (claim.kind !== 'claimed') throw new Error(claim.kind)
     const agentId = claim.attempt.agentId
@@ -156,15 +160,17 @@ describe('attempt processor: context deltas', () => {
     })
     // The continuation runs through the processor.
     const attemptId = randomUUID()
-    await acceptDelegation(db, {
-      sessionId: 'resume',
-      name: 'scripted',
-      prompt: [{ type: 'text', text: 'second' }],
-      metadata: {},
-      attemptId,
-      newAgentId: randomUUID(),
-      agentId,
-    })
+    await acceptDelegations(db, [
+      {
+        sessionId: 'resume',
+        name: 'scripted',
+        prompt: [{ type: 'text', text: 'second' }],
+        metadata: {},
+        attemptId,
+        newAgentId: randomUUID(),
+        agentId,
+      },
+    ])
     // The `moved` fault: an event lands in the agent's history while the continuation runs (no
     // Baton writer does this; the ledger's base check is the guard if one ever did).
     const fake = historyProvider(fault === 'tamper', async () => {
@@ -224,7 +230,10 @@ function startProcessor(
   commit: (input: CommitTerminalInput) => Promise<CommitTerminalOutcome> = (input) =>
     commitTerminal(db, input),
 ) {
-  const publisher = createControlPublisher({ connection: { url: redisUrl }, prefix: queuePrefix })
+  const publisher = createSettlementPublisher({
+    connection: { url: redisUrl },
+    prefix: queuePrefix,
+  })
   const leaseKeeper = createLeaseKeeper({
     db,
     ownerId,

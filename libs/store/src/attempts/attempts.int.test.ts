@@ -3,7 +3,6 @@ import { setTimeout as sleep } from 'node:timers/promises'
 import { sql } from 'kysely'
 import { describe, expect, test } from '@baton/testing'
 import type { Db } from '../db.ts'
-import { acceptDelegation } from './accept-delegation.ts'
 import { claimAttempt, claimAttempts } from './claim-attempt.ts'
 import { commitTerminal, commitTerminals } from './commit-terminal.ts'
 import { getAttempt } from './get-attempt.ts'
@@ -11,19 +10,10 @@ import { commitProcessLoss, findExpiredRunning } from './reconcile-process-loss.
 import { renewLeases } from './renew-leases.ts'
 import { requestCancel } from './request-cancel.ts'
 import { findUndeliveredSteering, markSteeringDelivered, recordSteering } from './steering.ts'
+import { acceptOne } from './test-support.ts'
 
-async function accept(db: Db, agentId?: string) {
-  const attemptId = randomUUID()
-  const outcome = await acceptDelegation(db, {
-    sessionId: 'session-1',
-    name: 'scripted',
-    prompt: [{ type: 'text', text: 'hello' }],
-    metadata: {},
-    attemptId,
-    newAgentId: randomUUID(),
-    ...(agentId === undefined ? {} : { agentId }),
-  })
-  return { attemptId, outcome }
+function accept(db: Db, agentId?: string) {
+  return acceptOne(db, 'session-1', agentId)
 }
 
 async function transitions(db: Db, attemptId: string) {
@@ -93,7 +83,9 @@ describe('attempt ledger', () => {
     expect(await renewLeases(db, { ownerId: 'w1', leases: [lease], leaseTtlMs: 10_000 })).toEqual([
       { attemptId, status: 'renewed', cancelRequested: false, steeringPending: false },
     ])
-    expect(await requestCancel(db, { attemptId, reason: 'user' })).toBe('cancel_requested')
+    expect(await requestCancel(db, { attemptId, reason: 'user' })).toEqual({
+      kind: 'cancel_requested',
+    })
     expect(await renewLeases(db, { ownerId: 'w1', leases: [lease], leaseTtlMs: 10_000 })).toEqual([
       { attemptId, status: 'renewed', cancelRequested: true, steeringPending: false },
     ])
@@ -144,7 +136,9 @@ describe('attempt ledger', () => {
     db,
   }) => {
     const { attemptId } = await accept(db)
-    expect(await requestCancel(db, { attemptId, reason: null })).toBe('cancelled_queued')
+    expect(await requestCancel(db, { attemptId, reason: null })).toEqual({
+      kind: 'cancelled_queued',
+    })
     expect(await getAttempt(db, attemptId)).toMatchObject({
       status: 'terminal',
       stopReason: 'aborted',
@@ -152,8 +146,10 @@ describe('attempt ledger', () => {
     expect((await claimAttempt(db, { attemptId, ownerId: 'w1', leaseTtlMs: 1000 })).kind).toBe(
       'terminal',
     )
-    expect(await requestCancel(db, { attemptId, reason: null })).toBe('already_terminal')
-    expect(await requestCancel(db, { attemptId: randomUUID(), reason: null })).toBe('missing')
+    expect(await requestCancel(db, { attemptId, reason: null })).toEqual({ kind: 'terminal' })
+    expect(await requestCancel(db, { attemptId: randomUUID(), reason: null })).toEqual({
+      kind: 'missing',
+    })
   })
 
   test('one non-terminal attempt per agent: a continuation waits for terminal', async ({ db }) => {

@@ -2,7 +2,7 @@ import { randomUUID } from 'node:crypto'
 import { sql } from 'kysely'
 import { describe, expect, test } from '@baton/testing'
 import type { Db } from '../db.ts'
-import { acceptIdempotent, acceptNewIdempotent } from './accept-idempotent.ts'
+import { acceptDelegations, type AcceptDelegationInput } from './accept-delegations.ts'
 import { requestCancel } from './request-cancel.ts'
 
 /** A new keyed delegation in `sessionId`; `request` stands for what the caller asked. */
@@ -17,6 +17,11 @@ function keyed(sessionId: string, idempotencyKey: string, request: string) {
     idempotencyKey,
     requestDigest: `digest-of-${request}`,
   }
+}
+
+async function acceptOne(db: Db, input: AcceptDelegationInput) {
+  const [outcome] = await acceptDelegations(db, [input])
+  return outcome
 }
 
 async function counts(db: Db, sessionId: string) {
@@ -34,7 +39,7 @@ describe('idempotent acceptance', () => {
     db,
   }) => {
     const first = keyed('s-batch', 'key-a', 'one')
-    const outcomes = await acceptNewIdempotent(db, [
+    const outcomes = await acceptDelegations(db, [
       first,
       keyed('s-batch', 'key-a', 'one'),
       keyed('s-batch', 'key-a', 'other'),
@@ -56,7 +61,7 @@ describe('idempotent acceptance', () => {
     expect(await counts(db, 's-batch')).toEqual({ attempts: 2, agents: 2, transitions: 2 })
 
     // A later retry writes nothing and answers the attempt the key created.
-    const [retry] = await acceptNewIdempotent(db, [keyed('s-batch', 'key-a', 'one')])
+    const [retry] = await acceptDelegations(db, [keyed('s-batch', 'key-a', 'one')])
     expect(retry).toEqual({
       kind: 'replayed',
       agentId: first.newAgentId,
@@ -69,7 +74,7 @@ describe('idempotent acceptance', () => {
     db,
   }) => {
     const batches = await Promise.all(
-      [1, 2, 3, 4].map(() => acceptNewIdempotent(db, [keyed('s-race', 'key', 'same')])),
+      [1, 2, 3, 4].map(() => acceptDelegations(db, [keyed('s-race', 'key', 'same')])),
     )
     const outcomes = batches.flat()
     expect(outcomes.filter((o) => o.kind === 'accepted')).toHaveLength(1)
@@ -82,32 +87,32 @@ describe('idempotent acceptance', () => {
   test('a keyed continuation: accepted once, replayed on retry, refused for a busy or unknown agent', async ({
     db,
   }) => {
-    const [created] = await acceptNewIdempotent(db, [keyed('s-cont', 'create', 'one')])
+    const [created] = await acceptDelegations(db, [keyed('s-cont', 'create', 'one')])
     if (created?.kind !== 'accepted') throw new Error(String(created?.kind))
     // The agent's first attempt is still accepted (not terminal): a continuation is busy.
-    const busy = await acceptIdempotent(db, {
+    const busy = await acceptOne(db, {
       ...keyed('s-cont', 'continue', 'two'),
       agentId: created.agentId,
     })
     expect(busy).toEqual({ kind: 'agent_busy' })
     // Cancelled while queued: terminal, so the agent may continue.
-    expect(await requestCancel(db, { attemptId: created.attemptId, reason: null })).toBe(
-      'cancelled_queued',
-    )
+    expect(await requestCancel(db, { attemptId: created.attemptId, reason: null })).toEqual({
+      kind: 'cancelled_queued',
+    })
     const continuation = { ...keyed('s-cont', 'continue', 'two'), agentId: created.agentId }
-    const accepted = await acceptIdempotent(db, continuation)
+    const accepted = await acceptOne(db, continuation)
     expect(accepted).toEqual({
       kind: 'accepted',
       agentId: created.agentId,
       attemptId: continuation.attemptId,
     })
-    expect(await acceptIdempotent(db, { ...continuation, attemptId: randomUUID() })).toEqual({
+    expect(await acceptOne(db, { ...continuation, attemptId: randomUUID() })).toEqual({
       kind: 'replayed',
       agentId: created.agentId,
       attemptId: continuation.attemptId,
     })
     expect(
-      await acceptIdempotent(db, { ...keyed('s-cont', 'stranger', 'x'), agentId: randomUUID() }),
+      await acceptOne(db, { ...keyed('s-cont', 'stranger', 'x'), agentId: randomUUID() }),
     ).toEqual({ kind: 'agent_not_found' })
     expect(await counts(db, 's-cont')).toEqual({ attempts: 2, agents: 1, transitions: 3 })
   })

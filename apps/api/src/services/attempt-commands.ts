@@ -19,7 +19,7 @@ import type { SubagentPolicy } from '../deps.ts'
 import type { Refusal } from '../http/refusals.ts'
 import type { Admission } from './admission.ts'
 import { awaitAttempt, awaitEnqueued, type SettledDoorbell } from './bounded-wait.ts'
-import { toAttemptView } from './attempt-view.ts'
+import { readAttemptView } from './attempt-view.ts'
 
 export type DelegateOutcome =
   | {
@@ -176,10 +176,8 @@ export function createAttemptCommands(deps: {
   }
 
   async function read(attemptId: string): Promise<ViewOutcome> {
-    const row = await getAttempt(deps.db, attemptId)
-    return row === undefined
-      ? { kind: 'missing', attemptId }
-      : { kind: 'view', view: toAttemptView(row) }
+    const view = await readAttemptView(deps.db, attemptId)
+    return view === undefined ? { kind: 'missing', attemptId } : { kind: 'view', view }
   }
 
   async function wait(

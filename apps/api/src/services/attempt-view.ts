@@ -1,5 +1,5 @@
 import type { AnyAttemptView, StopReason } from '@baton/contracts'
-import type { AttemptRecord } from '@baton/store'
+import { getAttempt, type AttemptRecord, type Db } from '@baton/store'
 
 /** The public view of an attempt: what a caller may see, with dates as ISO strings. */
 export function toAttemptView(record: AttemptRecord): AnyAttemptView {
@@ -26,4 +26,13 @@ export function toAttemptView(record: AttemptRecord): AnyAttemptView {
     terminalAt: (record.terminalAt ?? record.createdAt).toISOString(),
     context: record.context,
   }
+}
+
+/** Reads one attempt as its public view, or `undefined`. */
+export async function readAttemptView(
+  db: Db,
+  attemptId: string,
+): Promise<AnyAttemptView | undefined> {
+  const record = await getAttempt(db, attemptId)
+  return record === undefined ? undefined : toAttemptView(record)
 }

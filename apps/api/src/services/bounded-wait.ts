@@ -1,6 +1,6 @@
 import { isTerminalView, type AnyAttemptView } from '@baton/contracts'
-import { getAttempt, type Db } from '@baton/store'
-import { toAttemptView } from './attempt-view.ts'
+import type { Db } from '@baton/store'
+import { readAttemptView as readView } from './attempt-view.ts'
 
 /**
  * The API's bounded wait, in one place: the in-process registry of callers waiting for attempts
@@ -77,11 +77,6 @@ export function createSettledDoorbell(): SettledDoorbell {
       }
     },
   }
-}
-
-async function readView(db: Db, attemptId: string): Promise<AnyAttemptView | undefined> {
-  const row = await getAttempt(db, attemptId)
-  return row === undefined ? undefined : toAttemptView(row)
 }
 
 /**

@@ -1,9 +1,10 @@
 import { randomUUID } from 'node:crypto'
 import { sql } from 'kysely'
 import { describe, expect, test } from '@baton/testing'
-import type { Db } from '../db.ts'
+import { createDb, type Db } from '../db.ts'
 import { acceptDelegations, type AcceptDelegationInput } from './accept-delegations.ts'
 import { requestCancel } from './request-cancel.ts'
+import { acceptScripted } from './test-support.ts'
 
 /** A new keyed delegation in `sessionId`; `request` stands for what the caller asked. */
 function keyed(sessionId: string, idempotencyKey: string, request: string) {
@@ -115,5 +116,60 @@ describe('idempotent acceptance', () => {
       await acceptOne(db, { ...keyed('s-cont', 'stranger', 'x'), agentId: randomUUID() }),
     ).toEqual({ kind: 'agent_not_found' })
     expect(await counts(db, 's-cont')).toEqual({ attempts: 2, agents: 1, transitions: 3 })
+  })
+
+  test('one batch mixes new, keyed and continued delegations and answers each, in one statement', async ({
+    databaseUrl,
+    db,
+  }) => {
+    const idle = await acceptScripted(db, 's-mixed')
+    const busy = await acceptScripted(db, 's-mixed')
+    if (idle.outcome.kind !== 'accepted' || busy.outcome.kind !== 'accepted')
+      throw new Error('setup')
+    await requestCancel(db, { attemptId: idle.attemptId, reason: null })
+    const fresh = (extra: Partial<AcceptDelegationInput> = {}): AcceptDelegationInput => ({
+      ...keyed('s-mixed', randomUUID(), 'x'),
+      idempotencyKey: undefined,
+      ...extra,
+    })
+    let statements = 0
+    const counted = createDb({ connectionString: databaseUrl, onQuery: () => (statements += 1) })
+    try {
+      const allAccepted = [
+        fresh(),
+        keyed('s-mixed', 'k-1', 'x'),
+        fresh({ agentId: idle.outcome.agentId }),
+      ]
+      const outcomes = await acceptDelegations(counted, allAccepted)
+      expect(outcomes.map((o) => o.kind)).toEqual(['accepted', 'accepted', 'accepted'])
+      expect(outcomes[2]).toEqual({
+        kind: 'accepted',
+        agentId: idle.outcome.agentId,
+        attemptId: allAccepted[2]?.attemptId,
+      })
+      expect(statements).toBe(1)
+
+      statements = 0
+      const mixed = await acceptDelegations(counted, [
+        fresh(),
+        fresh({ agentId: busy.outcome.agentId }),
+        fresh({ agentId: randomUUID() }),
+        fresh({ agentId: idle.outcome.agentId, sessionId: 's-elsewhere' }),
+        keyed('s-mixed', 'k-1', 'x'),
+      ])
+      expect(mixed.map((o) => o.kind)).toEqual([
+        'accepted',
+        'agent_busy',
+        'agent_not_found',
+        'agent_not_found',
+        'replayed',
+      ])
+      // The second statement only explains the refusals; nothing refused was written.
+      expect(statements).toBe(2)
+      expect(await counts(db, 's-mixed')).toEqual({ attempts: 6, agents: 5, transitions: 7 })
+      expect(await counts(db, 's-elsewhere')).toEqual({ attempts: 0, agents: 0, transitions: 0 })
+    } finally {
+      await counted.destroy()
+    }
   })
 })

@@ -7,13 +7,13 @@ import { claimAttempt } from './claim-attempt.ts'
 import { commitTerminal, commitTerminals } from './commit-terminal.ts'
 import { getAttempt } from './get-attempt.ts'
 import { commitProcessLoss } from './reconcile-process-loss.ts'
-import { acceptOne } from './test-support.ts'
+import { acceptScripted } from './test-support.ts'
 
 const done = { stopReason: 'completed', output: 'done', failureCategory: null }
 
 /** Accepts an attempt (a new agent, or a continuation of `agentId`) and claims it for `w1`. */
 async function acceptAndClaim(db: Db, agentId?: string, leaseTtlMs = 10_000) {
-  const { attemptId, outcome } = await acceptOne(db, 'context', agentId)
+  const { attemptId, outcome } = await acceptScripted(db, 'context', agentId)
   if (outcome.kind !== 'accepted') throw new Error(outcome.kind)
   const claim = await claimAttempt(db, { attemptId, ownerId: 'w1', leaseTtlMs })
   if (claim.kind !== 'claimed') throw new Error(claim.kind)

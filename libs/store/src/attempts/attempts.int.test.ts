@@ -10,10 +10,10 @@ import { commitProcessLoss, findExpiredRunning } from './reconcile-process-loss.
 import { renewLeases } from './renew-leases.ts'
 import { requestCancel } from './request-cancel.ts'
 import { findUndeliveredSteering, markSteeringDelivered, recordSteering } from './steering.ts'
-import { acceptOne } from './test-support.ts'
+import { acceptScripted } from './test-support.ts'
 
 function accept(db: Db, agentId?: string) {
-  return acceptOne(db, 'session-1', agentId)
+  return acceptScripted(db, 'session-1', agentId)
 }
 
 async function transitions(db: Db, attemptId: string) {

@@ -4,7 +4,7 @@ import type { Db } from '../db.ts'
 import { acceptDelegations, type AcceptDelegationOutcome } from './accept-delegations.ts'
 
 /** Accepts one delegation to `scripted` in `sessionId` (a continuation of `agentId` if given). */
-export async function acceptOne(
+export async function acceptScripted(
   db: Db,
   sessionId: string,
   agentId?: string,

@@ -63,7 +63,9 @@ export function createAttemptCommands(deps: {
 }): AttemptCommands {
   const log = deps.logger.child({ component: 'attempt-commands' })
 
-  async function delegate(input: Parameters<AttemptCommands['delegate']>[0]) {
+  async function delegate(
+    input: Parameters<AttemptCommands['delegate']>[0],
+  ): Promise<DelegateOutcome> {
     const { sessionId, request } = input
     const admission = deps.subagents.admit(request.name)
     if (admission.kind === 'unknown')

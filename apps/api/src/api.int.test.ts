@@ -1,7 +1,6 @@
 import { sql } from 'kysely'
 import { BatonApiError, createBatonClient } from '@baton/client'
 import { createAttemptQueue } from '@baton/queue'
-import type { Db } from '@baton/store'
 import {
   describe,
   eventually,
@@ -12,19 +11,7 @@ import {
   transitionEvents,
   workerProcessEnv,
 } from '@baton/testing'
-import { startApi } from './test-support.ts'
-
-async function rowCounts(db: Db): Promise<Record<string, number>> {
-  const r = await sql<{ sessions: number; agents: number; attempts: number; transitions: number }>`
-    select (select count(*)::int from sessions) as sessions,
-           (select count(*)::int from agents) as agents,
-           (select count(*)::int from attempts) as attempts,
-           (select count(*)::int from attempt_transitions) as transitions
-  `.execute(db)
-  return { ...r.rows[0] }
-}
-
-const delegate = (session: string) => `/v1/sessions/${session}/delegations`
+import { delegate, rowCounts, startApi } from './test-support.ts'
 
 describe('HTTP API with real workers', () => {
   test('delegate → worker → terminal → bounded wait returns it', async ({

@@ -1,17 +1,26 @@
 import type { Logger } from '@baton/observability'
 import {
   createAttemptQueue,
-  createCompletionDoorbell,
-  createControlListener,
-  createControlPublisher,
   createRedisConnection,
+  createSettlementListener,
+  createSettlementPublisher,
+  createWorkerCommandPublisher,
 } from '@baton/queue'
-import { createDb } from '@baton/store'
+import { createDb, type CreateDbOptions } from '@baton/store'
 import { loadSubagentDirectory, subagentTransport, transportSteerable } from '@baton/subagents'
 import type { FastifyInstance } from 'fastify'
 import type { ApiConfig } from './config.ts'
+import type { SubagentPolicy } from './deps.ts'
 import { buildServer } from './server.ts'
 import { createAdmission } from './services/admission.ts'
+import { createAttemptCommands } from './services/attempt-commands.ts'
+import { createSettledDoorbell } from './services/bounded-wait.ts'
+
+/** Observation hooks for tests; production passes none. */
+export interface ApiOptions {
+  /** Told each statement the API's pool ran (see `CreateDbOptions.onQuery`). */
+  readonly onQuery?: CreateDbOptions['onQuery']
+}
 
 export interface ApiProcess {
   readonly app: FastifyInstance
@@ -20,50 +29,49 @@ export interface ApiProcess {
 }
 
 /**
- * Builds the API with real connections: Postgres pool, Redis, the attempts queue, the control
- * publisher, and the listener that rings the completion doorbell for bounded waits.
+ * Builds the API with real connections: Postgres pool, Redis, the attempts queue, the worker-
+ * command and settlement publishers, and the settlement listener that rings the doorbell of
+ * bounded waits.
  */
-export async function composeApi(config: ApiConfig, logger: Logger): Promise<ApiProcess> {
+export async function composeApi(
+  config: ApiConfig,
+  logger: Logger,
+  options: ApiOptions = {},
+): Promise<ApiProcess> {
   const db = createDb({
     connectionString: config.databaseUrl,
     maxConnections: config.dbPoolSize,
     applicationName: 'baton-api',
     onConnectionError: (error) =>
       logger.warn({ err: error }, 'postgres connection lost; reconnecting'),
+    onQuery: options.onQuery,
   })
   const redis = createRedisConnection(config.redisUrl, 'baton-api', { autoPipelining: true })
   const queue = createAttemptQueue({ connection: redis, prefix: config.queuePrefix })
-  const publisher = createControlPublisher({ connection: redis, prefix: config.queuePrefix })
-  const doorbell = createCompletionDoorbell()
-  const listener = createControlListener({
+  const workerCommands = createWorkerCommandPublisher({
+    connection: redis,
+    prefix: config.queuePrefix,
+  })
+  const settlements = createSettlementPublisher({ connection: redis, prefix: config.queuePrefix })
+  const doorbell = createSettledDoorbell()
+  const listener = createSettlementListener({
     redisUrl: config.redisUrl,
     prefix: config.queuePrefix,
-    onEvent: (event) => {
-      if (event.eventName === 'terminal') doorbell.ring(event.attemptId)
-    },
+    onEvent: (settlement) => doorbell.ring(settlement.attemptId),
   })
   await listener.ready()
-  const admission = createAdmission({ db, queue, logger, maxInFlight: 2 })
   const specs =
     config.subagentsDir === undefined ? [] : await loadSubagentDirectory(config.subagentsDir)
-  const subagentNames = new Set(['scripted', ...specs.map((s) => s.name)])
-  // The built-in scripted child and in-process (spawn) children accept steering; ACP agents do not.
-  const steerableSubagents = new Set([
-    'scripted',
-    ...specs.filter((s) => transportSteerable(subagentTransport(s))).map((s) => s.name),
-  ])
-  const app = await buildServer({
-    subagentNames,
-    steerableSubagents,
-    config,
-    logger,
+  const commands = createAttemptCommands({
     db,
-    redis,
-    queue,
-    publisher,
+    admission: createAdmission({ db, queue, logger, maxInFlight: 2 }),
     doorbell,
-    admission,
+    workerCommands,
+    settlements,
+    subagents: subagentPolicy(specs),
+    logger,
   })
+  const app = await buildServer({ config, logger, db, redis, queue, commands })
   let closed = false
   return {
     app,
@@ -71,11 +79,32 @@ export async function composeApi(config: ApiConfig, logger: Logger): Promise<Api
     async close() {
       await app.close()
       await listener.close()
-      await publisher.close()
+      await workerCommands.close()
+      await settlements.close()
       await queue.close()
       await db.destroy()
       redis.disconnect()
       closed = true
+    },
+  }
+}
+
+/**
+ * The subagents this API accepts: the built-in `scripted` child and the markdown specs. The
+ * scripted child and in-process (spawn) children accept steering; ACP agents do not.
+ */
+function subagentPolicy(
+  specs: readonly Awaited<ReturnType<typeof loadSubagentDirectory>>[number][],
+): SubagentPolicy {
+  const steerable = new Map<string, boolean>([['scripted', true]])
+  for (const spec of specs) steerable.set(spec.name, transportSteerable(subagentTransport(spec)))
+  const known = [...steerable.keys()]
+  return {
+    admit(name) {
+      const canSteer = steerable.get(name)
+      return canSteer === undefined
+        ? { kind: 'unknown', known }
+        : { kind: 'runnable', steerable: canSteer }
     },
   }
 }

@@ -1,22 +1,27 @@
 import type { Logger } from '@baton/observability'
-import type { AttemptQueue, CompletionDoorbell, ControlPublisher } from '@baton/queue'
+import type { AttemptQueue } from '@baton/queue'
 import type { Db } from '@baton/store'
 import type { Redis } from 'ioredis'
 import type { ApiConfig } from './config.ts'
-import type { Admission } from './services/admission.ts'
+import type { AttemptCommands } from './services/attempt-commands.ts'
 
-/** Everything the HTTP layer needs, built by main.ts (or a test) and passed in. */
+/** Whether this deployment runs a subagent of that name, and how. */
+export type SubagentAdmission =
+  | { readonly kind: 'runnable'; readonly steerable: boolean }
+  | { readonly kind: 'unknown'; readonly known: readonly string[] }
+  | { readonly kind: 'refused'; readonly reason: string }
+
+/** The port the API asks before it records anything that names a subagent. */
+export interface SubagentPolicy {
+  admit(name: string): SubagentAdmission
+}
+
+/** Everything the HTTP layer needs, built by compose.ts (or a test) and passed in. */
 export interface ApiDeps {
   readonly config: ApiConfig
   readonly logger: Logger
   readonly db: Db
   readonly redis: Redis
   readonly queue: AttemptQueue
-  readonly publisher: ControlPublisher
-  readonly doorbell: CompletionDoorbell
-  readonly admission: Admission
-  /** Subagent names this deployment accepts; anything else is rejected before a write. */
-  readonly subagentNames: ReadonlySet<string>
-  /** Subagents whose provider accepts steering messages (`sendMessage`). */
-  readonly steerableSubagents: ReadonlySet<string>
+  readonly commands: AttemptCommands
 }

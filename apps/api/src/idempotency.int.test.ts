@@ -1,8 +1,6 @@
 import { sql } from 'kysely'
 import { describe, expect, startServiceProcess, test, workerProcessEnv } from '@baton/testing'
-import { startApi } from './test-support.ts'
-
-const delegate = (session: string) => `/v1/sessions/${session}/delegations`
+import { delegate, startApi } from './test-support.ts'
 
 describe('Idempotency-Key on delegations', () => {
   test('a retried delegation with the same key answers the first attempt and writes nothing more', async ({

@@ -1,7 +1,7 @@
 import { randomUUID } from 'node:crypto'
 import { Redis } from 'ioredis'
 import { createAttemptQueue, enqueueAttempt } from '@baton/queue'
-import { acceptDelegation } from '@baton/store'
+import { acceptDelegations } from '@baton/store'
 import {
   describe,
   expect,
@@ -52,14 +52,16 @@ describe('Redis restart (private redis-server)', () => {
 
       // Accepted and enqueued as the API would, but behind the slow child: its job only waits.
       const queuedId = randomUUID()
-      await acceptDelegation(db, {
-        sessionId: 's-restart',
-        name: 'scripted',
-        prompt: [{ type: 'text', text: '{"output":"requeued"}' }],
-        metadata: {},
-        attemptId: queuedId,
-        newAgentId: randomUUID(),
-      })
+      await acceptDelegations(db, [
+        {
+          sessionId: 's-restart',
+          name: 'scripted',
+          prompt: [{ type: 'text', text: '{"output":"requeued"}' }],
+          metadata: {},
+          attemptId: queuedId,
+          newAgentId: randomUUID(),
+        },
+      ])
       const queue = createAttemptQueue({
         connection: { url: privateRedis.url },
         prefix: queuePrefix,

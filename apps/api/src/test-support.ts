@@ -1,7 +1,9 @@
 // Shared by this app's integration tests: an in-process API on a free port with a tiny client.
+import { sql } from 'kysely'
 import { createLogger } from '@baton/observability'
+import type { Db } from '@baton/store'
 import { eventually } from '@baton/testing'
-import { composeApi, type ApiProcess } from './compose.ts'
+import { composeApi, type ApiOptions, type ApiProcess } from './compose.ts'
 import { loadConfig } from './config.ts'
 
 export interface ApiHarness {
@@ -21,6 +23,7 @@ export interface ApiHarness {
 export async function startApi(
   ctx: { readonly databaseUrl: string; readonly redisUrl: string; readonly queuePrefix: string },
   extraEnv: Record<string, string> = {},
+  options: ApiOptions = {},
 ): Promise<ApiHarness> {
   const config = loadConfig({
     DATABASE_URL: ctx.databaseUrl,
@@ -31,7 +34,7 @@ export async function startApi(
     LOG_LEVEL: 'silent',
     ...extraEnv,
   })
-  const api = await composeApi(config, createLogger({ service: 'test', level: 'silent' }))
+  const api = await composeApi(config, createLogger({ service: 'test', level: 'silent' }), options)
   const base = await api.app.listen({ host: '127.0.0.1', port: 0 })
   const parse = async (r: Response) => ({ status: r.status, body: (await r.json()) as any })
   return {
@@ -54,4 +57,18 @@ export async function startApi(
       )
     },
   }
+}
+
+/** The delegations path of a session. */
+export const delegate = (session: string): string => `/v1/sessions/${session}/delegations`
+
+/** Ledger row counts, to show that a refused request wrote nothing. */
+export async function rowCounts(db: Db): Promise<Record<string, number>> {
+  const r = await sql<{ sessions: number; agents: number; attempts: number; transitions: number }>`
+    select (select count(*)::int from sessions) as sessions,
+           (select count(*)::int from agents) as agents,
+           (select count(*)::int from attempts) as attempts,
+           (select count(*)::int from attempt_transitions) as transitions
+  `.execute(db)
+  return { ...r.rows[0] }
 }

@@ -6,7 +6,7 @@ import { tmpdir } from 'node:os'
 import { join } from 'node:path'
 import { fileURLToPath } from 'node:url'
 import { sql } from 'kysely'
-import { acceptDelegation, getAttempt, type Db } from '@baton/store'
+import { acceptDelegations, getAttempt, type Db } from '@baton/store'
 import { NO_START_CAPABILITIES, type SubagentProvider } from '@baton/subagents'
 import {
   describe,
@@ -21,14 +21,16 @@ import { enqueue, startRuntime, untilTerminal } from './test-support.ts'
 /** Accepts a delegation to subagent `name`, as the API would. */
 async function acceptFor(db: Db, name: string, prompt: string): Promise<string> {
   const attemptId = randomUUID()
-  await acceptDelegation(db, {
-    sessionId: 'failure-categories',
-    name,
-    prompt: [{ type: 'text', text: prompt }],
-    metadata: {},
-    attemptId,
-    newAgentId: randomUUID(),
-  })
+  await acceptDelegations(db, [
+    {
+      sessionId: 'failure-categories',
+      name,
+      prompt: [{ type: 'text', text: prompt }],
+      metadata: {},
+      attemptId,
+      newAgentId: randomUUID(),
+    },
+  ])
   return attemptId
 }
 

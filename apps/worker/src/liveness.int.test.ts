@@ -2,7 +2,7 @@ import { randomUUID } from 'node:crypto'
 import { setTimeout as sleep } from 'node:timers/promises'
 import { sql, type RawBuilder } from 'kysely'
 import { createScriptedPromptProvider } from '@baton/agents'
-import { acceptNewDelegations, type Db } from '@baton/store'
+import { acceptDelegations, type Db } from '@baton/store'
 import { describe, eventually, expect, test } from '@baton/testing'
 import { auditLedger } from '@baton/testing/ledger-audit'
 import { enqueue, startRuntime } from './test-support.ts'
@@ -105,7 +105,7 @@ describe('batched liveness across a fleet', () => {
         attemptId: randomUUID(),
         newAgentId: randomUUID(),
       }))
-      await acceptNewDelegations(db, inputs)
+      await acceptDelegations(db, inputs)
       await enqueue(ctx, ...inputs.map((i) => i.attemptId))
       await eventually(
         async () => ((await countWhere(db, sql`status = 'running'`)) === HELD ? true : undefined),

@@ -3,10 +3,10 @@ import { QueueName, type AttemptJob } from '@baton/contracts'
 import type { Logger } from '@baton/observability'
 import {
   createAttemptQueue,
-  createControlListener,
-  createControlPublisher,
   createRedisConnection,
-  type ControlListener,
+  createSettlementPublisher,
+  createWorkerCommandListener,
+  type StreamListener,
 } from '@baton/queue'
 import {
   claimAttempts,
@@ -72,7 +72,7 @@ export function createWorkerRuntime(
     autoPipelining: true,
   })
   const queue = createAttemptQueue({ connection, prefix: config.queuePrefix })
-  const publisher = createControlPublisher({ connection, prefix: config.queuePrefix })
+  const publisher = createSettlementPublisher({ connection, prefix: config.queuePrefix })
   const steering = createSteeringDelivery({
     db,
     ownerId: config.workerId,
@@ -139,7 +139,7 @@ export function createWorkerRuntime(
     log.warn({ err: error, jobId: job?.id }, 'attempt job failed'),
   )
 
-  let listener: ControlListener | undefined
+  let listener: StreamListener | undefined
   let stopped = false
 
   async function closeAll(): Promise<void> {
@@ -174,7 +174,7 @@ export function createWorkerRuntime(
     db,
     reconciler,
     async start() {
-      listener = createControlListener({
+      listener = createWorkerCommandListener({
         redisUrl: config.redisUrl,
         prefix: config.queuePrefix,
         onEvent: (event) => {

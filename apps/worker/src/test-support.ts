@@ -4,7 +4,7 @@ import { randomUUID } from 'node:crypto'
 import { createLogger } from '@baton/observability'
 import { createAttemptQueue, enqueueAttempt } from '@baton/queue'
 import { sql } from 'kysely'
-import { acceptDelegation, claimAttempt, commitTerminal, getAttempt, type Db } from '@baton/store'
+import { acceptDelegations, claimAttempt, commitTerminal, getAttempt, type Db } from '@baton/store'
 import {
   NO_START_CAPABILITIES,
   type SubagentProvider,
@@ -83,14 +83,16 @@ export function childProvider(
 /** Accepts a new delegation to the `scripted` subagent, as the API would. */
 export async function accept(db: Db, prompt: string): Promise<string> {
   const attemptId = randomUUID()
-  await acceptDelegation(db, {
-    sessionId: 'worker-tests',
-    name: 'scripted',
-    prompt: [{ type: 'text', text: prompt }],
-    metadata: {},
-    attemptId,
-    newAgentId: randomUUID(),
-  })
+  await acceptDelegations(db, [
+    {
+      sessionId: 'worker-tests',
+      name: 'scripted',
+      prompt: [{ type: 'text', text: prompt }],
+      metadata: {},
+      attemptId,
+      newAgentId: randomUUID(),
+    },
+  ])
   return attemptId
 }
 
@@ -105,15 +107,17 @@ export async function acceptContinuation(
   const ownerId = `owner-${randomUUID().slice(0, 8)}`
   const firstId = randomUUID()
   const sessionId = `resume-${randomUUID().slice(0, 8)}`
-  const accepted = await acceptDelegation(db, {
-    sessionId,
-    name: 'scripted',
-    prompt: [{ type: 'text', text: 'first' }],
-    metadata: {},
-    attemptId: firstId,
-    newAgentId: randomUUID(),
-  })
-  if (accepted.kind !== 'accepted') throw new Error(accepted.kind)
+  const [accepted] = await acceptDelegations(db, [
+    {
+      sessionId,
+      name: 'scripted',
+      prompt: [{ type: 'text', text: 'first' }],
+      metadata: {},
+      attemptId: firstId,
+      newAgentId: randomUUID(),
+    },
+  ])
+  if (accepted?.kind !== 'accepted') throw new Error(String(accepted?.kind))
   const claim = await claimAttempt(db, { attemptId: firstId, ownerId, leaseTtlMs: 10_000 })
   if (claim.kind !== 'claimed') throw new Error(claim.kind)
   const agentId = claim.attempt.agentId
@@ -129,15 +133,17 @@ export async function acceptContinuation(
     },
   })
   const attemptId = randomUUID()
-  await acceptDelegation(db, {
-    sessionId,
-    name: 'scripted',
-    prompt: [{ type: 'text', text: prompt }],
-    metadata: {},
-    attemptId,
-    newAgentId: randomUUID(),
-    agentId,
-  })
+  await acceptDelegations(db, [
+    {
+      sessionId,
+      name: 'scripted',
+      prompt: [{ type: 'text', text: prompt }],
+      metadata: {},
+      attemptId,
+      newAgentId: randomUUID(),
+      agentId,
+    },
+  ])
   return { agentId, firstId, attemptId }
 }
 

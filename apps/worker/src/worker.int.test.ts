@@ -2,7 +2,7 @@ import { sql } from 'kysely'
 import pg from 'pg'
 import { Queue } from 'bullmq'
 import { QueueName } from '@baton/contracts'
-import { createAttemptQueue, createControlPublisher, enqueueAttempt } from '@baton/queue'
+import { createAttemptQueue, createWorkerCommandPublisher, enqueueAttempt } from '@baton/queue'
 import { getAttempt, recordSteering } from '@baton/store'
 import { NO_START_CAPABILITIES, type SubagentProvider, type SubagentResult } from '@baton/subagents'
 import { describe, eventually, expect, test, transitionEvents } from '@baton/testing'
@@ -319,7 +319,7 @@ describe('worker', () => {
       await blocker.query('select id from attempts where id = $1 for update', [attemptId])
       await new Promise((r) => setTimeout(r, 400)) // at least one heartbeat is now stuck
       // Cancellation arrives by event and reaches the child while the heartbeat is stuck.
-      const publisher = createControlPublisher({
+      const publisher = createWorkerCommandPublisher({
         connection: { url: ctx.redisUrl },
         prefix: ctx.queuePrefix,
       })

@@ -6,6 +6,8 @@
 export const ErrorCode = {
   ValidationFailed: 'VALIDATION_FAILED',
   UnknownSubagent: 'UNKNOWN_SUBAGENT',
+  /** The subagent is known but this deployment cannot run it now (`details.reason`). */
+  SubagentUnavailable: 'SUBAGENT_UNAVAILABLE',
   AgentNotFound: 'AGENT_NOT_FOUND',
   AgentBusy: 'AGENT_BUSY',
   AttemptNotFound: 'ATTEMPT_NOT_FOUND',

@@ -49,9 +49,10 @@ export type {
 } from './delegation.ts'
 export {
   ATTEMPT_JOB_NAME,
-  CONTROL_EVENT_NAMES,
   QueueName,
+  WORKER_COMMAND_NAMES,
   attemptJobSchema,
-  controlEventSchema,
+  attemptSettlementSchema,
+  workerCommandSchema,
 } from './jobs.ts'
-export type { AttemptJob, ControlEvent, ControlEventName } from './jobs.ts'
+export type { AttemptJob, AttemptSettlement, WorkerCommand, WorkerCommandName } from './jobs.ts'

@@ -6,8 +6,10 @@ import { z } from 'zod'
  */
 export const QueueName = {
   Attempts: 'attempts',
-  /** Carries no jobs: its event stream is the control and completion doorbell. */
-  Control: 'control',
+  /** Carries no jobs: its event stream carries commands from the API to workers. */
+  WorkerCommands: 'worker-commands',
+  /** Carries no jobs: its event stream tells the API's bounded waits that an attempt settled. */
+  AttemptSettlements: 'attempt-settlements',
 } as const
 export type QueueName = (typeof QueueName)[keyof typeof QueueName]
 
@@ -15,13 +17,24 @@ export const attemptJobSchema = z.strictObject({ attemptId: z.uuid() })
 export type AttemptJob = z.infer<typeof attemptJobSchema>
 export const ATTEMPT_JOB_NAME = 'attempt'
 
-/** Events published on the control stream. The ledger is written first; these only ring bells. */
-export const controlEventSchema = z.discriminatedUnion('eventName', [
+/**
+ * Commands to the worker that owns an attempt. The ledger is written first; a command only
+ * shortens the time until the owner notices (heartbeats find it otherwise).
+ */
+export const workerCommandSchema = z.discriminatedUnion('eventName', [
   z.object({ eventName: z.literal('cancel'), attemptId: z.uuid() }),
-  z.object({ eventName: z.literal('terminal'), attemptId: z.uuid() }),
   z.object({ eventName: z.literal('steer'), attemptId: z.uuid() }),
 ])
-export type ControlEvent = z.infer<typeof controlEventSchema>
-export type ControlEventName = ControlEvent['eventName']
+export type WorkerCommand = z.infer<typeof workerCommandSchema>
+export type WorkerCommandName = WorkerCommand['eventName']
+export const WORKER_COMMAND_NAMES: readonly WorkerCommandName[] = ['cancel', 'steer']
 
-export const CONTROL_EVENT_NAMES: readonly ControlEventName[] = ['cancel', 'terminal', 'steer']
+/**
+ * Told to the API once an attempt is terminal in the ledger, so bounded waits read it at once
+ * instead of at their bound.
+ */
+export const attemptSettlementSchema = z.object({
+  eventName: z.literal('settled'),
+  attemptId: z.uuid(),
+})
+export type AttemptSettlement = z.infer<typeof attemptSettlementSchema>

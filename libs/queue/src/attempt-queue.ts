@@ -1,4 +1,4 @@
-import { Queue, type ConnectionOptions } from 'bullmq'
+import { Queue, type ConnectionOptions, type JobsOptions } from 'bullmq'
 import { ATTEMPT_JOB_NAME, QueueName, type AttemptJob } from '@baton/contracts'
 
 export type AttemptQueue = Queue<AttemptJob, void, typeof ATTEMPT_JOB_NAME>
@@ -28,29 +28,50 @@ export function createAttemptQueue(options: QueueOptions): AttemptQueue {
   })
 }
 
-/** Enqueue an attempt. The job id is the attempt id, so enqueueing twice is a no-op. */
+export interface AttemptJobSpec {
+  readonly name: typeof ATTEMPT_JOB_NAME
+  readonly data: AttemptJob
+  readonly opts: JobsOptions & { readonly jobId: string }
+}
+
+/**
+ * The one shape of an attempt's job. The job id is the attempt id, so adding it twice is a no-op
+ * while the first job exists: every enqueue path (the API's batch, the reconciler) builds it here.
+ */
+export function attemptJob(attemptId: string): AttemptJobSpec {
+  return { name: ATTEMPT_JOB_NAME, data: { attemptId }, opts: { jobId: attemptId } }
+}
+
+/** Enqueue attempts in one round trip. Attempts whose job exists are left as they are. */
+export async function enqueueAttempts(
+  queue: AttemptQueue,
+  attemptIds: readonly string[],
+): Promise<void> {
+  if (attemptIds.length === 0) return
+  await queue.addBulk(attemptIds.map(attemptJob))
+}
+
+/** Enqueue one attempt (see `enqueueAttempts`). */
 export async function enqueueAttempt(queue: AttemptQueue, attemptId: string): Promise<void> {
-  await queue.add(ATTEMPT_JOB_NAME, { attemptId }, { jobId: attemptId })
+  await enqueueAttempts(queue, [attemptId])
 }
 
 /**
  * Re-enqueue attempts the ledger says are waiting, when their job no longer exists (Redis was
  * flushed or restarted) or already finished without making them run. Returns how many were added.
+ * Three round trips whatever the count: the job states (pipelined), the removal of finished jobs
+ * (pipelined), one `addBulk`.
  */
 export async function ensureAttemptsEnqueued(
   queue: AttemptQueue,
   attemptIds: readonly string[],
 ): Promise<number> {
-  let added = 0
-  for (const attemptId of attemptIds) {
-    const state = await queue.getJobState(attemptId)
-    if (state === 'completed' || state === 'failed') {
-      await queue.remove(attemptId)
-    } else if (state !== 'unknown') {
-      continue
-    }
-    await enqueueAttempt(queue, attemptId)
-    added += 1
-  }
-  return added
+  if (attemptIds.length === 0) return 0
+  const states = await Promise.all(attemptIds.map((id) => queue.getJobState(id)))
+  const finished = attemptIds.filter((_, i) => states[i] === 'completed' || states[i] === 'failed')
+  const missing = attemptIds.filter((_, i) => states[i] === 'unknown')
+  await Promise.all(finished.map((id) => queue.remove(id)))
+  const readd = [...finished, ...missing]
+  await enqueueAttempts(queue, readd)
+  return readd.length
 }

@@ -1,7 +1,28 @@
 export { createRedisConnection } from './connection.ts'
-export { createAttemptQueue, enqueueAttempt, ensureAttemptsEnqueued } from './attempt-queue.ts'
-export type { AttemptQueue, QueueOptions } from './attempt-queue.ts'
-export { createControlListener, createControlPublisher } from './control-events.ts'
-export type { ControlListener, ControlPublisher } from './control-events.ts'
-export { createCompletionDoorbell } from './completion-doorbell.ts'
-export type { CompletionDoorbell, DoorbellSubscription } from './completion-doorbell.ts'
+export {
+  attemptJob,
+  createAttemptQueue,
+  enqueueAttempt,
+  enqueueAttempts,
+  ensureAttemptsEnqueued,
+} from './attempt-queue.ts'
+export type { AttemptJobSpec, AttemptQueue, QueueOptions } from './attempt-queue.ts'
+export type {
+  ListenerOptions,
+  PublisherOptions,
+  StreamListener,
+  StreamPublisher,
+  WarnLogger,
+} from './event-stream.ts'
+export {
+  createWorkerCommandListener,
+  createWorkerCommandPublisher,
+  sendWorkerCommand,
+} from './worker-commands.ts'
+export type { WorkerCommandPublisher } from './worker-commands.ts'
+export {
+  announceSettled,
+  createSettlementListener,
+  createSettlementPublisher,
+} from './attempt-settlements.ts'
+export type { SettlementPublisher } from './attempt-settlements.ts'

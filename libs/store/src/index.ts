@@ -5,12 +5,11 @@ export { migrateToLatest, pendingMigrations } from './migrate.ts'
 export type { MigrationReport } from './migrate.ts'
 export { isTransientStoreError, retryTransient } from './pg-errors.ts'
 export type { RetryTransientOptions } from './pg-errors.ts'
-export { acceptDelegation, acceptNewDelegations } from './attempts/accept-delegation.ts'
+export { acceptDelegations } from './attempts/accept-delegations.ts'
 export type {
   AcceptDelegationInput,
   AcceptDelegationOutcome,
-  NewDelegationInput,
-} from './attempts/accept-delegation.ts'
+} from './attempts/accept-delegations.ts'
 export { claimAttempt, claimAttempts } from './attempts/claim-attempt.ts'
 export type {
   ClaimAttemptInput,
@@ -25,7 +24,8 @@ export { requestCancel } from './attempts/request-cancel.ts'
 export type { RequestCancelOutcome } from './attempts/request-cancel.ts'
 export { commitProcessLoss, findExpiredRunning } from './attempts/reconcile-process-loss.ts'
 export { findStaleAccepted } from './attempts/find-stale-accepted.ts'
-export { getAttempt, toAttemptView } from './attempts/get-attempt.ts'
+export { getAttempt } from './attempts/get-attempt.ts'
+export type { AttemptRecord } from './attempts/get-attempt.ts'
 export { INLINE_PREVIEW_CHARS, buildTerminalProjection } from './attempts/terminal-record.ts'
 export type { ContextDelta, TerminalResultInput } from './attempts/terminal-record.ts'
 export { getAgentContext } from './attempts/agent-context.ts'
@@ -38,9 +38,3 @@ export {
   recordSteering,
 } from './attempts/steering.ts'
 export type { RecordSteeringOutcome, SteeringMessage } from './attempts/steering.ts'
-export { acceptIdempotent, acceptNewIdempotent } from './attempts/accept-idempotent.ts'
-export type {
-  IdempotentAcceptInput,
-  IdempotentAcceptOutcome,
-  IdempotentNewInput,
-} from './attempts/accept-idempotent.ts'

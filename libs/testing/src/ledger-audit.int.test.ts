@@ -1,20 +1,22 @@
 import { randomUUID } from 'node:crypto'
 import { sql } from 'kysely'
-import { acceptDelegation, claimAttempt, commitTerminal, type Db } from '@baton/store'
+import { acceptDelegations, claimAttempt, commitTerminal, type Db } from '@baton/store'
 import { describe, expect, test } from './fixtures.ts'
 import { auditExecutionWitness, auditLedger } from './ledger-audit.ts'
 
 async function accept(db: Db, name: string, prompt: string): Promise<string> {
   const attemptId = randomUUID()
-  const outcome = await acceptDelegation(db, {
-    sessionId: `audit-${name}`,
-    name,
-    prompt,
-    metadata: {},
-    attemptId,
-    newAgentId: randomUUID(),
-  })
-  if (outcome.kind !== 'accepted') throw new Error(outcome.kind)
+  const [outcome] = await acceptDelegations(db, [
+    {
+      sessionId: `audit-${name}`,
+      name,
+      prompt,
+      metadata: {},
+      attemptId,
+      newAgentId: randomUUID(),
+    },
+  ])
+  if (outcome?.kind !== 'accepted') throw new Error(String(outcome?.kind))
   return attemptId
 }
 

@@ -4,9 +4,10 @@ import { BatonError, ErrorCode, type ErrorBody } from '@baton/contracts'
 import { isTransientStoreError } from '@baton/store'
 
 /** HTTP status knowledge lives here and nowhere else. */
-const STATUS: Record<ErrorCode, number> = {
+export const STATUS: Readonly<Record<ErrorCode, number>> = {
   [ErrorCode.ValidationFailed]: 400,
   [ErrorCode.UnknownSubagent]: 400,
+  [ErrorCode.SubagentUnavailable]: 400,
   [ErrorCode.AgentNotFound]: 404,
   [ErrorCode.AttemptNotFound]: 404,
   [ErrorCode.NotFound]: 404,

@@ -3,9 +3,9 @@ import { Worker } from 'bullmq'
 import { sql } from 'kysely'
 import { QueueName, type AttemptJob } from '@baton/contracts'
 import { createLogger } from '@baton/observability'
-import { createAttemptQueue, createControlPublisher, enqueueAttempt } from '@baton/queue'
+import { createAttemptQueue, createSettlementPublisher, enqueueAttempt } from '@baton/queue'
 import {
-  acceptDelegation,
+  acceptDelegations,
   claimAttempt,
   commitTerminal,
   getAgentContext,
@@ -42,14 +42,16 @@ describe('attempt processor', () => {
   }) => {
     const ownerId = `owner-${randomUUID().slice(0, 8)}`
     const attemptId = randomUUID()
-    await acceptDelegation(db, {
-      sessionId: 'lost-response',
-      name: 'scripted',
-      prompt: [{ type: 'text', text: '{"output":"exactly once"}' }],
-      metadata: {},
-      attemptId,
-      newAgentId: randomUUID(),
-    })
+    await acceptDelegations(db, [
+      {
+        sessionId: 'lost-response',
+        name: 'scripted',
+        prompt: [{ type: 'text', text: '{"output":"exactly once"}' }],
+        metadata: {},
+        attemptId,
+        newAgentId: randomUUID(),
+      },
+    ])
     const outcomes: (CommitTerminalOutcome | 'response lost')[] = []
     let dropped = false
     // The first commit reaches the ledger, then its response is lost on the way back.
@@ -191,7 +193,10 @@ function startProcessor(
   commit: (input: CommitTerminalInput) => Promise<CommitTerminalOutcome> = (input) =>
     commitTerminal(db, input),
 ) {
-  const publisher = createControlPublisher({ connection: { url: redisUrl }, prefix: queuePrefix })
+  const publisher = createSettlementPublisher({
+    connection: { url: redisUrl },
+    prefix: queuePrefix,
+  })
   const leaseKeeper = createLeaseKeeper({
     db,
     ownerId,

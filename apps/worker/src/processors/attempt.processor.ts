@@ -2,7 +2,7 @@ import { setTimeout as sleep } from 'node:timers/promises'
 import type { Job } from 'bullmq'
 import { FailureCategory, attemptJobSchema, type AttemptJob } from '@baton/contracts'
 import type { Logger } from '@baton/observability'
-import type { ControlPublisher } from '@baton/queue'
+import { announceSettled, type SettlementPublisher } from '@baton/queue'
 import type { SubagentHistoryEvent } from '@baton/subagents'
 import {
   commitProcessLoss,
@@ -33,7 +33,7 @@ export interface AttemptProcessorDeps {
   readonly leaseKeeper: LeaseKeeper
   readonly subagents: WorkerSubagents
   readonly steering: SteeringDelivery
-  readonly publisher: ControlPublisher
+  readonly publisher: SettlementPublisher
   readonly logger: Logger
 }
 
@@ -261,12 +261,7 @@ async function ringTerminal(
   attemptId: string,
   log: Logger,
 ): Promise<void> {
-  try {
-    await deps.publisher.publish({ eventName: 'terminal', attemptId })
-  } catch (error) {
-    // The outcome is durable; waiters fall back to their bound.
-    log.warn({ err: error }, 'terminal doorbell not published')
-  }
+  await announceSettled(deps.publisher, attemptId, log)
 }
 
 function assertNever(value: never): never {

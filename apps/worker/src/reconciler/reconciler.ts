@@ -1,5 +1,10 @@
 import type { Logger } from '@baton/observability'
-import { ensureAttemptsEnqueued, type AttemptQueue, type ControlPublisher } from '@baton/queue'
+import {
+  announceSettled,
+  ensureAttemptsEnqueued,
+  type AttemptQueue,
+  type SettlementPublisher,
+} from '@baton/queue'
 import { commitProcessLoss, findExpiredRunning, findStaleAccepted, type Db } from '@baton/store'
 
 export interface ReconcileReport {
@@ -24,7 +29,7 @@ const BATCH = 500
 export function createReconciler(deps: {
   db: Db
   queue: AttemptQueue
-  publisher: ControlPublisher
+  publisher: SettlementPublisher
   intervalMs: number
   requeueAfterMs: number
   logger: Logger
@@ -37,7 +42,7 @@ export function createReconciler(deps: {
     const lost = await commitProcessLoss(deps.db, expired)
     for (const attemptId of lost) {
       deps.logger.warn({ attemptId }, 'lease expired with its owner gone; recorded process loss')
-      await deps.publisher.publish({ eventName: 'terminal', attemptId }).catch(() => undefined)
+      await announceSettled(deps.publisher, attemptId, deps.logger)
     }
     const stale = await findStaleAccepted(deps.db, {
       olderThanMs: deps.requeueAfterMs,

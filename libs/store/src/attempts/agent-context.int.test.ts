@@ -2,28 +2,19 @@ import { randomUUID } from 'node:crypto'
 import { setTimeout as sleep } from 'node:timers/promises'
 import { describe, expect, historyTurn, test } from '@baton/testing'
 import type { Db } from '../db.ts'
-import { acceptDelegation } from './accept-delegation.ts'
 import { getAgentContext } from './agent-context.ts'
 import { claimAttempt } from './claim-attempt.ts'
 import { commitTerminal, commitTerminals } from './commit-terminal.ts'
 import { getAttempt } from './get-attempt.ts'
 import { commitProcessLoss } from './reconcile-process-loss.ts'
+import { acceptScripted } from './test-support.ts'
 
 const done = { stopReason: 'completed', output: 'done', failureCategory: null }
 
 /** Accepts an attempt (a new agent, or a continuation of `agentId`) and claims it for `w1`. */
 async function acceptAndClaim(db: Db, agentId?: string, leaseTtlMs = 10_000) {
-  const attemptId = randomUUID()
-  const accepted = await acceptDelegation(db, {
-    sessionId: 'context',
-    name: 'scripted',
-    prompt: [{ type: 'text', text: 'hello' }],
-    metadata: {},
-    attemptId,
-    newAgentId: randomUUID(),
-    ...(agentId === undefined ? {} : { agentId }),
-  })
-  if (accepted.kind !== 'accepted') throw new Error(accepted.kind)
+  const { attemptId, outcome } = await acceptScripted(db, 'context', agentId)
+  if (outcome.kind !== 'accepted') throw new Error(outcome.kind)
   const claim = await claimAttempt(db, { attemptId, ownerId: 'w1', leaseTtlMs })
   if (claim.kind !== 'claimed') throw new Error(claim.kind)
   const fence = { attemptId, ownerId: 'w1', ownerGeneration: claim.attempt.ownerGeneration }

@@ -1,38 +1,56 @@
-import type { AnyAttemptView, StopReason } from '@baton/contracts'
+import type { FailureCategory } from '@baton/contracts'
 import type { Db } from '../db.ts'
 import { TRANSIENT_READ_RETRY, retryTransient } from '../pg-errors.ts'
 import type { AttemptRow } from '../schema.ts'
 
-/** Reads one attempt as the public view, or `undefined`. */
-export async function getAttempt(db: Db, attemptId: string): Promise<AnyAttemptView | undefined> {
+/** One attempt as the ledger holds it (no lease fields); the public view is the API's to shape. */
+export interface AttemptRecord {
+  readonly id: string
+  readonly agentId: string
+  readonly sessionId: string
+  readonly name: string
+  readonly status: AttemptRow['status']
+  readonly createdAt: Date
+  readonly startedAt: Date | null
+  readonly cancelRequestedAt: Date | null
+  readonly stopReason: string | null
+  /** The bounded inline preview of the output (the full output is in the artifact, if any). */
+  readonly output: string | null
+  readonly outputTruncated: boolean | null
+  readonly outputBytes: number | null
+  readonly outputDigest: string | null
+  readonly failureCategory: FailureCategory | null
+  readonly terminalAt: Date | null
+  /** The agent-history span the terminal commit appended, if any. */
+  readonly context: { readonly baseSeq: number; readonly eventCount: number } | null
+}
+
+/** Reads one attempt, or `undefined`. */
+export async function getAttempt(db: Db, attemptId: string): Promise<AttemptRecord | undefined> {
   const row = await retryTransient(
     () => db.selectFrom('attempts').selectAll().where('id', '=', attemptId).executeTakeFirst(),
     TRANSIENT_READ_RETRY,
   )
-  return row === undefined ? undefined : toAttemptView(row)
+  return row === undefined ? undefined : toAttemptRecord(row)
 }
 
-export function toAttemptView(row: AttemptRow): AnyAttemptView {
-  const base = {
-    attemptId: row.id,
+function toAttemptRecord(row: AttemptRow): AttemptRecord {
+  return {
+    id: row.id,
     agentId: row.agent_id,
     sessionId: row.session_id,
     name: row.name,
-    createdAt: row.created_at.toISOString(),
-    startedAt: row.started_at?.toISOString() ?? null,
-    cancelRequested: row.cancel_requested_at !== null,
-  }
-  if (row.status !== 'terminal') return { ...base, status: row.status }
-  return {
-    ...base,
-    status: 'terminal',
-    stopReason: row.stop_reason as StopReason,
-    output: row.output_preview ?? '',
-    outputTruncated: row.output_truncated ?? false,
-    outputBytes: row.output_bytes ?? 0,
-    digest: row.output_digest ?? '',
+    status: row.status,
+    createdAt: row.created_at,
+    startedAt: row.started_at,
+    cancelRequestedAt: row.cancel_requested_at,
+    stopReason: row.stop_reason,
+    output: row.output_preview,
+    outputTruncated: row.output_truncated,
+    outputBytes: row.output_bytes,
+    outputDigest: row.output_digest,
     failureCategory: row.failure_category,
-    terminalAt: (row.terminal_at ?? row.created_at).toISOString(),
+    terminalAt: row.terminal_at,
     context:
       row.context_base === null || row.context_event_count === null
         ? null

@@ -3,7 +3,7 @@ import { Kysely, PostgresDialect } from 'kysely'
 import pg from 'pg'
 import { describe, expect, test } from '@baton/testing'
 import type { DB } from '../schema.ts'
-import { acceptNewDelegations } from './accept-delegation.ts'
+import { acceptDelegations } from './accept-delegations.ts'
 import { claimAttempts } from './claim-attempt.ts'
 import { commitTerminals } from './commit-terminal.ts'
 import { renewLeases } from './renew-leases.ts'
@@ -33,7 +33,7 @@ describe('batched liveness', () => {
         newAgentId: randomUUID(),
       }))
       statements = 0
-      await acceptNewDelegations(db, inputs)
+      await acceptDelegations(db, inputs)
       expect(statements).toBe(1)
 
       statements = 0

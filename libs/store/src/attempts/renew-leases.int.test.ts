@@ -49,7 +49,9 @@ describe('renewLeases', () => {
     expect(await renewLeases(db, { ownerId: 'w1', leases: [lease], leaseTtlMs: 10_000 })).toEqual([
       { attemptId, status: 'renewed', cancelRequested: false, steeringPending: false },
     ])
-    expect(await requestCancel(db, { attemptId, reason: 'user' })).toBe('cancel_requested')
+    expect(await requestCancel(db, { attemptId, reason: 'user' })).toEqual({
+      kind: 'cancel_requested',
+    })
     expect(await renewLeases(db, { ownerId: 'w1', leases: [lease], leaseTtlMs: 10_000 })).toEqual([
       { attemptId, status: 'renewed', cancelRequested: true, steeringPending: false },
     ])

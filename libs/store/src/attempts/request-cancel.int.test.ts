@@ -10,7 +10,9 @@ describe('requestCancel', () => {
     db,
   }) => {
     const { attemptId } = await accept(db)
-    expect(await requestCancel(db, { attemptId, reason: null })).toBe('cancelled_queued')
+    expect(await requestCancel(db, { attemptId, reason: null })).toEqual({
+      kind: 'cancelled_queued',
+    })
     expect(await getAttempt(db, attemptId)).toMatchObject({
       status: 'terminal',
       stopReason: 'aborted',
@@ -18,7 +20,9 @@ describe('requestCancel', () => {
     expect((await claimAttempt(db, { attemptId, ownerId: 'w1', leaseTtlMs: 1000 })).kind).toBe(
       'terminal',
     )
-    expect(await requestCancel(db, { attemptId, reason: null })).toBe('already_terminal')
-    expect(await requestCancel(db, { attemptId: randomUUID(), reason: null })).toBe('missing')
+    expect(await requestCancel(db, { attemptId, reason: null })).toEqual({ kind: 'terminal' })
+    expect(await requestCancel(db, { attemptId: randomUUID(), reason: null })).toEqual({
+      kind: 'missing',
+    })
   })
 })

@@ -9,11 +9,12 @@ import {
 
 export type RequestCancelOutcome =
   /** The attempt was still queued: it is now terminal `aborted` and will never run. */
-  | 'cancelled_queued'
+  | { readonly kind: 'cancelled_queued' }
   /** The attempt is running: the request is recorded; its owner aborts the child. */
-  | 'cancel_requested'
-  | 'already_terminal'
-  | 'missing'
+  | { readonly kind: 'cancel_requested' }
+  /** Already terminal before this request. Nothing written. */
+  | { readonly kind: 'terminal' }
+  | { readonly kind: 'missing' }
 
 /**
  * Record a cancel request in the ledger, before anyone is told.
@@ -21,7 +22,7 @@ export type RequestCancelOutcome =
  * attempt straight to terminal `aborted` (generation 0, nobody owns it) or flags a running one.
  * A claim racing with it serialises on the row lock; when the row changed under the statement's
  * snapshot neither branch applies, and the statement is simply run again on a fresh snapshot.
- * Outcomes: cancelled_queued | cancel_requested | already_terminal | missing.
+ * Outcomes: cancelled_queued | cancel_requested | terminal | missing.
  * Retry safety: repeating a request keeps the first request time and reason.
  */
 export async function requestCancel(
@@ -62,10 +63,10 @@ export async function requestCancel(
     `.execute(db)
     const row = result.rows[0]
     if (row === undefined) throw new Error('requestCancel: statement returned no row')
-    if (row.queued === 1) return 'cancelled_queued'
-    if (row.running === 1) return 'cancel_requested'
-    if (row.status === null) return 'missing'
-    if (row.status === 'terminal') return 'already_terminal'
+    if (row.queued === 1) return { kind: 'cancelled_queued' }
+    if (row.running === 1) return { kind: 'cancel_requested' }
+    if (row.status === null) return { kind: 'missing' }
+    if (row.status === 'terminal') return { kind: 'terminal' }
     // The row moved between snapshot and lock (a concurrent claim): run again on a fresh snapshot.
   }
   throw new Error('requestCancel: attempt kept changing under the statement')

@@ -1,22 +1,34 @@
-// Shared by the attempt store's integration tests (one file per operation).
+// Shared by the attempt store's integration tests (one file per operation); not exported.
 import { randomUUID } from 'node:crypto'
 import { sql } from 'kysely'
 import type { Db } from '../db.ts'
-import { acceptDelegation } from './accept-delegation.ts'
+import { acceptDelegations, type AcceptDelegationOutcome } from './accept-delegations.ts'
 
-/** Accepts a new delegation (or a continuation of `agentId`). */
-export async function accept(db: Db, agentId?: string) {
+/** Accepts one delegation to `scripted` in `sessionId` (a continuation of `agentId` if given). */
+export async function acceptScripted(
+  db: Db,
+  sessionId: string,
+  agentId?: string,
+): Promise<{ attemptId: string; outcome: AcceptDelegationOutcome }> {
   const attemptId = randomUUID()
-  const outcome = await acceptDelegation(db, {
-    sessionId: 'session-1',
-    name: 'scripted',
-    prompt: [{ type: 'text', text: 'hello' }],
-    metadata: {},
-    attemptId,
-    newAgentId: randomUUID(),
-    ...(agentId === undefined ? {} : { agentId }),
-  })
+  const [outcome] = await acceptDelegations(db, [
+    {
+      sessionId,
+      name: 'scripted',
+      prompt: [{ type: 'text', text: 'hello' }],
+      metadata: {},
+      attemptId,
+      newAgentId: randomUUID(),
+      agentId,
+    },
+  ])
+  if (outcome === undefined) throw new Error('no outcome')
   return { attemptId, outcome }
+}
+
+/** Accepts a new delegation in `session-1` (or a continuation of `agentId`). */
+export function accept(db: Db, agentId?: string) {
+  return acceptScripted(db, 'session-1', agentId)
 }
 
 /** The attempt's transitions, oldest first: `['accepted@0', 'claimed@1']`. */

@@ -1,0 +1,90 @@
+import { BatonError, ErrorCode } from '@baton/contracts'
+
+/**
+ * Every way a command can be refused, as an outcome. Services return these; the route turns one
+ * into an error here and nowhere else (its status comes from `errors.ts`).
+ */
+export type Refusal =
+  | { readonly kind: 'missing'; readonly attemptId: string }
+  | { readonly kind: 'terminal'; readonly attemptId: string }
+  | { readonly kind: 'unknown_subagent'; readonly name: string; readonly known: readonly string[] }
+  | { readonly kind: 'subagent_unavailable'; readonly name: string; readonly reason: string }
+  | { readonly kind: 'steering_unsupported'; readonly name: string }
+  | {
+      readonly kind: 'agent_not_found'
+      readonly agentId: string
+      readonly sessionId: string
+      readonly name: string
+    }
+  | { readonly kind: 'agent_busy'; readonly agentId: string }
+  | { readonly kind: 'key_reused' }
+
+export type RefusalKind = Refusal['kind']
+
+const REFUSAL_KINDS: ReadonlySet<string> = new Set<RefusalKind>([
+  'missing',
+  'terminal',
+  'unknown_subagent',
+  'subagent_unavailable',
+  'steering_unsupported',
+  'agent_not_found',
+  'agent_busy',
+  'key_reused',
+])
+
+export function isRefusal<T extends { readonly kind: string }>(
+  outcome: T | Refusal,
+): outcome is Refusal {
+  return REFUSAL_KINDS.has(outcome.kind)
+}
+
+/** The error a refusal leaves the API as. */
+export function refusalError(refusal: Refusal): BatonError {
+  switch (refusal.kind) {
+    case 'missing':
+      return new BatonError(ErrorCode.AttemptNotFound, `no attempt ${refusal.attemptId}`)
+    case 'terminal':
+      return new BatonError(ErrorCode.AttemptTerminal, 'the attempt is already terminal')
+    case 'unknown_subagent':
+      return new BatonError(ErrorCode.UnknownSubagent, `no subagent named "${refusal.name}"`, {
+        details: { known: [...refusal.known] },
+      })
+    case 'subagent_unavailable':
+      return new BatonError(
+        ErrorCode.SubagentUnavailable,
+        `subagent "${refusal.name}" cannot run here`,
+        { details: { reason: refusal.reason } },
+      )
+    case 'steering_unsupported':
+      return new BatonError(
+        ErrorCode.SteeringUnsupported,
+        `subagent "${refusal.name}" cannot be steered`,
+      )
+    case 'agent_not_found':
+      return new BatonError(
+        ErrorCode.AgentNotFound,
+        `no agent ${refusal.agentId} named "${refusal.name}" in session "${refusal.sessionId}"`,
+      )
+    case 'agent_busy':
+      return new BatonError(
+        ErrorCode.AgentBusy,
+        'the agent already has an attempt that is not terminal',
+        { details: { agentId: refusal.agentId } },
+      )
+    case 'key_reused':
+      return new BatonError(
+        ErrorCode.IdempotencyKeyReused,
+        'this Idempotency-Key was already used in this session with a different request',
+      )
+    default: {
+      const unexpected: never = refusal
+      throw new Error(`unexpected refusal ${JSON.stringify(unexpected)}`)
+    }
+  }
+}
+
+/** The outcome itself, or the error its refusal maps to (thrown). */
+export function unlessRefused<T extends { readonly kind: string }>(outcome: T | Refusal): T {
+  if (isRefusal(outcome)) throw refusalError(outcome)
+  return outcome
+}

@@ -1,0 +1,195 @@
+import { randomUUID } from 'node:crypto'
+import {
+  promptToBlocks,
+  requestDigest,
+  type AnyAttemptView,
+  type DelegationAccepted,
+  type DelegationRequest,
+  type Prompt,
+} from '@baton/contracts'
+import type { Logger } from '@baton/observability'
+import {
+  announceSettled,
+  sendWorkerCommand,
+  type SettlementPublisher,
+  type WorkerCommandPublisher,
+} from '@baton/queue'
+import { getAttempt, recordSteering, requestCancel, type Db } from '@baton/store'
+import type { SubagentPolicy } from '../deps.ts'
+import type { Refusal } from '../http/refusals.ts'
+import type { Admission } from './admission.ts'
+import { awaitAttempt, awaitEnqueued, type SettledDoorbell } from './bounded-wait.ts'
+import { readAttemptView } from './attempt-view.ts'
+
+export type DelegateOutcome =
+  | {
+      readonly kind: 'accepted' | 'replayed'
+      readonly accepted: DelegationAccepted
+      /** Present when the caller asked to wait: the terminal view or the snapshot at the bound. */
+      readonly view: AnyAttemptView | undefined
+    }
+  | Refusal
+
+export type CancelOutcome = { readonly kind: 'cancelled_queued' | 'cancel_requested' } | Refusal
+export type SteerOutcome = { readonly kind: 'recorded'; readonly sequence: number } | Refusal
+export type ViewOutcome = { readonly kind: 'view'; readonly view: AnyAttemptView } | Refusal
+
+/**
+ * The commands on attempts, each in the same order: decide from the ledger, record in the
+ * ledger, then notify. A notification that fails is logged once and swallowed by the queue
+ * library's one policy: the fact is durable, and heartbeats (workers) or the bound (waits) find it.
+ */
+export interface AttemptCommands {
+  delegate(input: {
+    readonly sessionId: string
+    readonly request: DelegationRequest
+    readonly idempotencyKey: string | undefined
+    readonly signal: AbortSignal
+  }): Promise<DelegateOutcome>
+  cancel(attemptId: string, reason: string | null): Promise<CancelOutcome>
+  steer(attemptId: string, content: Prompt): Promise<SteerOutcome>
+  read(attemptId: string): Promise<ViewOutcome>
+  wait(attemptId: string, timeoutMs: number, signal: AbortSignal): Promise<ViewOutcome>
+}
+
+export function createAttemptCommands(deps: {
+  readonly db: Db
+  readonly admission: Admission
+  readonly doorbell: SettledDoorbell
+  readonly workerCommands: WorkerCommandPublisher
+  readonly settlements: SettlementPublisher
+  readonly subagents: SubagentPolicy
+  readonly logger: Logger
+}): AttemptCommands {
+  const log = deps.logger.child({ component: 'attempt-commands' })
+
+  async function delegate(
+    input: Parameters<AttemptCommands['delegate']>[0],
+  ): Promise<DelegateOutcome> {
+    const { sessionId, request } = input
+    const admission = deps.subagents.admit(request.name)
+    if (admission.kind === 'unknown')
+      return { kind: 'unknown_subagent', name: request.name, known: admission.known } as const
+    if (admission.kind === 'refused')
+      return { kind: 'subagent_unavailable', name: request.name, reason: admission.reason } as const
+    const prompt = promptToBlocks(request.prompt)
+    const metadata = request.metadata ?? {}
+    const outcome = await deps.admission.accept({
+      sessionId,
+      name: request.name,
+      prompt,
+      metadata,
+      attemptId: randomUUID(),
+      newAgentId: randomUUID(),
+      agentId: request.agentId,
+      ...(input.idempotencyKey === undefined
+        ? {}
+        : {
+            idempotencyKey: input.idempotencyKey,
+            requestDigest: requestDigest({
+              name: request.name,
+              prompt,
+              agentId: request.agentId ?? null,
+              metadata,
+            }),
+          }),
+    })
+    switch (outcome.kind) {
+      case 'agent_not_found':
+        return {
+          kind: 'agent_not_found',
+          agentId: request.agentId ?? '',
+          sessionId,
+          name: request.name,
+        } as const
+      case 'agent_busy':
+        return { kind: 'agent_busy', agentId: request.agentId ?? '' } as const
+      case 'key_reused':
+        return outcome
+      case 'accepted':
+      case 'replayed':
+        break
+      default: {
+        const unexpected: never = outcome
+        throw new Error(`unexpected outcome ${JSON.stringify(unexpected)}`)
+      }
+    }
+    const { attemptId, agentId } = outcome
+    log.debug(
+      { attemptId, agentId, subagent: request.name, outcome: outcome.kind },
+      'delegation accepted',
+    )
+    const accepted = { agentId, attemptId, status: 'accepted' } as const
+    const bound = request.wait?.timeoutMs
+    let view: AnyAttemptView | undefined
+    if (outcome.kind === 'replayed') {
+      // The first request enqueued it (or the reconciler will): answer as it stands.
+      if (bound !== undefined) view = await awaitAttempt(deps, attemptId, bound, input.signal)
+    } else if (bound === undefined) {
+      await deps.admission.enqueue(attemptId)
+    } else {
+      view = await awaitEnqueued(
+        deps,
+        attemptId,
+        () => deps.admission.enqueue(attemptId),
+        bound,
+        input.signal,
+      )
+    }
+    // An accepted attempt is never deleted: a read that finds nothing is a broken invariant.
+    if (bound !== undefined && view === undefined) throw new Error('accepted attempt vanished')
+    return { kind: outcome.kind, accepted, view }
+  }
+
+  async function cancel(attemptId: string, reason: string | null): Promise<CancelOutcome> {
+    const outcome = await requestCancel(deps.db, { attemptId, reason })
+    switch (outcome.kind) {
+      case 'missing':
+      case 'terminal':
+        return { kind: outcome.kind, attemptId }
+      case 'cancelled_queued':
+        // Terminal now: waits on it may return at once.
+        await announceSettled(deps.settlements, attemptId, log)
+        break
+      case 'cancel_requested':
+        await sendWorkerCommand(deps.workerCommands, { eventName: 'cancel', attemptId }, log)
+        break
+      default: {
+        const unexpected: never = outcome
+        throw new Error(`unexpected outcome ${JSON.stringify(unexpected)}`)
+      }
+    }
+    log.info({ attemptId, outcome: outcome.kind }, 'cancel recorded')
+    return outcome
+  }
+
+  async function steer(attemptId: string, content: Prompt): Promise<SteerOutcome> {
+    const row = await getAttempt(deps.db, attemptId)
+    if (row === undefined) return { kind: 'missing', attemptId }
+    if (row.status === 'terminal') return { kind: 'terminal', attemptId }
+    const admission = deps.subagents.admit(row.name)
+    if (admission.kind !== 'runnable' || !admission.steerable)
+      return { kind: 'steering_unsupported', name: row.name }
+    const outcome = await recordSteering(deps.db, { attemptId, content: promptToBlocks(content) })
+    if (outcome.kind !== 'recorded') return { kind: outcome.kind, attemptId }
+    await sendWorkerCommand(deps.workerCommands, { eventName: 'steer', attemptId }, log)
+    log.info({ attemptId, sequence: outcome.sequence }, 'steering recorded')
+    return outcome
+  }
+
+  async function read(attemptId: string): Promise<ViewOutcome> {
+    const view = await readAttemptView(deps.db, attemptId)
+    return view === undefined ? { kind: 'missing', attemptId } : { kind: 'view', view }
+  }
+
+  async function wait(
+    attemptId: string,
+    timeoutMs: number,
+    signal: AbortSignal,
+  ): Promise<ViewOutcome> {
+    const view = await awaitAttempt(deps, attemptId, timeoutMs, signal)
+    return view === undefined ? { kind: 'missing', attemptId } : { kind: 'view', view }
+  }
+
+  return { delegate, cancel, steer, read, wait }
+}

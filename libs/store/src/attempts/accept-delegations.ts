@@ -1,0 +1,176 @@
+import { sql } from 'kysely'
+import type { Db } from '../db.ts'
+
+export interface AcceptDelegationInput {
+  readonly sessionId: string
+  readonly name: string
+  readonly prompt: unknown
+  readonly metadata: Readonly<Record<string, unknown>>
+  /** Fresh ids minted by the caller for this request. */
+  readonly attemptId: string
+  readonly newAgentId: string
+  /** Present to continue a known agent of this session and name; absent for a new agent. */
+  readonly agentId?: string | undefined
+  /** The caller's key, unique per session: a retry with it answers the first attempt. */
+  readonly idempotencyKey?: string | undefined
+  /** Digest of the request the key came with; the key reused with another request is refused. */
+  readonly requestDigest?: string | undefined
+}
+
+export type AcceptDelegationOutcome =
+  | { readonly kind: 'accepted'; readonly agentId: string; readonly attemptId: string }
+  /** The key was used before with the same request: the attempt it created. Nothing written. */
+  | { readonly kind: 'replayed'; readonly agentId: string; readonly attemptId: string }
+  /** The key was used before with a different request. Nothing written. */
+  | { readonly kind: 'key_reused' }
+  /** No agent with that id in this session under this name. Nothing written. */
+  | { readonly kind: 'agent_not_found' }
+  /** The agent has an attempt that is not terminal. Nothing written. */
+  | { readonly kind: 'agent_busy' }
+
+/**
+ * Accept delegations, many per statement (one round trip, one commit), answered per input.
+ * Inputs: per delegation the session, subagent name, prompt, metadata, fresh agent/attempt ids,
+ * optionally the agent it continues, optionally an idempotency key and request digest.
+ * The attempt insert is arbitrated by the unique indexes: (session, key) for keyed inputs and
+ * `attempts_one_active_per_agent` for continuations; a continuation is inserted only if its agent
+ * exists in its session under its name. The session, agent (new delegations only) and audit rows
+ * are written for the attempts actually inserted. An input that was not inserted — its key taken
+ * (by an earlier request, a concurrent one whose commit the insert waited for, or an earlier input
+ * of the same batch), its agent busy or missing — writes nothing and is classified by a second
+ * statement on a fresh snapshot; a batch in which everything was inserted is one statement.
+ * Outcomes per input: accepted | replayed | key_reused | agent_not_found | agent_busy.
+ * Retry safety: a keyed retry after a lost answer is `replayed`; an unkeyed retry is a new
+ * delegation (callers mint fresh ids).
+ */
+export async function acceptDelegations(
+  db: Db,
+  inputs: readonly AcceptDelegationInput[],
+): Promise<AcceptDelegationOutcome[]> {
+  if (inputs.length === 0) return []
+  const inserted = await sql<{ id: string }>`
+    with input as (
+      select * from unnest(
+        ${inputs.map((i) => i.attemptId)}::uuid[],
+        ${inputs.map((i) => i.newAgentId)}::uuid[],
+        ${inputs.map((i) => i.agentId ?? null)}::uuid[],
+        ${inputs.map((i) => i.sessionId)}::text[],
+        ${inputs.map((i) => i.name)}::text[],
+        ${inputs.map((i) => JSON.stringify(i.prompt))}::jsonb[],
+        ${inputs.map((i) => JSON.stringify(i.metadata))}::jsonb[],
+        ${inputs.map((i) => i.idempotencyKey ?? null)}::text[],
+        ${inputs.map((i) => i.requestDigest ?? null)}::text[]
+      ) with ordinality as i(attempt_id, new_agent_id, continued_agent_id, session_id, name,
+                             prompt, metadata, idempotency_key, request_digest, ord)
+    ), ins as (
+      insert into attempts (id, agent_id, session_id, name, prompt, metadata, status,
+                            idempotency_key, request_digest)
+      select i.attempt_id, coalesce(i.continued_agent_id, i.new_agent_id), i.session_id, i.name,
+             i.prompt, i.metadata, 'accepted', i.idempotency_key, i.request_digest
+      from input i
+      where i.continued_agent_id is null
+         or exists (select 1 from agents ag
+                    where ag.id = i.continued_agent_id and ag.session_id = i.session_id
+                      and ag.name = i.name)
+      order by i.ord
+      on conflict do nothing
+      returning id
+    ), fresh as (
+      select i.* from input i join ins on ins.id = i.attempt_id where i.continued_agent_id is null
+    ), s as (
+      insert into sessions (id, namespace_id)
+      select distinct session_id, 'default' from fresh
+      on conflict (id) do nothing
+    ), ag as (
+      insert into agents (id, session_id, name) select new_agent_id, session_id, name from fresh
+    ), t as (
+      insert into attempt_transitions (attempt_id, from_status, to_status, event, owner_generation)
+      select id, null, 'accepted', 'accepted', 0 from ins
+    )
+    select id from ins
+  `.execute(db)
+  const accepted = new Set(inserted.rows.map((r) => r.id))
+  const refused = inputs.filter((i) => !accepted.has(i.attemptId))
+  const why = refused.length === 0 ? emptyFindings() : await classifyRefused(db, refused)
+  return inputs.map((input): AcceptDelegationOutcome => {
+    if (accepted.has(input.attemptId))
+      return {
+        kind: 'accepted',
+        agentId: input.agentId ?? input.newAgentId,
+        attemptId: input.attemptId,
+      }
+    const owner =
+      input.idempotencyKey === undefined
+        ? undefined
+        : why.keyOwners.get(keyOf(input.sessionId, input.idempotencyKey))
+    if (owner !== undefined) {
+      return owner.request_digest === (input.requestDigest ?? null)
+        ? { kind: 'replayed', agentId: owner.agent_id, attemptId: owner.id }
+        : { kind: 'key_reused' }
+    }
+    if (input.agentId === undefined)
+      throw new Error('accept: a new delegation was neither inserted nor refused by its key')
+    // The agent exists in this session under this name, so only its active attempt stood in the way.
+    return why.agents.has(agentKeyOf(input.sessionId, input.name, input.agentId))
+      ? { kind: 'agent_busy' }
+      : { kind: 'agent_not_found' }
+  })
+}
+
+interface Findings {
+  readonly keyOwners: Map<string, { id: string; agent_id: string; request_digest: string | null }>
+  readonly agents: Set<string>
+}
+
+function emptyFindings(): Findings {
+  return { keyOwners: new Map(), agents: new Set() }
+}
+
+/**
+ * Why inputs were not inserted, on a snapshot newer than the insert's: a key is never released
+ * and an agent never deleted, so what the insert waited for is visible here.
+ */
+async function classifyRefused(
+  db: Db,
+  refused: readonly AcceptDelegationInput[],
+): Promise<Findings> {
+  const result = await sql<{
+    kind: 'key' | 'agent'
+    session_id: string
+    lookup: string
+    id: string
+    agent_id: string
+    request_digest: string | null
+  }>`
+    with k as (
+      select * from unnest(
+        ${refused.map((i) => i.sessionId)}::text[],
+        ${refused.map((i) => i.idempotencyKey ?? null)}::text[],
+        ${refused.map((i) => i.agentId ?? null)}::uuid[],
+        ${refused.map((i) => i.name)}::text[]
+      ) as k(session_id, idempotency_key, agent_id, name)
+    )
+    select 'key' as kind, a.session_id, a.idempotency_key as lookup, a.id, a.agent_id,
+           a.request_digest
+    from attempts a join k
+      on a.session_id = k.session_id and a.idempotency_key = k.idempotency_key
+    union all
+    select 'agent', ag.session_id, ag.name, ag.id, ag.id, null
+    from agents ag join k
+      on ag.id = k.agent_id and ag.session_id = k.session_id and ag.name = k.name
+  `.execute(db)
+  const findings = emptyFindings()
+  for (const row of result.rows) {
+    if (row.kind === 'key') findings.keyOwners.set(keyOf(row.session_id, row.lookup), row)
+    else findings.agents.add(agentKeyOf(row.session_id, row.lookup, row.agent_id))
+  }
+  return findings
+}
+
+function keyOf(sessionId: string, idempotencyKey: string): string {
+  return JSON.stringify([sessionId, idempotencyKey])
+}
+
+function agentKeyOf(sessionId: string, name: string, agentId: string): string {
+  return JSON.stringify([sessionId, name, agentId])
+}

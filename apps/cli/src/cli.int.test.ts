@@ -1,0 +1,286 @@
+// `baton` as a user runs it: a real process against a real API and worker (on this file's database,
+// Redis and queue prefix), in a real pseudo-terminal (util-linux `script`) or piped.
+import { spawn } from 'node:child_process'
+import { randomUUID } from 'node:crypto'
+import { fileURLToPath } from 'node:url'
+import { sql } from 'kysely'
+import {
+  describe,
+  expect,
+  startServiceProcess,
+  test,
+  workerProcessEnv,
+  type Closeable,
+} from '@baton/testing'
+import { CLEAR_LINE } from './render.ts'
+
+const MAIN = fileURLToPath(new URL('./main.ts', import.meta.url))
+
+interface Run {
+  readonly code: number | null
+  readonly stdout: string
+  readonly stderr: string
+}
+
+function collect(command: string, args: readonly string[], baseUrl: string): Promise<Run> {
+  const child = spawn(command, args, {
+    env: { ...process.env, BATON_URL: baseUrl },
+    stdio: ['ignore', 'pipe', 'pipe'],
+  })
+  let stdout = ''
+  let stderr = ''
+  child.stdout.on('data', (chunk: Buffer) => (stdout += chunk.toString()))
+  child.stderr.on('data', (chunk: Buffer) => (stderr += chunk.toString()))
+  return new Promise((resolve) => child.once('close', (code) => resolve({ code, stdout, stderr })))
+}
+
+/** `baton ARGS` with stdout and stderr piped. */
+const baton = (baseUrl: string, ...args: string[]) =>
+  collect(process.execPath, [MAIN, ...args], baseUrl)
+
+const shellQuote = (arg: string) => `'${arg.replaceAll("'", `'\\''`)}'`
+
+/** `baton ARGS` on a pseudo-terminal: `script` gives it a TTY and copies what it draws to stdout. */
+const batonOnTerminal = (baseUrl: string, ...args: string[]) =>
+  collect(
+    'script',
+    ['-qfec', [process.execPath, MAIN, ...args].map(shellQuote).join(' '), '/dev/null'],
+    baseUrl,
+  )
+
+/** An API process and a worker process on this file's services; `base` is the API's URL. */
+async function startBaton(
+  ctx: { databaseUrl: string; redisUrl: string; queuePrefix: string },
+  track: <T extends Closeable>(resource: T) => T,
+): Promise<{ base: string; close(): Promise<void> }> {
+  const { databaseUrl, redisUrl, queuePrefix } = ctx
+  const api = track(
+    await startServiceProcess('api', {
+      DATABASE_URL: databaseUrl,
+      REDIS_URL: redisUrl,
+      QUEUE_PREFIX: queuePrefix,
+      HOST: '127.0.0.1',
+      PORT: '0',
+    }),
+  )
+  const worker = track(await startServiceProcess('worker', workerProcessEnv(ctx)))
+  // The ready line carries the address the API bound (PORT=0 picks a free port).
+  const base = /"address":"(http:\/\/[^"]+)"/.exec(api.output())?.[1]
+  if (base === undefined) throw new Error(`no address in the API's output:\n${api.output()}`)
+  return {
+    base,
+    async close() {
+      await worker.close()
+      await api.close()
+    },
+  }
+}
+
+/** Every test gets its own API and worker, closed after it (or earlier by the test). */
+const cliTest = test.extend<{ stack: { base: string; close(): Promise<void> } }>({
+  stack: async ({ databaseUrl, redisUrl, queuePrefix, track }, use) => {
+    const stack = await startBaton({ databaseUrl, redisUrl, queuePrefix }, track)
+    await use(stack)
+    await stack.close()
+  },
+})
+
+/** A child that runs for 1.5 s, delegated with a wait long enough for it to end. */
+const SLOW_DELEGATION = ['delegate', 'scripted', '{"delayMs":1500}', '--wait', '10s'] as const
+
+const UUID = '[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}'
+
+describe('baton CLI', () => {
+  cliTest(
+    'on a terminal, delegate --wait redraws a progress line (status, elapsed, attempt) until the final output',
+    async ({ stack, db }) => {
+      const run = await batonOnTerminal(stack.base, ...SLOW_DELEGATION)
+      expect(run.code, run.stdout + run.stderr).toBe(0)
+
+      const segments = run.stdout.split(CLEAR_LINE)
+      const final = segments.at(-1) ?? ''
+      const attemptId = new RegExp(`^attempt +(${UUID})`).exec(final)?.[1]
+      expect(attemptId, final).toBeDefined()
+      expect(final).toMatch(/status +terminal\r?\nstop +completed\r?\ncategory +-/)
+      expect(final).toMatch(new RegExp(`session +cli-${UUID}`))
+
+      const frames = segments.slice(0, -1).flatMap((segment) => {
+        const m = /^(\w+) {2}(\d+)\.(\d)s(?: {2}attempt (\S+))?$/.exec(segment)
+        return m === null
+          ? []
+          : [{ status: m[1], tenths: Number(m[2]) * 10 + Number(m[3]), attemptId: m[4] }]
+      })
+      // Every segment before the final output is a frame; nothing else was drawn.
+      expect(frames.length).toBe(segments.length - 2) // the last clear precedes the final output
+      const withAttempt = frames.filter((f) => f.attemptId === attemptId)
+      expect(withAttempt.length).toBeGreaterThanOrEqual(5)
+      expect(new Set(withAttempt.map((f) => f.tenths)).size).toBeGreaterThanOrEqual(5)
+      const tenths = frames.map((f) => f.tenths)
+      expect(tenths).toEqual([...tenths].sort((a, b) => a - b))
+      expect(tenths.at(-1)).toBeGreaterThanOrEqual(14)
+      // The status came from the attempt itself, read by bounded waits while the child ran.
+      expect(withAttempt.some((f) => f.status === 'running')).toBe(true)
+      // Learning the attempt id for the line (the same request under the same key) wrote nothing more.
+      const attempts = await sql<{ n: number }>`select count(*)::int as n from attempts`.execute(db)
+      expect(attempts.rows[0]?.n).toBe(1)
+    },
+  )
+
+  cliTest(
+    'piped, delegate prints plain output only, and --json one line equal to the API view',
+    async ({ stack }) => {
+      const plain = await baton(stack.base, ...SLOW_DELEGATION)
+      expect(plain.code, plain.stderr).toBe(0)
+      expect(plain.stdout).not.toContain('\r')
+      expect(plain.stdout).not.toContain('\x1b')
+      expect(plain.stdout).toMatch(
+        /^attempt +\S+\nagent +\S+\nsession +cli-\S+\nname +scripted\nstatus +terminal\nstop +completed\n/,
+      )
+
+      const json = await baton(stack.base, ...SLOW_DELEGATION, '--json')
+      expect(json.code, json.stderr).toBe(0)
+      expect(json.stdout).not.toContain('\r')
+      const lines = json.stdout.split('\n')
+      expect(lines.length).toBe(2)
+      expect(lines[1]).toBe('')
+      const printed = JSON.parse(lines[0] ?? '')
+      const fromApi = await (await fetch(`${stack.base}/v1/attempts/${printed.attemptId}`)).json()
+      expect(printed).toEqual(fromApi)
+      expect(printed).toMatchObject({ status: 'terminal', stopReason: 'completed' })
+
+      const accepted = await baton(
+        stack.base,
+        'delegate',
+        'scripted',
+        'hi',
+        '--session',
+        's-cli',
+        '--json',
+      )
+      expect(accepted.code, accepted.stderr).toBe(0)
+      const answer = JSON.parse(accepted.stdout)
+      expect(answer).toEqual({
+        agentId: expect.any(String),
+        attemptId: expect.any(String),
+        status: 'accepted',
+      })
+      const shown = await baton(stack.base, 'attempts', 'show', answer.attemptId)
+      expect(shown.code, shown.stderr).toBe(0)
+      expect(shown.stdout).toMatch(
+        new RegExp(`^attempt +${answer.attemptId}\nagent +${answer.agentId}\nsession +s-cli\n`),
+      )
+    },
+  )
+
+  cliTest(
+    'exit codes: 1 ended not completed, 4 wait bound expired, 3 API error, 2 usage, 5 unreachable',
+    async ({ stack }) => {
+      const failed = await baton(
+        stack.base,
+        'delegate',
+        'scripted',
+        '{"fail":"x"}',
+        '--wait',
+        '10s',
+      )
+      expect(failed.code, failed.stderr).toBe(1)
+      expect(failed.stdout).toMatch(/stop +error\ncategory +child_failed\n/)
+
+      const hung = await baton(
+        stack.base,
+        'delegate',
+        'scripted',
+        '{"hang":true}',
+        '--wait',
+        '500ms',
+        '--json',
+      )
+      expect(hung.code, hung.stderr).toBe(4)
+      const snapshot = JSON.parse(hung.stdout)
+      expect(snapshot.status).not.toBe('terminal')
+      expect(hung.stderr).toContain(
+        `attempt ${snapshot.attemptId} is still ${snapshot.status} after 500ms`,
+      )
+      const cancelled = await baton(
+        stack.base,
+        'attempts',
+        'cancel',
+        snapshot.attemptId,
+        '--reason',
+        'test',
+      )
+      expect(cancelled.code, cancelled.stderr).toBe(0)
+      expect(cancelled.stdout).toMatch(/outcome +cancel(_requested|led_queued)/)
+      const ended = await baton(
+        stack.base,
+        'attempts',
+        'wait',
+        snapshot.attemptId,
+        '--timeout',
+        '10s',
+        '--json',
+      )
+      expect(ended.code, ended.stderr).toBe(1)
+      expect(JSON.parse(ended.stdout)).toMatchObject({
+        status: 'terminal',
+        stopReason: 'aborted',
+        failureCategory: 'cancelled',
+      })
+
+      const missing = await baton(stack.base, 'attempts', 'show', randomUUID())
+      expect(missing.code).toBe(3)
+      expect(missing.stderr).toMatch(/ATTEMPT_NOT_FOUND \(HTTP 404\): no attempt/)
+      expect(missing.stdout).toBe('')
+      const unknown = await baton(stack.base, 'delegate', 'no-such-subagent', 'x', '--wait', '1s')
+      expect(unknown.code).toBe(3)
+      expect(unknown.stderr).toContain('UNKNOWN_SUBAGENT (HTTP 400)')
+
+      const badFlag = await baton(stack.base, 'delegate', 'scripted', 'x', '--bogus')
+      expect(badFlag.code).toBe(2)
+      expect(badFlag.stderr).toContain("unknown option '--bogus'")
+      const badBound = await baton(
+        stack.base,
+        'attempts',
+        'wait',
+        snapshot.attemptId,
+        '--timeout',
+        '2m',
+      )
+      expect(badBound.code).toBe(2)
+      expect(badBound.stdout).toBe('')
+
+      await stack.close()
+      // The API is gone: nothing answers at its address any more.
+      const gone = await baton(stack.base, 'attempts', 'show', snapshot.attemptId)
+      expect(gone.code).toBe(5)
+      expect(gone.stderr).toContain(`cannot reach ${stack.base}`)
+    },
+  )
+
+  cliTest(
+    'attempts steer delivers text to a running child; agents context reads the history',
+    async ({ stack }) => {
+      const accepted = await baton(
+        stack.base,
+        'delegate',
+        'scripted',
+        '{"awaitSteering":1}',
+        '--json',
+      )
+      expect(accepted.code, accepted.stderr).toBe(0)
+      const { attemptId, agentId } = JSON.parse(accepted.stdout)
+      const steered = await baton(stack.base, 'attempts', 'steer', attemptId, 'turn left', '--json')
+      expect(steered.code, steered.stderr).toBe(0)
+      expect(JSON.parse(steered.stdout)).toEqual({ attemptId, sequence: expect.any(Number) })
+      const ended = await baton(stack.base, 'attempts', 'wait', attemptId, '--timeout', '10s')
+      expect(ended.code, ended.stderr).toBe(0)
+      expect(ended.stdout).toMatch(/stop +completed\ncategory +-\noutput +turn left\n/)
+      const context = await baton(stack.base, 'agents', 'context', agentId, '--json')
+      expect(context.code, context.stderr).toBe(0)
+      expect(JSON.parse(context.stdout)).toMatchObject({ agentId, name: 'scripted', events: [] })
+      const unknownAgent = await baton(stack.base, 'agents', 'context', randomUUID())
+      expect(unknownAgent.code).toBe(3)
+      expect(unknownAgent.stderr).toContain('AGENT_NOT_FOUND')
+    },
+  )
+})

@@ -1,0 +1,55 @@
+import { BatonApiError } from '@baton/client'
+import type { AttemptView } from '@baton/contracts'
+import { describe, expect, test } from 'vitest'
+import { describeFailure, exitCodeOfView, ExitCode } from './exit-codes.ts'
+
+const view: AttemptView = {
+  attemptId: 'a1',
+  agentId: 'g1',
+  sessionId: 's1',
+  name: 'scripted',
+  status: 'running',
+  createdAt: '',
+  startedAt: null,
+  cancelRequested: false,
+}
+const ended = (stopReason: 'completed' | 'aborted' | 'error' | 'max-tokens' | 'refusal') => ({
+  ...view,
+  status: 'terminal' as const,
+  stopReason,
+  output: '',
+  outputTruncated: false,
+  outputBytes: 0,
+  digest: '',
+  failureCategory: null,
+  terminalAt: '',
+  context: null,
+})
+
+describe('exit codes', () => {
+  test('a wait answer: 0 completed, 1 any other stop reason, 4 not terminal yet', () => {
+    expect(exitCodeOfView(ended('completed'))).toBe(0)
+    for (const reason of ['aborted', 'error', 'max-tokens', 'refusal'] as const) {
+      expect(exitCodeOfView(ended(reason)), reason).toBe(1)
+    }
+    expect(exitCodeOfView(view)).toBe(4)
+    expect(exitCodeOfView({ ...view, status: 'accepted' })).toBe(4)
+  })
+
+  test('a failed call: 3 with code and message for an API error, 5 when nothing answered, none for a bug', () => {
+    expect(
+      describeFailure(new BatonApiError(404, 'ATTEMPT_NOT_FOUND', 'no attempt x'), 'http://h'),
+    ).toEqual({
+      exitCode: ExitCode.ApiError,
+      message: 'ATTEMPT_NOT_FOUND (HTTP 404): no attempt x',
+    })
+    const refused = new TypeError('fetch failed', { cause: new Error('connect ECONNREFUSED') })
+    expect(describeFailure(refused, 'http://h')).toEqual({
+      exitCode: 5,
+      message: 'cannot reach http://h: connect ECONNREFUSED',
+    })
+    expect(describeFailure(new DOMException('t', 'TimeoutError'), 'http://h')?.exitCode).toBe(5)
+    expect(describeFailure(new RangeError('bug'), 'http://h')).toBeUndefined()
+    expect(describeFailure('not an error', 'http://h')).toBeUndefined()
+  })
+})

@@ -1,0 +1,9 @@
+#!/usr/bin/env node
+// `baton`: run from source by Node's type stripping, like the other apps.
+import { runCli } from './cli.ts'
+
+process.exitCode = await runCli(process.argv.slice(2), {
+  stdout: process.stdout,
+  stderr: process.stderr,
+  env: { BATON_URL: process.env.BATON_URL },
+})

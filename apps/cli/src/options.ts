@@ -1,0 +1,25 @@
+// Parsers of option values. Each throws commander's InvalidArgumentError, which the program reports
+// as a usage error (exit 2) before anything is sent.
+import { InvalidArgumentError } from 'commander'
+import { Limits } from '@baton/contracts'
+import { parseDuration } from './duration.ts'
+
+/**
+ * A wait bound: a duration the API accepts for one bounded wait. Checked here against the
+ * contract's own limit so that a bound the API would refuse is a usage error, not a request.
+ */
+export function parseWaitBound(text: string): number {
+  const ms = parseDuration(text)
+  if (ms === undefined) throw new InvalidArgumentError('use a duration such as 500ms, 30s or 1m.')
+  if (ms > Limits.waitTimeoutMsMax) {
+    throw new InvalidArgumentError(`one wait is at most ${Limits.waitTimeoutMsMax / 1000}s.`)
+  }
+  return ms
+}
+
+export function parseBaseUrl(text: string): string {
+  if (!URL.canParse(text) || !/^https?:$/.test(new URL(text).protocol)) {
+    throw new InvalidArgumentError('use an http(s) URL such as http://127.0.0.1:3000.')
+  }
+  return text
+}

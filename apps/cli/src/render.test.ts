@@ -1,0 +1,74 @@
+import type { AttemptView, TerminalAttemptView } from '@baton/contracts'
+import { describe, expect, test } from 'vitest'
+import { CLEAR_LINE, progressFrame, renderAttempt } from './render.ts'
+
+const running: AttemptView = {
+  attemptId: 'a1',
+  agentId: 'g1',
+  sessionId: 's1',
+  name: 'scripted',
+  status: 'running',
+  createdAt: '2026-01-01T00:00:00.000Z',
+  startedAt: '2026-01-01T00:00:00.100Z',
+  cancelRequested: false,
+}
+
+const terminal = (over: Partial<TerminalAttemptView>): TerminalAttemptView => ({
+  ...running,
+  status: 'terminal',
+  stopReason: 'completed',
+  output: 'done',
+  outputTruncated: false,
+  outputBytes: 4,
+  digest: 'baton.result.v1:sha256:00',
+  failureCategory: null,
+  terminalAt: '2026-01-01T00:00:01.000Z',
+  context: null,
+  ...over,
+})
+
+describe('renderAttempt', () => {
+  test('a running attempt: ids and status, no terminal fields', () => {
+    expect(renderAttempt({ ...running, cancelRequested: true })).toBe(
+      [
+        'attempt  a1',
+        'agent    g1',
+        'session  s1',
+        'name     scripted',
+        'status   running (cancel requested)',
+      ].join('\n'),
+    )
+  })
+
+  test('a terminal attempt adds stop reason, failure category and the output aligned under its column', () => {
+    expect(renderAttempt(terminal({ output: 'line one\nline two' }))).toMatch(
+      /status {4}terminal\nstop {6}completed\ncategory {2}-\noutput {4}line one\n {10}line two$/,
+    )
+    expect(
+      renderAttempt(terminal({ stopReason: 'error', failureCategory: 'child_failed', output: '' })),
+    ).toMatch(/stop {6}error\ncategory {2}child_failed\noutput$/)
+  })
+
+  test('a long or truncated output is cut and says how many bytes the whole result has', () => {
+    const long = renderAttempt(terminal({ output: 'x'.repeat(5_000), outputBytes: 5_000 }))
+    expect(long).toContain(`${'x'.repeat(1_000)}…\n`)
+    expect(long).not.toContain('x'.repeat(1_001))
+    expect(long).toMatch(/\(preview of 5000 bytes\)$/)
+    const truncated = renderAttempt(
+      terminal({ output: 'abc', outputTruncated: true, outputBytes: 9_000 }),
+    )
+    expect(truncated).toMatch(/output {4}abc…\n {10}\(preview of 9000 bytes\)$/)
+  })
+})
+
+describe('progressFrame', () => {
+  test('clears the line, then status, elapsed and the attempt once known', () => {
+    expect(progressFrame({ status: 'submitting', elapsedMs: 40, attemptId: undefined })).toBe(
+      `${CLEAR_LINE}submitting  0.0s`,
+    )
+    expect(progressFrame({ status: 'running', elapsedMs: 1_530, attemptId: 'a1' })).toBe(
+      `${CLEAR_LINE}running  1.5s  attempt a1`,
+    )
+    expect(CLEAR_LINE).toBe('\r\x1b[2K')
+  })
+})

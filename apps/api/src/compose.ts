@@ -7,10 +7,9 @@ import {
   createWorkerCommandPublisher,
 } from '@baton/queue'
 import { createDb, type CreateDbOptions } from '@baton/store'
-import { loadSubagentDirectory, subagentTransport, transportSteerable } from '@baton/subagents'
+import { loadSubagentCatalog } from '@baton/subagents'
 import type { FastifyInstance } from 'fastify'
 import type { ApiConfig } from './config.ts'
-import type { SubagentPolicy } from './deps.ts'
 import { buildServer } from './server.ts'
 import { createAdmission } from './services/admission.ts'
 import { createAttemptCommands } from './services/attempt-commands.ts'
@@ -38,6 +37,13 @@ export async function composeApi(
   logger: Logger,
   options: ApiOptions = {},
 ): Promise<ApiProcess> {
+  // The same catalog the workers load, with the same rules: a name accepted here is a name a
+  // worker starts, and a spec the fleet cannot run is refused here with its reason. Loaded before
+  // any connection opens, so a bad spec directory stops the process with nothing to close.
+  const subagents = await loadSubagentCatalog({
+    ...(config.subagentsDir === undefined ? {} : { subagentsDir: config.subagentsDir }),
+    logger: logger.child({ component: 'subagents' }),
+  })
   const db = createDb({
     connectionString: config.databaseUrl,
     maxConnections: config.dbPoolSize,
@@ -60,15 +66,13 @@ export async function composeApi(
     onEvent: (settlement) => doorbell.ring(settlement.attemptId),
   })
   await listener.ready()
-  const specs =
-    config.subagentsDir === undefined ? [] : await loadSubagentDirectory(config.subagentsDir)
   const commands = createAttemptCommands({
     db,
     admission: createAdmission({ db, queue, logger, maxInFlight: 2 }),
     doorbell,
     workerCommands,
     settlements,
-    subagents: subagentPolicy(specs),
+    subagents,
     logger,
   })
   const app = await buildServer({ config, logger, db, redis, queue, commands })
@@ -85,26 +89,6 @@ export async function composeApi(
       await db.destroy()
       redis.disconnect()
       closed = true
-    },
-  }
-}
-
-/**
- * The subagents this API accepts: the built-in `scripted` child and the markdown specs. The
- * scripted child and in-process (spawn) children accept steering; ACP agents do not.
- */
-function subagentPolicy(
-  specs: readonly Awaited<ReturnType<typeof loadSubagentDirectory>>[number][],
-): SubagentPolicy {
-  const steerable = new Map<string, boolean>([['scripted', true]])
-  for (const spec of specs) steerable.set(spec.name, transportSteerable(subagentTransport(spec)))
-  const known = [...steerable.keys()]
-  return {
-    admit(name) {
-      const canSteer = steerable.get(name)
-      return canSteer === undefined
-        ? { kind: 'unknown', known }
-        : { kind: 'runnable', steerable: canSteer }
     },
   }
 }

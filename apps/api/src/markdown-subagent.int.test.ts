@@ -4,7 +4,7 @@ import { join } from 'node:path'
 import { fileURLToPath } from 'node:url'
 import { sql } from 'kysely'
 import { describe, expect, startServiceProcess, test } from '@baton/testing'
-import { startApi } from './test-support.ts'
+import { delegate, rowCounts, startApi } from './test-support.ts'
 
 const RESEARCHER = `---
 name: researcher
@@ -27,6 +27,16 @@ command: ${process.execPath}
 args: [${FIXTURE_AGENT}]
 ---
 (External agents bring their own instructions.)
+`
+
+// Requires a tool no worker offers (workers offer view, list and grep): the fleet cannot run it.
+const WRITER = `---
+name: writer
+description: Writes files
+tools: [write]
+model: scripted:research
+---
+You write files.
 `
 
 // The scripted model reads a workspace file through the `view` tool, then answers.
@@ -138,6 +148,57 @@ describe('API → worker → markdown-defined subagents: spawn with a scripted m
         body: JSON.stringify({ name: 'writer', prompt: 'x' }),
       })
       expect(unknown.status).toBe(400)
+      await worker.close()
+      await api.close()
+    } finally {
+      await rm(root, { recursive: true, force: true })
+    }
+  })
+
+  test('a spec whose required tool the fleet cannot offer is refused at accept time with the reason, writes nothing, and the worker lists it as refused', async ({
+    databaseUrl,
+    redisUrl,
+    queuePrefix,
+    track,
+    db,
+  }) => {
+    const root = await mkdtemp(join(tmpdir(), 'baton-md-'))
+    try {
+      const subagentsDir = join(root, 'subagents')
+      await mkdir(subagentsDir)
+      await writeFile(join(subagentsDir, 'writer.md'), WRITER)
+      await writeFile(join(subagentsDir, 'researcher.md'), RESEARCHER)
+      const h = await startApi(
+        { databaseUrl, redisUrl, queuePrefix },
+        { SUBAGENTS_DIR: subagentsDir },
+      )
+      const api = track(h.api)
+      const before = await rowCounts(db)
+      const refused = await h.post(delegate('md-refused'), { name: 'writer', prompt: 'x' })
+      expect(refused.status).toBe(400)
+      expect(refused.body.error.code).toBe('SUBAGENT_UNAVAILABLE')
+      expect(refused.body.error.details.reason).toContain('"write"')
+      expect(await rowCounts(db)).toEqual(before)
+      // Runnable specs are still accepted.
+      expect(
+        (await h.post(delegate('md-refused'), { name: 'researcher', prompt: 'x' })).status,
+      ).toBe(202)
+
+      const worker = track(
+        await startServiceProcess('worker', {
+          DATABASE_URL: databaseUrl,
+          REDIS_URL: redisUrl,
+          QUEUE_PREFIX: queuePrefix,
+          SUBAGENTS_DIR: subagentsDir,
+        }),
+      )
+      const refusedLine = worker
+        .output()
+        .split('\n')
+        .map((line) => (line.startsWith('{') ? (JSON.parse(line) as Record<string, unknown>) : {}))
+        .find((entry) => entry.msg === 'subagent refused')
+      expect(refusedLine).toMatchObject({ subagent: 'writer' })
+      expect(String(refusedLine?.reason)).toContain('"write"')
       await worker.close()
       await api.close()
     } finally {

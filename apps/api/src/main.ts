@@ -1,4 +1,4 @@
-import { createLogger } from '@baton/observability'
+import { API_READY_MESSAGE, createLogger } from '@baton/observability'
 import { composeApi } from './compose.ts'
 import { loadConfig } from './config.ts'
 
@@ -23,4 +23,4 @@ process.on('SIGTERM', () => stop('SIGTERM'))
 process.on('SIGINT', () => stop('SIGINT'))
 
 const address = await api.app.listen({ host: config.host, port: config.port })
-logger.info({ address }, 'api listening')
+logger.info({ address }, API_READY_MESSAGE)

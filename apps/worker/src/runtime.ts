@@ -1,6 +1,6 @@
 import { Worker } from 'bullmq'
 import { QueueName, type AttemptJob } from '@baton/contracts'
-import type { Logger } from '@baton/observability'
+import { WORKER_READY_MESSAGE, type Logger } from '@baton/observability'
 import {
   createAttemptQueue,
   createRedisConnection,
@@ -32,7 +32,7 @@ export interface WorkerRuntime {
   readonly workerId: string
   readonly db: Db
   readonly reconciler: Reconciler
-  /** Resolves when the worker consumes jobs and listens for control events. */
+  /** Resolves when the worker consumes jobs and listens for worker commands. */
   start(): Promise<void>
   /**
    * Stop admission, abort every owned child (they commit `aborted`), wait for them under one
@@ -50,7 +50,7 @@ export interface WorkerRuntimeOptions {
 }
 
 /**
- * Composes one worker process: a BullMQ worker on `attempts`, the lease keeper, the control-event
+ * Composes one worker process: a BullMQ worker on `attempts`, the lease keeper, the worker-command
  * listener (cancel → `worker.cancelJob`), and the reconciler.
  */
 export function createWorkerRuntime(
@@ -192,7 +192,7 @@ export function createWorkerRuntime(
       reconciler.start()
       void worker.run().catch((error: unknown) => log.error({ err: error }, 'queue worker stopped'))
       await worker.waitUntilReady()
-      log.info({ concurrency: config.concurrency }, 'worker started')
+      log.info({ concurrency: config.concurrency }, WORKER_READY_MESSAGE)
     },
     isStopped: () => stopped,
     shutdownChecked,

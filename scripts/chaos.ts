@@ -12,7 +12,7 @@
 //   stuck                attempts in the ledger that are not terminal after the wait
 //   duplicate_terminal   attempts with more than one transition to `terminal`
 //   duplicate_execution  attempts with more than one `claimed` transition
-//   context.bad          violations of the agent-history checks (lib/chaos/context.ts)
+//   context.bad          violations of the agent-history checks (lib/chaos/history.ts)
 //   witness.bad          disagreements between the ledger and the witnessed starts
 // The parts live in lib/chaos/: workload, follow-ups, faults, fleet, audit, report, one run object
 // (run.ts) passed to each, and one retry helper (retry.ts). With --json the last stdout line is one
@@ -29,7 +29,7 @@ import { parseArgs } from 'node:util'
 import { Redis } from 'ioredis'
 import { createDb } from '@baton/store'
 import { audit, waitForQuiescence } from './lib/chaos/audit.ts'
-import { REMEMBERER, writeRemembererDirs } from './lib/chaos/context.ts'
+import { REMEMBERER, writeRemembererDirs } from './lib/chaos/history.ts'
 import { faultLoop } from './lib/chaos/faults.ts'
 import { Fleet } from './lib/chaos/fleet.ts'
 import { failuresOf, printDetails, printTables, summarize } from './lib/chaos/report.ts'

@@ -2,7 +2,7 @@
 // function; what a command does and how it exits lives in commands/.
 import { Command } from 'commander'
 import { createCommandContext, type CliIo, type CommandContext } from './command-context.ts'
-import { showAgentContext } from './commands/agents.ts'
+import { showAgentHistory } from './commands/agents.ts'
 import { cancelAttempt, showAttempt, steerAttempt, waitAttempt } from './commands/attempts.ts'
 import { delegate, type DelegateOptions } from './commands/delegate.ts'
 import type { ExitCode } from './exit-codes.ts'
@@ -106,7 +106,7 @@ export function createProgram(io: CliIo, exit: (code: ExitCode) => void): Comman
     .command('context')
     .description("show the agent's history")
     .argument('<agentId>')
-    .action(run((ctx, agentId: string) => showAgentContext(ctx, agentId)))
+    .action(run((ctx, agentId: string) => showAgentHistory(ctx, agentId)))
 
   return program
 }

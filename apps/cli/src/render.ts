@@ -1,5 +1,5 @@
 // The human-readable renderings. `--json` bypasses all of this and prints the API's answer.
-import type { AgentContextView, AnyAttemptView, DelegationAccepted } from '@baton/contracts'
+import type { AgentHistoryView, AnyAttemptView, DelegationAccepted } from '@baton/contracts'
 import { isTerminalView } from '@baton/contracts'
 import { formatElapsed } from './duration.ts'
 
@@ -50,7 +50,7 @@ export function renderAccepted(accepted: DelegationAccepted, sessionId: string):
   ])
 }
 
-export function renderContext(context: AgentContextView): string {
+export function renderHistory(context: AgentHistoryView): string {
   const head = fields([
     ['agent', context.agentId],
     ['session', context.sessionId],

@@ -18,7 +18,7 @@ import {
   untilTerminal,
 } from './test-support.ts'
 
-/** The statement `getAgentContext` starts with. */
+/** The statement `getAgentHistory` starts with. */
 const HISTORY_READ = 'select "id", "session_id", "name" from "agents"%'
 
 async function leaseExpiresAt(db: Db, attemptId: string): Promise<number> {

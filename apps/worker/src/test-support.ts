@@ -129,7 +129,7 @@ export async function acceptContinuation(
       stopReason: 'completed',
       output: 'one',
       failureCategory: null,
-      context: { baseSeq: 0, events: historyTurn(0, 'first') },
+      history: { baseSeq: 0, events: historyTurn(0, 'first') },
     },
   })
   const attemptId = randomUUID()

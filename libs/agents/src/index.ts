@@ -33,13 +33,13 @@ export { createCaptureToolBinding } from './capture-tool.ts'
 export {
   checkSessionLog,
   completedTurnPrefix,
-  contextSuffix,
+  historySuffix,
   messagesOf,
   seedViolation,
   sessionEventSchema,
 } from './session-events.ts'
 export type {
-  ContextSuffix,
+  HistorySuffix,
   SessionEvent,
   SessionEventType,
   SessionLogCheck,

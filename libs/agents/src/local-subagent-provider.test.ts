@@ -13,7 +13,7 @@ import { createForkProvider, createSpawnProvider } from './local-subagent-provid
 import { resolveModel } from './resolve-model.ts'
 import { createScriptRegistry } from './script-registry.ts'
 import { createScriptedModel } from './scripted-model.ts'
-import { contextSuffix } from './session-events.ts'
+import { historySuffix } from './session-events.ts'
 import type { SessionEvent } from './session-events.ts'
 import {
   deferred,
@@ -499,7 +499,7 @@ describe('spawn with a resumed history', () => {
       [6, 'message'],
       [7, 'turn/end'],
     ])
-    expect(contextSuffix(history, log)).toEqual({ ok: true, suffix: added })
+    expect(historySuffix(history, log)).toEqual({ ok: true, suffix: added })
     await run.dispose()
   })
 

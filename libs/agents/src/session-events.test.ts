@@ -2,7 +2,7 @@ import { describe, expect, test } from 'vitest'
 import {
   checkSessionLog,
   completedTurnPrefix,
-  contextSuffix,
+  historySuffix,
   messagesOf,
   seedViolation,
 } from './session-events.ts'
@@ -56,7 +56,7 @@ describe('session events', () => {
   })
 })
 
-describe('contextSuffix', () => {
+describe('historySuffix', () => {
   const seed = completedTurnPrefix(log)
   const newTurn: SessionEvent[] = [
     { seq: 4, type: 'turn/start', turnId: 't2' },
@@ -80,16 +80,16 @@ describe('contextSuffix', () => {
   const jsonRoundTrip = <T>(value: T): T => JSON.parse(JSON.stringify(value)) as T
 
   test('returns exactly the events after the resumed history', () => {
-    expect(contextSuffix(seed, resumedLog)).toEqual({ ok: true, suffix: newTurn })
+    expect(historySuffix(seed, resumedLog)).toEqual({ ok: true, suffix: newTurn })
   })
 
   test('an empty seed makes the whole valid log the suffix', () => {
-    expect(contextSuffix([], resumedLog)).toEqual({ ok: true, suffix: resumedLog })
+    expect(historySuffix([], resumedLog)).toEqual({ ok: true, suffix: resumedLog })
   })
 
   test('events that went through JSON on either side still match', () => {
-    expect(contextSuffix(jsonRoundTrip(seed), resumedLog)).toEqual({ ok: true, suffix: newTurn })
-    expect(contextSuffix(seed, jsonRoundTrip(resumedLog))).toEqual({ ok: true, suffix: newTurn })
+    expect(historySuffix(jsonRoundTrip(seed), resumedLog)).toEqual({ ok: true, suffix: newTurn })
+    expect(historySuffix(seed, jsonRoundTrip(resumedLog))).toEqual({ ok: true, suffix: newTurn })
   })
 
   test('a log that rewrites the resumed history is refused', () => {
@@ -98,21 +98,21 @@ describe('contextSuffix', () => {
         ? { ...event, message: { role: 'assistant' as const, content: 'a different answer' } }
         : event,
     )
-    expect(contextSuffix(seed, rewritten)).toEqual({
+    expect(historySuffix(seed, rewritten)).toEqual({
       ok: false,
       reason: 'the log rewrites event 2 of the resumed history',
     })
   })
 
   test('a log shorter than the resumed history is refused', () => {
-    expect(contextSuffix(resumedLog, seed)).toEqual({
+    expect(historySuffix(resumedLog, seed)).toEqual({
       ok: false,
       reason: 'the log is shorter than the resumed history',
     })
   })
 
   test('a suffix with an unfinished turn is refused', () => {
-    expect(contextSuffix(seed, resumedLog.slice(0, 6))).toMatchObject({
+    expect(historySuffix(seed, resumedLog.slice(0, 6))).toMatchObject({
       ok: false,
       reason: expect.stringMatching(/turn t2 is not finished/),
     })
@@ -120,14 +120,14 @@ describe('contextSuffix', () => {
 
   test('a suffix with a seq gap is refused', () => {
     const gapped = [...seed, ...newTurn.map((event) => ({ ...event, seq: event.seq + 1 }))]
-    expect(contextSuffix(seed, gapped)).toMatchObject({
+    expect(historySuffix(seed, gapped)).toMatchObject({
       ok: false,
       reason: expect.stringMatching(/event 4 has seq 5/),
     })
   })
 
   test('an invalid resumed history is refused', () => {
-    expect(contextSuffix(log, resumedLog)).toMatchObject({
+    expect(historySuffix(log, resumedLog)).toMatchObject({
       ok: false,
       reason: expect.stringMatching(/^the resumed history is invalid: turn t2 is not finished/),
     })

@@ -145,7 +145,7 @@ function describeIssue(error: z.ZodError): string {
   return `event ${index} is malformed${where}: ${issue.message}`
 }
 
-export type ContextSuffix =
+export type HistorySuffix =
   | { readonly ok: true; readonly suffix: SessionEvent[] }
   | { readonly ok: false; readonly reason: string }
 
@@ -155,7 +155,7 @@ export type ContextSuffix =
  * seedViolation), and only the part after the seed is returned. Both being balanced, the suffix
  * is whole turns; an empty seed makes the whole log the suffix.
  */
-export function contextSuffix(seed: readonly unknown[], log: readonly unknown[]): ContextSuffix {
+export function historySuffix(seed: readonly unknown[], log: readonly unknown[]): HistorySuffix {
   const resumed = checkSessionLog(seed)
   if (!resumed.ok) return { ok: false, reason: `the resumed history is invalid: ${resumed.reason}` }
   if (log.length < seed.length)

@@ -1,5 +1,5 @@
 import type {
-  AgentContextView,
+  AgentHistoryView,
   AnyAttemptView,
   DelegationAccepted,
   DelegationMetadata,
@@ -75,7 +75,7 @@ export interface BatonClient {
     options?: CallOptions,
   ): Promise<{ attemptId: string; sequence: number }>
   /** The agent's durable history: only what its attempts' terminal commits appended. */
-  getAgentContext(agentId: string, options?: CallOptions): Promise<AgentContextView>
+  getAgentHistory(agentId: string, options?: CallOptions): Promise<AgentHistoryView>
 }
 
 export interface CreateClientOptions {
@@ -164,7 +164,7 @@ export function createBatonClient(options: CreateClientOptions): BatonClient {
       call('POST', `${attemptPath(attemptId)}/cancel`, reason === undefined ? {} : { reason }, o),
     steer: (attemptId, content, o) =>
       call('POST', `${attemptPath(attemptId)}/steer`, { content }, o),
-    getAgentContext: (agentId, o) =>
+    getAgentHistory: (agentId, o) =>
       call('GET', `/v1/agents/${encodeURIComponent(agentId)}/context`, undefined, o),
   }
 }

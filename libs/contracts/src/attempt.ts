@@ -43,7 +43,7 @@ export function isTerminalView(view: AnyAttemptView): view is TerminalAttemptVie
 }
 
 /** One event of an agent's durable history, with the attempt whose terminal commit appended it. */
-export interface ContextEventView {
+export interface HistoryEventView {
   readonly seq: number
   readonly attemptId: string
   readonly event: unknown
@@ -53,9 +53,9 @@ export interface ContextEventView {
  * An agent's durable history: the events its attempts contributed, in order. An attempt's events
  * appear only once its terminal commit succeeded; a continuation resumes from exactly this.
  */
-export interface AgentContextView {
+export interface AgentHistoryView {
   readonly agentId: string
   readonly sessionId: string
   readonly name: string
-  readonly events: readonly ContextEventView[]
+  readonly events: readonly HistoryEventView[]
 }

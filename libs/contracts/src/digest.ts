@@ -63,11 +63,11 @@ export interface TerminalProjection {
    * The context delta the commit appends to its agent's history; absent when it appends none (so
    * fingerprints of commits without a delta are unchanged by this field's existence).
    */
-  readonly context?: ContextDeltaBinding
+  readonly context?: HistoryDeltaBinding
 }
 
 /** What a terminal commit binds of the history it appends: where it starts, its size, its digest. */
-export interface ContextDeltaBinding {
+export interface HistoryDeltaBinding {
   /** The agent's history length the delta continues from (its first event's `seq`). */
   readonly baseSeq: number
   readonly eventCount: number
@@ -79,7 +79,7 @@ export function terminalFingerprint(projection: TerminalProjection): string {
 }
 
 /** Digest of a context delta: the canonical JSON of its events, in order. */
-export function contextDigest(events: readonly unknown[]): string {
+export function historyDigest(events: readonly unknown[]): string {
   return domainDigest(CONTEXT_DOMAIN, canonicalJson(events))
 }
 

@@ -2,12 +2,12 @@ export { BatonError, ErrorCode } from './errors.ts'
 export type { BatonErrorOptions, ErrorBody } from './errors.ts'
 export {
   canonicalJson,
-  contextDigest,
+  historyDigest,
   requestDigest,
   resultDigest,
   terminalFingerprint,
 } from './digest.ts'
-export type { ContextDeltaBinding, TerminalProjection } from './digest.ts'
+export type { HistoryDeltaBinding, TerminalProjection } from './digest.ts'
 export {
   FAILURE_CATEGORIES,
   FailureCategory,
@@ -16,10 +16,10 @@ export {
 } from './failure-category.ts'
 export { ATTEMPT_STATUSES, STOP_REASONS, isTerminalView, stopReasonSchema } from './attempt.ts'
 export type {
-  AgentContextView,
+  AgentHistoryView,
   AnyAttemptView,
   AttemptStatus,
-  ContextEventView,
+  HistoryEventView,
   AttemptView,
   StopReason,
   TerminalAttemptView,

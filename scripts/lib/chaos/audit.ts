@@ -1,5 +1,5 @@
 // After the run: wait until the ledger is quiescent, then audit it — the shared ledger invariants
-// and execution witness (@baton/testing/ledger-audit), the agent-history checks (context.ts), and
+// and execution witness (@baton/testing/ledger-audit), the agent-history checks (history.ts), and
 // the outcomes the client can check against what it sent.
 import { setTimeout as sleep } from 'node:timers/promises'
 import { CompiledQuery, sql } from 'kysely'
@@ -10,7 +10,7 @@ import {
   type LedgerInvariants,
   type WitnessAudit,
 } from '@baton/testing/ledger-audit'
-import { auditContext, type ContextAudit, type Query } from './context.ts'
+import { auditHistory, type HistoryAudit, type Query } from './history.ts'
 import { STEER_BACKSTOP_MS, cancelUntilAnswered } from './follow-ups.ts'
 import { retryCall } from './retry.ts'
 import { bump, track, type ChaosRun, type Kind } from './run.ts'
@@ -71,7 +71,7 @@ export async function waitForQuiescence(run: ChaosRun, db: Db): Promise<number> 
 export interface Audit {
   readonly invariants: LedgerInvariants
   readonly witness: WitnessAudit
-  readonly context: ContextAudit
+  readonly context: HistoryAudit
   readonly terminal: number
   readonly ledgerRows: number
   readonly unknownToClient: number
@@ -135,7 +135,7 @@ export async function audit(run: ChaosRun, db: Db, witnessFile: string): Promise
   }
   const query: Query = async (text, values) =>
     (await db.executeQuery(CompiledQuery.raw(text, values ?? []))).rows as never
-  const context = await readLedger(() => auditContext(query, [...run.continuations.values()]))
+  const context = await readLedger(() => auditHistory(query, [...run.continuations.values()]))
   return {
     invariants,
     witness,

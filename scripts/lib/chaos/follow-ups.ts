@@ -3,7 +3,7 @@
 // is terminal. Every call retries transient failures until the follow-up deadline.
 import { setTimeout as sleep } from 'node:timers/promises'
 import { BatonApiError } from '@baton/client'
-import { REMEMBERER, turnPrompt } from './context.ts'
+import { REMEMBERER, turnPrompt } from './history.ts'
 import { GaveUp, retryCall } from './retry.ts'
 import {
   POST_TIMEOUT_MS,

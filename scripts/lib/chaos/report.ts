@@ -2,7 +2,7 @@
 // and the tables for people.
 import { WITNESS_CHECKS } from '@baton/testing/ledger-audit'
 import type { Audit } from './audit.ts'
-import { CONTEXT_CHECKS, REMEMBERER } from './context.ts'
+import { HISTORY_CHECKS, REMEMBERER } from './history.ts'
 import type { Crash } from './fleet.ts'
 import { FAULT_KINDS, bump, type ChaosRun, type Kind } from './run.ts'
 
@@ -134,7 +134,7 @@ export function printDetails(run: ChaosRun, a: Audit, crashes: readonly Crash[])
   if (a.context.bad > 0) {
     run.log('broken history checks:')
     for (const [check, n] of a.context.violations)
-      if (n > 0) run.log(`  ${n}× ${check}: ${CONTEXT_CHECKS[check]}`)
+      if (n > 0) run.log(`  ${n}× ${check}: ${HISTORY_CHECKS[check]}`)
     run.log('offending histories (first 10):')
     for (const line of a.context.samples) run.log(`  ${line}`)
   }

@@ -4,7 +4,7 @@ import { randomUUID } from 'node:crypto'
 import { tmpdir } from 'node:os'
 import { join } from 'node:path'
 import { createBatonClient, type BatonClient } from '@baton/client'
-import type { ContinuedPair } from './context.ts'
+import type { ContinuedPair } from './history.ts'
 
 export interface ChaosOptions {
   readonly json: boolean

@@ -1,7 +1,7 @@
 // What `npm run chaos` sends: N delegations of a weighted mix of kinds from many concurrent
 // clients, each POSTed with one idempotency key until the API answers.
 import { BatonApiError } from '@baton/client'
-import { REMEMBERER, turnPrompt } from './context.ts'
+import { REMEMBERER, turnPrompt } from './history.ts'
 import { scheduleFollowUps } from './follow-ups.ts'
 import { GaveUp, retryCall } from './retry.ts'
 import {

@@ -1,7 +1,7 @@
 import type { FastifyPluginAsyncZod } from 'fastify-type-provider-zod'
 import { z } from 'zod'
 import { BatonError, ErrorCode, uuidSchema } from '@baton/contracts'
-import { getAgentContext } from '@baton/store'
+import { getAgentHistory } from '@baton/store'
 import type { ApiDeps } from '../deps.ts'
 
 const params = z.strictObject({ agentId: uuidSchema })
@@ -18,7 +18,7 @@ export function agentRoutes(deps: ApiDeps): FastifyPluginAsyncZod {
         },
       },
       async (request) => {
-        const view = await getAgentContext(deps.db, request.params.agentId)
+        const view = await getAgentHistory(deps.db, request.params.agentId)
         if (view === undefined)
           throw new BatonError(ErrorCode.AgentNotFound, `no agent ${request.params.agentId}`)
         return view

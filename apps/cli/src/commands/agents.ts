@@ -1,9 +1,9 @@
 import { ANSWER_GRACE_MS, type CommandContext } from '../command-context.ts'
 import { ExitCode } from '../exit-codes.ts'
-import { renderContext } from '../render.ts'
+import { renderHistory } from '../render.ts'
 
-export async function showAgentContext(ctx: CommandContext, agentId: string): Promise<ExitCode> {
-  const context = await ctx.client.getAgentContext(agentId, { timeoutMs: ANSWER_GRACE_MS })
-  ctx.print(context, () => renderContext(context))
+export async function showAgentHistory(ctx: CommandContext, agentId: string): Promise<ExitCode> {
+  const context = await ctx.client.getAgentHistory(agentId, { timeoutMs: ANSWER_GRACE_MS })
+  ctx.print(context, () => renderHistory(context))
   return ExitCode.Ok
 }

@@ -8,7 +8,7 @@ import {
   acceptDelegations,
   claimAttempt,
   commitTerminal,
-  getAgentContext,
+  getAgentHistory,
   getAttempt,
   type CommitTerminalInput,
   type CommitTerminalOutcome,
@@ -155,7 +155,7 @@ describe('attempt processor: context deltas', () => {
         return v?.status === 'terminal' ? v : undefined
       })
       expect(fake.received).toEqual([historyTurn(0, 'first')])
-      const history = (await getAgentContext(db, agentId))?.events ?? []
+      const history = (await getAgentHistory(db, agentId))?.events ?? []
       if (fault !== 'none') {
         expect(view).toMatchObject({
           stopReason: 'error',

@@ -6,7 +6,7 @@ import { announceSettled, type SettlementPublisher } from '@baton/queue'
 import type { SubagentHistoryEvent } from '@baton/subagents'
 import {
   commitProcessLoss,
-  getAgentContext,
+  getAgentHistory,
   retryTransient,
   type ClaimAttemptOutcome,
   type ClaimedAttempt,
@@ -191,11 +191,11 @@ async function loadHistory(
   execution: OwnedExecution,
   attempt: ClaimedAttempt,
 ): Promise<readonly SubagentHistoryEvent[] | undefined> {
-  if (attempt.contextLength === 0) return []
+  if (attempt.historyLength === 0) return []
   if (execution.lost) return undefined
-  const context = await getAgentContext(deps.db, attempt.agentId)
+  const history = await getAgentHistory(deps.db, attempt.agentId)
   // The provider validates the events before it adopts them.
-  return (context?.events ?? []).map((e) => e.event as SubagentHistoryEvent)
+  return (history?.events ?? []).map((e) => e.event as SubagentHistoryEvent)
 }
 
 /**
@@ -235,7 +235,7 @@ async function commitWithRetry(
       case 'replayed':
         log.debug({ outcome, stopReason: result.stopReason }, 'terminal committed')
         return outcome
-      case 'context_conflict':
+      case 'history_conflict':
         // The history moved on under this attempt: record the outcome, append nothing.
         log.warn('context delta does not extend the agent history; committing without it')
         result = {

@@ -1,8 +1,8 @@
 import { FailureCategory, promptToBlocks, type Prompt } from '@baton/contracts'
-import { contextSuffix } from '@baton/agents'
+import { historySuffix } from '@baton/agents'
 import type { SubagentHistoryEvent, SubagentResult, SubagentRun } from '@baton/subagents'
 import type { Logger } from '@baton/observability'
-import type { ClaimedAttempt, ContextDelta, TerminalResultInput } from '@baton/store'
+import type { ClaimedAttempt, HistoryDelta, TerminalResultInput } from '@baton/store'
 import type { SubagentEntry, WorkerSubagents } from '../subagents/subagent-catalog.ts'
 import { durableOutcome } from './durable-outcome.ts'
 
@@ -72,7 +72,7 @@ export async function runChild(
     ...durableOutcome(result, { subagent: attempt.name, logger: options.logger }),
   }
   if (log === undefined) return terminal
-  const delta = contextDelta(history, log)
+  const delta = historyDelta(history, log)
   if (delta !== undefined && 'rejected' in delta) {
     options.logger.warn(
       { reason: delta.rejected },
@@ -84,7 +84,7 @@ export async function runChild(
       failureCategory: FailureCategory.ContextRejected,
     }
   }
-  return delta === undefined ? terminal : { ...terminal, context: delta }
+  return delta === undefined ? terminal : { ...terminal, history: delta }
 }
 
 /**
@@ -93,12 +93,12 @@ export async function runChild(
  * `undefined` when it added nothing, `rejected` (with the reason) when the log does not extend the
  * history or is not plain JSON.
  */
-function contextDelta(
+function historyDelta(
   history: readonly SubagentHistoryEvent[],
   log: readonly SubagentHistoryEvent[],
-): ContextDelta | { readonly rejected: string } | undefined {
+): HistoryDelta | { readonly rejected: string } | undefined {
   try {
-    const checked = contextSuffix(history, log)
+    const checked = historySuffix(history, log)
     if (!checked.ok) return { rejected: checked.reason }
     if (checked.suffix.length === 0) return undefined
     const events = JSON.parse(JSON.stringify(checked.suffix)) as unknown[]

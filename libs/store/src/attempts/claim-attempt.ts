@@ -1,6 +1,6 @@
 import { sql } from 'kysely'
 import type { Db } from '../db.ts'
-import { historyLength } from './agent-context.ts'
+import { historyLength } from './agent-history.ts'
 
 export interface ClaimAttemptInput {
   readonly attemptId: string
@@ -17,7 +17,7 @@ export interface ClaimedAttempt {
   readonly metadata: unknown
   readonly ownerGeneration: number
   /** Events in the agent's durable history: 0 for a new agent, more for a continuation. */
-  readonly contextLength: number
+  readonly historyLength: number
 }
 
 export type ClaimAttemptOutcome =
@@ -115,7 +115,7 @@ export async function claimAttempts(
           prompt: row.prompt,
           metadata: row.metadata,
           ownerGeneration: row.owner_generation,
-          contextLength: row.context_length,
+          historyLength: row.context_length,
         },
       }
     }

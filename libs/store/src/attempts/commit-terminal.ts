@@ -1,6 +1,6 @@
 import { sql } from 'kysely'
 import type { Db } from '../db.ts'
-import { historyLength } from './agent-context.ts'
+import { historyLength } from './agent-history.ts'
 import {
   SET_TERMINAL_FROM_INPUT,
   buildTerminalProjection,
@@ -29,7 +29,7 @@ export type CommitTerminalOutcome =
    * Still owned, but the context delta does not start at the agent's current history length:
    * nothing was written. Commit again without the delta.
    */
-  | 'context_conflict'
+  | 'history_conflict'
   | 'missing'
 
 interface AttemptState {
@@ -49,7 +49,7 @@ interface AttemptState {
  * current history length; it stores the projection and its fingerprint, appends the audit row and
  * appends the delta's events in the same statement — so a child's history is visible only once its
  * terminal commit succeeded. Commits that did not apply are classified on a fresh snapshot.
- * Outcomes: committed | replayed | refused | lease_lost | stale_fence | context_conflict | missing.
+ * Outcomes: committed | replayed | refused | lease_lost | stale_fence | history_conflict | missing.
  * Retry safety: an exact retry (same fingerprint, which binds the delta) after a lost response is
  * `replayed` and appends nothing.
  */
@@ -69,9 +69,9 @@ export async function commitTerminals(
   })
   const candidates = rows.filter((r, i) => firstIndex.get(r.input.attemptId) === i)
   const delta = candidates.flatMap(({ input }) =>
-    (input.result.context?.events ?? []).map((event, offset) => ({
+    (input.result.history?.events ?? []).map((event, offset) => ({
       attemptId: input.attemptId,
-      seq: (input.result.context?.baseSeq ?? 0) + offset,
+      seq: (input.result.history?.baseSeq ?? 0) + offset,
       event: JSON.stringify(event),
     })),
   )
@@ -127,7 +127,7 @@ export async function commitTerminals(
       return 'stale_fence'
     if (!state.lease_live) return 'lease_lost'
     if (projection.context !== undefined && projection.context.baseSeq !== state.context_length)
-      return 'context_conflict'
+      return 'history_conflict'
     // Owned and live but not applied: it lost the row to a concurrent statement; the lease is the
     // safe answer (a retry re-classifies).
     return 'lease_lost'

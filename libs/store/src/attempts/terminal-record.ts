@@ -1,7 +1,7 @@
 import { sql, type RawBuilder } from 'kysely'
 import {
   FailureCategory,
-  contextDigest,
+  historyDigest,
   resultDigest,
   terminalFingerprint,
   type TerminalProjection,
@@ -15,14 +15,14 @@ export interface TerminalResultInput {
   readonly output: string
   readonly failureCategory: FailureCategory | null
   /** History the child added, appended to its agent's history by the same commit. */
-  readonly context?: ContextDelta
+  readonly history?: HistoryDelta
 }
 
 /**
  * A validated suffix of an agent's history: the JSON events a child added after the history it
  * was resumed from, numbered from `baseSeq` (that history's length).
  */
-export interface ContextDelta {
+export interface HistoryDelta {
   readonly baseSeq: number
   readonly events: readonly unknown[]
 }
@@ -47,13 +47,15 @@ export function buildTerminalProjection(
     outputBytes: Buffer.byteLength(result.output, 'utf8'),
     outputDigest: resultDigest(result.output),
     failureCategory: result.failureCategory,
-    ...(result.context === undefined || result.context.events.length === 0
+    ...(result.history === undefined || result.history.events.length === 0
       ? {}
       : {
+          // `context` is the fingerprint's field name since migration 0004: renaming it would
+          // change every stored fingerprint and turn exact replays into refusals.
           context: {
-            baseSeq: result.context.baseSeq,
-            eventCount: result.context.events.length,
-            digest: contextDigest(result.context.events),
+            baseSeq: result.history.baseSeq,
+            eventCount: result.history.events.length,
+            digest: historyDigest(result.history.events),
           },
         }),
   }

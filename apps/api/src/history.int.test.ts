@@ -40,8 +40,8 @@ async function withSubagentDirs(run: (dirs: Record<string, string>) => Promise<v
   }
 }
 
-async function contextOf(h: ApiHarness, agentId: string): Promise<ContextEvent[]> {
-  const view = await createBatonClient({ baseUrl: h.base }).getAgentContext(agentId)
+async function historyOf(h: ApiHarness, agentId: string): Promise<ContextEvent[]> {
+  const view = await createBatonClient({ baseUrl: h.base }).getAgentHistory(agentId)
   expect(view.agentId).toBe(agentId)
   return view.events as ContextEvent[]
 }
@@ -76,14 +76,14 @@ describe('context deltas: durable agent history', () => {
       const agentId = first.body.agentId as string
       await h.untilRunning(first.body.attemptId as string)
       // Running, its turn already under way in the worker: nothing of it is in the session yet.
-      expect(await contextOf(h, agentId)).toEqual([])
+      expect(await historyOf(h, agentId)).toEqual([])
       const done = await h.get(`/v1/attempts/${first.body.attemptId}/wait?timeoutMs=10000`)
       expect(done.body).toMatchObject({
         status: 'terminal',
         output: 'first task',
         context: { baseSeq: 0, eventCount: 4 },
       })
-      const afterFirst = await contextOf(h, agentId)
+      const afterFirst = await historyOf(h, agentId)
       expect(shape(afterFirst)).toEqual(TURN)
       expect(afterFirst.every((e) => e.attemptId === first.body.attemptId)).toBe(true)
 
@@ -100,7 +100,7 @@ describe('context deltas: durable agent history', () => {
         output: 'first task\nsecond task',
         context: { baseSeq: 4, eventCount: 4 },
       })
-      const afterSecond = await contextOf(h, agentId)
+      const afterSecond = await historyOf(h, agentId)
       expect(shape(afterSecond)).toEqual([...TURN, ...TURN])
       expect(afterSecond.map((e) => e.seq)).toEqual([0, 1, 2, 3, 4, 5, 6, 7])
       // The first attempt's events are unchanged; the continuation added only its suffix.
@@ -147,7 +147,7 @@ describe('context deltas: durable agent history', () => {
         failureCategory: 'process_lost',
         context: null,
       })
-      expect(shape(await contextOf(h, agentId))).toEqual(TURN)
+      expect(shape(await historyOf(h, agentId))).toEqual(TURN)
 
       const next = await h.post(path, {
         name: 'rememberer',
@@ -161,7 +161,7 @@ describe('context deltas: durable agent history', () => {
         output: 'kept task\nnext task',
         context: { baseSeq: 4, eventCount: 4 },
       })
-      expect(shape(await contextOf(h, agentId))).toEqual([...TURN, ...TURN])
+      expect(shape(await historyOf(h, agentId))).toEqual([...TURN, ...TURN])
       await survivor.close()
       await h.api.close()
     })

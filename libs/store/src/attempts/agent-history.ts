@@ -1,5 +1,5 @@
 import { sql, type RawBuilder } from 'kysely'
-import type { AgentContextView } from '@baton/contracts'
+import type { AgentHistoryView } from '@baton/contracts'
 import type { Db } from '../db.ts'
 import { TRANSIENT_READ_RETRY, retryTransient } from '../pg-errors.ts'
 
@@ -8,10 +8,10 @@ import { TRANSIENT_READ_RETRY, retryTransient } from '../pg-errors.ts'
  * events appended by successful terminal commits exist, so this is exactly what a continuation of
  * the agent resumes from. Idempotent read: retried once on a fresh connection after a dead one.
  */
-export async function getAgentContext(
+export async function getAgentHistory(
   db: Db,
   agentId: string,
-): Promise<AgentContextView | undefined> {
+): Promise<AgentHistoryView | undefined> {
   return retryTransient(async () => {
     const agent = await db
       .selectFrom('agents')

@@ -2,7 +2,7 @@ import { randomUUID } from 'node:crypto'
 import { setTimeout as sleep } from 'node:timers/promises'
 import { describe, expect, historyTurn, test } from '@baton/testing'
 import type { Db } from '../db.ts'
-import { getAgentContext } from './agent-context.ts'
+import { getAgentHistory } from './agent-history.ts'
 import { claimAttempt } from './claim-attempt.ts'
 import { commitTerminal, commitTerminals } from './commit-terminal.ts'
 import { getAttempt } from './get-attempt.ts'
@@ -18,11 +18,11 @@ async function acceptAndClaim(db: Db, agentId?: string, leaseTtlMs = 10_000) {
   const claim = await claimAttempt(db, { attemptId, ownerId: 'w1', leaseTtlMs })
   if (claim.kind !== 'claimed') throw new Error(claim.kind)
   const fence = { attemptId, ownerId: 'w1', ownerGeneration: claim.attempt.ownerGeneration }
-  return { fence, agentId: claim.attempt.agentId, contextLength: claim.attempt.contextLength }
+  return { fence, agentId: claim.attempt.agentId, historyLength: claim.attempt.historyLength }
 }
 
 async function history(db: Db, agentId: string) {
-  const view = await getAgentContext(db, agentId)
+  const view = await getAgentHistory(db, agentId)
   return view?.events.map((e) => ({ seq: e.seq, attemptId: e.attemptId })) ?? []
 }
 
@@ -30,13 +30,13 @@ describe('agent context deltas', () => {
   test('a delta becomes visible only with its terminal commit, and an exact replay appends nothing', async ({
     db,
   }) => {
-    const { fence, agentId, contextLength } = await acceptAndClaim(db)
-    expect(contextLength).toBe(0)
+    const { fence, agentId, historyLength } = await acceptAndClaim(db)
+    expect(historyLength).toBe(0)
     expect(await history(db, agentId)).toEqual([])
 
-    const result = { ...done, context: { baseSeq: 0, events: historyTurn(0, 'one') } }
+    const result = { ...done, history: { baseSeq: 0, events: historyTurn(0, 'one') } }
     expect(await commitTerminal(db, { ...fence, result })).toBe('committed')
-    const view = await getAgentContext(db, agentId)
+    const view = await getAgentHistory(db, agentId)
     expect(view?.events.map((e) => e.event)).toEqual(historyTurn(0, 'one'))
     expect(view?.events.every((e) => e.attemptId === fence.attemptId)).toBe(true)
     expect(await getAttempt(db, fence.attemptId)).toMatchObject({
@@ -46,10 +46,10 @@ describe('agent context deltas', () => {
     // The lost-response retry: same delta, same fingerprint.
     expect(await commitTerminal(db, { ...fence, result })).toBe('replayed')
     // A retry claiming a different history is a different outcome, and is refused.
-    const other = { ...done, context: { baseSeq: 0, events: historyTurn(0, 'rewritten') } }
+    const other = { ...done, history: { baseSeq: 0, events: historyTurn(0, 'rewritten') } }
     expect(await commitTerminal(db, { ...fence, result: other })).toBe('refused')
     expect(await commitTerminal(db, { ...fence, result: done })).toBe('refused')
-    expect((await getAgentContext(db, agentId))?.events.map((e) => e.event)).toEqual(
+    expect((await getAgentHistory(db, agentId))?.events.map((e) => e.event)).toEqual(
       historyTurn(0, 'one'),
     )
   })
@@ -60,17 +60,17 @@ describe('agent context deltas', () => {
     const first = await acceptAndClaim(db)
     await commitTerminal(db, {
       ...first.fence,
-      result: { ...done, context: { baseSeq: 0, events: historyTurn(0, 'one') } },
+      result: { ...done, history: { baseSeq: 0, events: historyTurn(0, 'one') } },
     })
 
     const second = await acceptAndClaim(db, first.agentId)
     expect(second.agentId).toBe(first.agentId)
-    expect(second.contextLength).toBe(3)
-    const stale = { ...done, context: { baseSeq: 0, events: historyTurn(0, 'two') } }
-    expect(await commitTerminal(db, { ...second.fence, result: stale })).toBe('context_conflict')
+    expect(second.historyLength).toBe(3)
+    const stale = { ...done, history: { baseSeq: 0, events: historyTurn(0, 'two') } }
+    expect(await commitTerminal(db, { ...second.fence, result: stale })).toBe('history_conflict')
     expect(await getAttempt(db, second.fence.attemptId)).toMatchObject({ status: 'running' })
 
-    const suffix = { ...done, context: { baseSeq: 3, events: historyTurn(3, 'two') } }
+    const suffix = { ...done, history: { baseSeq: 3, events: historyTurn(3, 'two') } }
     expect(await commitTerminal(db, { ...second.fence, result: suffix })).toBe('committed')
     expect(await history(db, first.agentId)).toEqual([
       ...[0, 1, 2].map((seq) => ({ seq, attemptId: first.fence.attemptId })),
@@ -81,7 +81,7 @@ describe('agent context deltas', () => {
   test('an expired owner and a lost process contribute no history', async ({ db }) => {
     const expired = await acceptAndClaim(db, undefined, 100)
     await sleep(200)
-    const result = { ...done, context: { baseSeq: 0, events: historyTurn(0, 'late') } }
+    const result = { ...done, history: { baseSeq: 0, events: historyTurn(0, 'late') } }
     expect(await commitTerminal(db, { ...expired.fence, result })).toBe('lease_lost')
     expect(await history(db, expired.agentId)).toEqual([])
 
@@ -103,17 +103,17 @@ describe('agent context deltas', () => {
       db,
       claimed.map((c, i) => ({
         ...c.fence,
-        result: { ...done, context: { baseSeq: 0, events: historyTurn(0, `child ${i}`) } },
+        result: { ...done, history: { baseSeq: 0, events: historyTurn(0, `child ${i}`) } },
       })),
     )
     expect(outcomes).toEqual(['committed', 'committed', 'committed'])
     for (const [i, c] of claimed.entries()) {
-      const view = await getAgentContext(db, c.agentId)
+      const view = await getAgentHistory(db, c.agentId)
       expect(view?.events.map((e) => e.event)).toEqual(historyTurn(0, `child ${i}`))
     }
   })
 
   test('an unknown agent has no context', async ({ db }) => {
-    expect(await getAgentContext(db, randomUUID())).toBeUndefined()
+    expect(await getAgentHistory(db, randomUUID())).toBeUndefined()
   })
 })

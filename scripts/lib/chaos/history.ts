@@ -4,7 +4,7 @@
 import { mkdir, writeFile } from 'node:fs/promises'
 import { join } from 'node:path'
 import type pg from 'pg'
-import { contextDigest } from '@baton/contracts'
+import { historyDigest } from '@baton/contracts'
 import { violationTally, type CheckResults } from '@baton/testing/ledger-audit'
 
 export const REMEMBERER = 'rememberer'
@@ -53,7 +53,7 @@ export interface ContinuedPair {
 export type Query = <R extends pg.QueryResultRow>(text: string, values?: unknown[]) => Promise<R[]>
 
 /** Each check's name, with what a violation of it means. */
-export const CONTEXT_CHECKS = {
+export const HISTORY_CHECKS = {
   history_gap: "an agent's history seq is not exactly 0..n-1",
   event_seq_field: "an event's own seq differs from its ledger seq",
   event_of_open_attempt: 'an event belongs to a non-terminal attempt or to another agent',
@@ -65,9 +65,9 @@ export const CONTEXT_CHECKS = {
   continuation_mismatch:
     "a completed continuation's output is not what its first turn's outcome implies",
 } as const
-export type ContextCheck = keyof typeof CONTEXT_CHECKS
+export type HistoryCheck = keyof typeof HISTORY_CHECKS
 
-export interface ContextAudit extends CheckResults<ContextCheck> {
+export interface HistoryAudit extends CheckResults<HistoryCheck> {
   /** Rememberer agents in the ledger. */
   readonly agents: number
   /** Rows of `agent_context_events`. */
@@ -110,11 +110,11 @@ function promptText(prompt: unknown): string {
  * Audits every agent history in the ledger (not only the rememberer's), then the rememberer's
  * answers against the histories they were resumed from, then the client's continuation pairs.
  */
-export async function auditContext(
+export async function auditHistory(
   query: Query,
   pairs: readonly ContinuedPair[],
-): Promise<ContextAudit> {
-  const { violations, samples, violate, bad } = violationTally(CONTEXT_CHECKS)
+): Promise<HistoryAudit> {
+  const { violations, samples, violate, bad } = violationTally(HISTORY_CHECKS)
 
   const [totals] = await query<{ agents: number; events: number }>(
     `select (select count(*)::int from agents where name = $1) as agents,
@@ -186,7 +186,7 @@ export async function auditContext(
      from agent_context_events e join attempts a on a.id = e.attempt_id
      group by a.id, a.context_digest`,
   ))
-    if (r.context_digest !== contextDigest(r.events))
+    if (r.context_digest !== historyDigest(r.events))
       violate('digest_mismatch', `attempt ${r.id}: ${r.events.length} events`)
 
   // What each completed rememberer turn answered is every user message it was given: the history

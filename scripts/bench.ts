@@ -174,7 +174,8 @@ async function httpSystem(
   accepted: string[],
   after: (client: ReturnType<typeof createBatonClient>) => Promise<void> = async () => {},
 ): Promise<HttpFigures> {
-  const postgresIdleMsPerMs = await postgresIdleRate(bench.postgres, BASELINE_MS)
+  const database = databaseName(databaseUrl)
+  const postgresIdleMsPerMs = await postgresIdleRate(bench.postgres, database, BASELINE_MS)
   const services = await start()
   try {
     const client = createBatonClient({ baseUrl: `http://127.0.0.1:${port}` })
@@ -182,7 +183,7 @@ async function httpSystem(
       nodePids: services.map((s) => s.pid),
       redis: bench.redis,
       redisPid: bench.redisPid,
-      postgres: { counters: bench.postgres, database: databaseName(databaseUrl) },
+      postgres: { counters: bench.postgres, database },
     }
     const { result: submitted, cost } = await measurePhase(
       system,

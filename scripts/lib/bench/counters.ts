@@ -61,6 +61,47 @@ export async function committedTransactions(
   return Number(r.rows[0]?.n ?? 0)
 }
 
+/** One look at a Postgres server's processes: CPU ticks and, for backends, their database. */
+export interface PostgresSample {
+  readonly ticks: ReadonlyMap<number, number>
+  /** From `pg_stat_activity`; null for the server's own processes (WAL writer, checkpointer, …). */
+  readonly databaseOf: ReadonlyMap<number, string | null>
+}
+
+export async function samplePostgres(counters: PostgresCounters): Promise<PostgresSample> {
+  const activity = await counters.admin.query<{ pid: number; datname: string | null }>(
+    'select pid, datname from pg_stat_activity',
+  )
+  return {
+    ticks: postgresServerTicks(counters.postmasterPid),
+    databaseOf: new Map(activity.rows.map((r) => [r.pid, r.datname])),
+  }
+}
+
+/**
+ * The CPU ticks a server spent between two samples, split into the backends of `database` (the
+ * system's own connections, and autovacuum of its tables) and the server's shared processes (the
+ * postmaster, WAL writer, checkpointer, background writer, launchers), which work for everyone.
+ * Backends of other databases are left out. A process seen only in `after` started in between
+ * and counts in full; one seen only in `before` exited in between and its last ticks are lost
+ * (the systems' pooled connections stay open through a phase).
+ */
+export function postgresCpuTicks(
+  before: PostgresSample,
+  after: PostgresSample,
+  database: string,
+): { own: number; server: number } {
+  let own = 0
+  let server = 0
+  for (const [pid, ticks] of after.ticks) {
+    const spent = ticks - (before.ticks.get(pid) ?? 0)
+    const db = after.databaseOf.has(pid) ? after.databaseOf.get(pid) : before.databaseOf.get(pid)
+    if (db === database) own += spent
+    else if (db === null || db === undefined) server += spent
+  }
+  return { own, server }
+}
+
 /** The system measured: its own processes, the shared Redis, and (when it uses one) its database. */
 export interface MeasuredSystem {
   /** The Node processes of the system (API, workers; the bench itself for raw BullMQ). */
@@ -75,7 +116,7 @@ interface Sample {
   readonly atMs: number
   readonly nodeTicks: number
   readonly redisTicks: number
-  readonly postgresTicks: number
+  readonly postgres: PostgresSample | undefined
   readonly redisCalls: number
 }
 
@@ -85,10 +126,8 @@ async function sample(system: MeasuredSystem): Promise<Sample> {
     atMs: performance.now(),
     nodeTicks: processTicks(system.nodePids),
     redisTicks: processTicks([system.redisPid]),
-    postgresTicks:
-      system.postgres === undefined
-        ? 0
-        : postgresServerTicks(system.postgres.counters.postmasterPid),
+    postgres:
+      system.postgres === undefined ? undefined : await samplePostgres(system.postgres.counters),
     redisCalls: commandCalls(info),
   }
 }
@@ -98,26 +137,29 @@ export interface PhaseCost {
   readonly cpuMs: number
   readonly nodeCpuMs: number
   readonly redisCpuMs: number
-  /** The server's CPU over the phase minus its idle rate times the phase's duration. */
+  /**
+   * The CPU of the system database's backends plus that of the server's shared processes minus
+   * their idle rate times the phase's duration.
+   */
   readonly postgresCpuMs: number
   readonly redisCommands: number
   readonly pgTransactions: number
 }
 
 /**
- * The Postgres server's CPU per millisecond while the system under test is not running: on a
- * shared server this is the load of everyone else, which `measurePhase` subtracts.
+ * The CPU per millisecond of the server's shared processes while the system under test is not
+ * running: on a shared server they work for everyone, and `measurePhase` subtracts this rate.
  */
 export async function postgresIdleRate(
   counters: PostgresCounters,
+  database: string,
   windowMs: number,
 ): Promise<number> {
-  const before = postgresServerTicks(counters.postmasterPid)
+  const before = await samplePostgres(counters)
   const started = performance.now()
   await sleep(windowMs)
-  return (
-    ticksToMs(postgresServerTicks(counters.postmasterPid) - before) / (performance.now() - started)
-  )
+  const after = await samplePostgres(counters)
+  return ticksToMs(postgresCpuTicks(before, after, database).server) / (performance.now() - started)
 }
 
 /**
@@ -147,11 +189,16 @@ export async function measurePhase<T>(
   }
   const nodeCpuMs = ticksToMs(after.nodeTicks - before.nodeTicks)
   const redisCpuMs = ticksToMs(after.redisTicks - before.redisTicks)
-  const postgresCpuMs =
-    system.postgres === undefined
-      ? 0
-      : ticksToMs(after.postgresTicks - before.postgresTicks) -
-        postgresIdleMsPerMs * (after.atMs - before.atMs)
+  let postgresCpuMs = 0
+  if (
+    system.postgres !== undefined &&
+    before.postgres !== undefined &&
+    after.postgres !== undefined
+  ) {
+    const spent = postgresCpuTicks(before.postgres, after.postgres, system.postgres.database)
+    postgresCpuMs =
+      ticksToMs(spent.own + spent.server) - postgresIdleMsPerMs * (after.atMs - before.atMs)
+  }
   return {
     result,
     cost: {

@@ -11,9 +11,6 @@ export interface ProcStat {
   readonly ppid: number
   readonly utime: number
   readonly stime: number
-  /** CPU of children that exited and were waited for (a postmaster's finished backends). */
-  readonly cutime: number
-  readonly cstime: number
 }
 
 /**
@@ -40,8 +37,6 @@ export function parseProcStat(line: string): ProcStat {
     ppid: field(4),
     utime: field(14),
     stime: field(15),
-    cutime: field(16),
-    cstime: field(17),
   }
 }
 
@@ -68,19 +63,24 @@ export function clockTicksPerSecond(): number {
   return ticksPerSecond
 }
 
-/** User plus system time of one process, with its waited-for children when asked. */
-export function cpuTicks(stat: ProcStat, withExitedChildren = false): number {
-  return stat.utime + stat.stime + (withExitedChildren ? stat.cutime + stat.cstime : 0)
+/** User plus system time of one process (its threads included, its children not). */
+export function cpuTicks(stat: ProcStat): number {
+  return stat.utime + stat.stime
 }
 
 /**
- * The CPU ticks of one Postgres server: the postmaster with its exited children (the backends of
- * connections that closed) and every live child. Other clusters on the machine are not counted.
+ * The CPU ticks of each process of one Postgres server, by pid: the postmaster and its live
+ * children. Other clusters on the machine are not included.
  */
-export function postgresServerTicks(postmasterPid: number, stats = allProcStats()): number {
-  return stats
-    .filter((s) => s.pid === postmasterPid || s.ppid === postmasterPid)
-    .reduce((sum, s) => sum + cpuTicks(s, s.pid === postmasterPid), 0)
+export function postgresServerTicks(
+  postmasterPid: number,
+  stats = allProcStats(),
+): Map<number, number> {
+  return new Map(
+    stats
+      .filter((s) => s.pid === postmasterPid || s.ppid === postmasterPid)
+      .map((s) => [s.pid, cpuTicks(s)]),
+  )
 }
 
 /** The CPU ticks of a fixed set of processes; one that has exited counts as zero. */

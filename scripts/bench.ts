@@ -1,27 +1,53 @@
-// `npm run bench [-- --json] [--count N] [--clients N] [--sequential N] [--keyed]`
+// `npm run bench [-- --json] [--count N] [--clients N] [--sequential N] [--workers N] [--keyed]
+//   [--cancels N] [--burst N] [--baseline-ms N]`
 //
-// Measures Baton against raw BullMQ on the same Redis and Postgres, in one run:
-//   (a) raw BullMQ: add + process of no-op jobs (throughput);
+// Measures, in one run, on one private Redis and the same Postgres server, three systems:
+//   (a) raw BullMQ: add + process of no-op jobs in this process (no HTTP, no ledger);
+//   (n) the hand-rolled service (scripts/lib/bench/naive-*.ts): Fastify + BullMQ + Postgres,
+//       an API process and `--workers` worker processes, driven by the same client and load as Baton;
 //   (b) Baton: durable delegations of a no-op `scripted` child through the HTTP API to terminal
 //       commit, from many concurrent clients (throughput, from the ledger's own timestamps);
-//   (c) sequential submit-and-wait latency for both (BullMQ waitUntilFinished; HTTP `wait`).
-// `lost` and `duplicates` are the shared ledger audit (@baton/testing/ledger-audit) over the
-// benchmark's own database. With `--keyed` every delegation of (b) carries its own
-// `Idempotency-Key`, as a client that retries safely sends.
+// and for each: sequential submit-and-wait latency, and the cost of the throughput phase per
+// delegation (CPU of every process involved, Redis commands, Postgres transactions). Then Baton's
+// cancellation latency, one cancel at a time and in a burst.
+// `lost` and `duplicates` are the shared ledger audit (@baton/testing/ledger-audit) over Baton's
+// database. With `--keyed` every delegation carries its own `Idempotency-Key`.
 import { randomUUID } from 'node:crypto'
 import { parseArgs } from 'node:util'
 import { Queue, QueueEvents, Worker } from 'bullmq'
 import { Redis } from 'ioredis'
-import { sql } from 'kysely'
+import pg from 'pg'
 import { createBatonClient } from '@baton/client'
 import { createDb } from '@baton/store'
 import { auditLedger } from '@baton/testing/ledger-audit'
+import { startRedisServer } from '@baton/testing/redis-server'
+import { batonLedger } from './lib/bench/baton-ledger.ts'
+import { measureCancels } from './lib/bench/cancel.ts'
+import {
+  connectPostgresCounters,
+  measurePhase,
+  postgresIdleRate,
+  redisProcessId,
+  type MeasuredSystem,
+  type PhaseCost,
+  type PostgresCounters,
+} from './lib/bench/counters.ts'
+import {
+  perSecond,
+  sequentialWaits,
+  submitAll,
+  type LedgerReader,
+  type LoadSizes,
+} from './lib/bench/http-load.ts'
+import { naiveLedger, prepareNaiveDatabase, startNaiveService } from './lib/bench/naive.ts'
+import { percentile, round } from './lib/bench/stats.ts'
 import {
   DEFAULT_DATABASE_URL,
-  DEFAULT_REDIS_URL,
+  databaseName,
   prepareDatabase,
   startService,
   withDatabase,
+  type RunningService,
 } from './lib/services.ts'
 
 const { values: args } = parseArgs({
@@ -32,27 +58,51 @@ const { values: args } = parseArgs({
     sequential: { type: 'string', default: '300' },
     workers: { type: 'string', default: '2' },
     keyed: { type: 'boolean', default: false },
+    cancels: { type: 'string', default: '100' },
+    burst: { type: 'string', default: '200' },
+    'baseline-ms': { type: 'string', default: '5000' },
   },
 })
-const COUNT = Number(args.count)
-const CLIENTS = Number(args.clients)
-const SEQUENTIAL = Number(args.sequential)
+const SIZES: LoadSizes = {
+  count: Number(args.count),
+  clients: Number(args.clients),
+  sequential: Number(args.sequential),
+  keyed: args.keyed,
+}
 const WORKERS = Number(args.workers)
-const redisUrl = process.env.REDIS_URL ?? DEFAULT_REDIS_URL
-const databaseUrl = withDatabase(process.env.DATABASE_URL ?? DEFAULT_DATABASE_URL, 'baton_bench')
+const CANCELS = Number(args.cancels)
+const BURST = Number(args.burst)
+const BASELINE_MS = Number(args['baseline-ms'])
+// Every child of the burst must run at once: the workers together need a slot for each.
+const WORKER_CONCURRENCY = Math.max(100, Math.ceil(BURST / WORKERS))
+const serverUrl = process.env.DATABASE_URL ?? DEFAULT_DATABASE_URL
+const batonDatabaseUrl = withDatabase(serverUrl, 'baton_bench')
+const naiveDatabaseUrl = withDatabase(serverUrl, 'baton_bench_naive')
 const log = (line: string): void => {
   if (!args.json) console.log(line)
   else console.error(line)
 }
+const randomPort = (): number => 3900 + Math.floor(Math.random() * 90)
 
-function percentile(sorted: number[], p: number): number {
-  if (sorted.length === 0) return 0
-  return sorted[Math.min(sorted.length - 1, Math.floor((p / 100) * sorted.length))] ?? 0
+/** What the bench holds for the whole run: the private Redis and the counters' connections. */
+interface Bench {
+  readonly redisUrl: string
+  readonly redis: Redis
+  readonly redisPid: number
+  readonly postgres: PostgresCounters
 }
-const round = (n: number, digits = 2): number => Number(n.toFixed(digits))
 
-async function rawBullmq(prefix: string) {
-  const connection = new Redis(redisUrl, { maxRetriesPerRequest: null })
+interface HttpFigures {
+  readonly perSecond: number
+  readonly p50: number
+  readonly p99: number
+  readonly rejected: number
+  readonly cost: PhaseCost
+  readonly postgresIdleMsPerS: number
+}
+
+async function rawBullmq(bench: Bench, prefix: string) {
+  const connection = new Redis(bench.redisUrl, { maxRetriesPerRequest: null })
   const queue = new Queue('raw', {
     connection,
     prefix,
@@ -65,24 +115,38 @@ async function rawBullmq(prefix: string) {
     'raw',
     async () => {
       done += 1
-      if (done === COUNT) finish()
+      if (done === SIZES.count) finish()
     },
-    { connection: new Redis(redisUrl, { maxRetriesPerRequest: null }), prefix, concurrency: 100 },
+    {
+      connection: new Redis(bench.redisUrl, { maxRetriesPerRequest: null }),
+      prefix,
+      concurrency: 100,
+    },
   )
   await worker.waitUntilReady()
-  const started = performance.now()
-  for (let i = 0; i < COUNT; i += 1000) {
-    const n = Math.min(1000, COUNT - i)
-    await queue.addBulk(Array.from({ length: n }, (_, k) => ({ name: 'noop', data: { i: i + k } })))
+  // Raw BullMQ's producer and worker are this process; it uses no Postgres.
+  const system: MeasuredSystem = {
+    nodePids: [process.pid],
+    redis: bench.redis,
+    redisPid: bench.redisPid,
   }
-  await allDone
-  const perSecond = COUNT / ((performance.now() - started) / 1000)
+  const { result: perSecond, cost } = await measurePhase(system, 0, async () => {
+    const started = performance.now()
+    for (let i = 0; i < SIZES.count; i += 1000) {
+      const n = Math.min(1000, SIZES.count - i)
+      await queue.addBulk(
+        Array.from({ length: n }, (_, k) => ({ name: 'noop', data: { i: i + k } })),
+      )
+    }
+    await allDone
+    return SIZES.count / ((performance.now() - started) / 1000)
+  })
 
   // Sequential add + waitUntilFinished.
-  const events = new QueueEvents('raw', { connection: { url: redisUrl }, prefix })
+  const events = new QueueEvents('raw', { connection: { url: bench.redisUrl }, prefix })
   await events.waitUntilReady()
   const latencies: number[] = []
-  for (let i = 0; i < SEQUENTIAL; i += 1) {
+  for (let i = 0; i < SIZES.sequential; i += 1) {
     const t = performance.now()
     const job = await queue.add('noop', { seq: i }, { removeOnComplete: false })
     await job.waitUntilFinished(events, 10_000)
@@ -94,142 +158,236 @@ async function rawBullmq(prefix: string) {
   await queue.obliterate({ force: true })
   await queue.close()
   connection.disconnect()
-  return { perSecond, p50: percentile(latencies, 50), p99: percentile(latencies, 99) }
+  return { perSecond, p50: percentile(latencies, 50), p99: percentile(latencies, 99), cost }
 }
 
-async function baton(port: number) {
-  // Node's fetch keeps connections alive per origin; CLIENTS concurrent calls use CLIENTS sockets.
-  const client = createBatonClient({ baseUrl: `http://127.0.0.1:${port}` })
+/**
+ * The same HTTP load against Baton or the hand-rolled service, whose processes `start` launches
+ * after the Postgres server's idle rate was taken (so the system's own idle work is its cost).
+ */
+async function httpSystem(
+  bench: Bench,
+  databaseUrl: string,
+  start: () => Promise<RunningService[]>,
+  ledger: LedgerReader,
+  port: number,
+  accepted: string[],
+  after: (client: ReturnType<typeof createBatonClient>) => Promise<void> = async () => {},
+): Promise<HttpFigures> {
+  const database = databaseName(databaseUrl)
+  const postgresIdleMsPerMs = await postgresIdleRate(bench.postgres, database, BASELINE_MS)
+  const services = await start()
+  try {
+    const client = createBatonClient({ baseUrl: `http://127.0.0.1:${port}` })
+    const system: MeasuredSystem = {
+      nodePids: services.map((s) => s.pid),
+      redis: bench.redis,
+      redisPid: bench.redisPid,
+      postgres: { counters: bench.postgres, database },
+    }
+    const { result: submitted, cost } = await measurePhase(
+      system,
+      postgresIdleMsPerMs,
+      () => submitAll(client, SIZES, accepted, ledger),
+      () => ledger.queries,
+    )
+    const rate = await perSecond(ledger)
+    const waits = await sequentialWaits(client, SIZES, accepted)
+    await after(client)
+    return {
+      perSecond: rate,
+      p50: percentile(waits.latencies, 50),
+      p99: percentile(waits.latencies, 99),
+      rejected: submitted.rejected + waits.rejected,
+      cost,
+      postgresIdleMsPerS: postgresIdleMsPerMs * 1000,
+    }
+  } finally {
+    for (const s of services.reverse()) await s.stop()
+  }
+}
+
+async function naive(bench: Bench, prefix: string) {
+  await prepareNaiveDatabase(naiveDatabaseUrl)
+  const port = randomPort()
+  const env = {
+    DATABASE_URL: naiveDatabaseUrl,
+    REDIS_URL: bench.redisUrl,
+    QUEUE_PREFIX: prefix,
+    PORT: String(port),
+    WORKER_CONCURRENCY: String(WORKER_CONCURRENCY),
+  }
+  const pool = new pg.Pool({ connectionString: naiveDatabaseUrl, max: 2 })
+  try {
+    return await httpSystem(
+      bench,
+      naiveDatabaseUrl,
+      () => startNaiveService(env, WORKERS),
+      naiveLedger(pool),
+      port,
+      [],
+    )
+  } finally {
+    await pool.end()
+  }
+}
+
+async function baton(bench: Bench, prefix: string) {
+  await prepareDatabase(batonDatabaseUrl, { fresh: true })
+  const port = randomPort()
+  const env = {
+    DATABASE_URL: batonDatabaseUrl,
+    REDIS_URL: bench.redisUrl,
+    QUEUE_PREFIX: prefix,
+    LOG_LEVEL: 'info',
+    PORT: String(port),
+    WORKER_CONCURRENCY: String(WORKER_CONCURRENCY),
+  }
   const db = createDb({
-    connectionString: databaseUrl,
+    connectionString: batonDatabaseUrl,
     maxConnections: 2,
     applicationName: 'baton-bench',
   })
-  const prompt = '{"output":"ok"}'
   const accepted: string[] = []
-  let next = 0
-  let rejected = 0
-  const started = performance.now()
-  await Promise.all(
-    Array.from({ length: CLIENTS }, async () => {
-      for (;;) {
-        const i = next++
-        if (i >= COUNT) return
-        try {
-          const answer = await client.delegate(
-            { sessionId: `bench-${i % 100}`, name: 'scripted', prompt },
-            { timeoutMs: 15_000, ...(args.keyed ? { idempotencyKey: `bench-${i}` } : {}) },
-          )
-          accepted.push(answer.attemptId)
-        } catch {
-          rejected += 1
-        }
-      }
-    }),
-  )
-  const submitSeconds = (performance.now() - started) / 1000
-  // Wait for quiescence (benchmark tooling reading the ledger, not a product code path).
-  const deadline = Date.now() + 120_000
-  for (;;) {
-    const r = await sql<{
-      open: number
-    }>`select count(*)::int as open from attempts where status <> 'terminal'`.execute(db)
-    if ((r.rows[0]?.open ?? 0) === 0 || Date.now() > deadline) break
-    await new Promise((res) => setTimeout(res, 100))
+  let cancels: Awaited<ReturnType<typeof measureCancels>> | undefined
+  let burst: Awaited<ReturnType<typeof measureCancels>> | undefined
+  try {
+    const figures = await httpSystem(
+      bench,
+      batonDatabaseUrl,
+      async () => {
+        const services = [await startService('api', 'api', env)]
+        for (let i = 0; i < WORKERS; i += 1)
+          services.push(await startService(`worker-${i + 1}`, 'worker', env))
+        return services
+      },
+      batonLedger(db),
+      port,
+      accepted,
+      async (client) => {
+        log(`bench: (b) Baton cancels, ${CANCELS} one at a time, then ${BURST} at once …`)
+        cancels = await measureCancels(client, CANCELS, false, accepted)
+        burst = await measureCancels(client, BURST, true, accepted)
+      },
+    )
+    const audit = await auditLedger(db, accepted)
+    return { ...figures, lost: audit.lost, duplicates: audit.duplicates, cancels, burst }
+  } finally {
+    await db.destroy()
   }
-  const span = await sql<{ seconds: number; n: number }>`
-    select extract(epoch from max(terminal_at) - min(created_at))::float8 as seconds, count(*)::int as n
-    from attempts where status = 'terminal'
-  `.execute(db)
-  const seconds = span.rows[0]?.seconds ?? submitSeconds
-  const perSecond = (span.rows[0]?.n ?? 0) / seconds
+}
 
-  const latencies: number[] = []
-  for (let i = 0; i < SEQUENTIAL; i += 1) {
-    const t = performance.now()
-    try {
-      const view = await client.delegateAndWait(
-        { sessionId: 'bench-seq', name: 'scripted', prompt },
-        10_000,
-        { timeoutMs: 15_000 },
-      )
-      accepted.push(view.attemptId)
-    } catch {
-      rejected += 1
-    }
-    latencies.push(performance.now() - t)
-  }
-  latencies.sort((a, b) => a - b)
-
-  const audit = await auditLedger(db, accepted)
-  const total = await sql<{ n: number }>`select count(*)::int as n from attempts`.execute(db)
-  await db.destroy()
+function perUnit(cost: PhaseCost, units: number) {
+  const per = (n: number, digits = 3) => round(n / units, digits)
   return {
-    perSecond,
-    p50: percentile(latencies, 50),
-    p99: percentile(latencies, 99),
-    rejected,
-    lost: audit.lost,
-    duplicates: audit.duplicates,
-    total: total.rows[0]?.n ?? 0,
+    cpuMs: per(cost.cpuMs),
+    nodeCpuMs: per(cost.nodeCpuMs),
+    redisCpuMs: per(cost.redisCpuMs),
+    postgresCpuMs: per(cost.postgresCpuMs),
+    redisCommands: per(cost.redisCommands, 2),
+    pgTransactions: per(cost.pgTransactions),
   }
 }
 
 async function main(): Promise<void> {
-  await prepareDatabase(databaseUrl, { fresh: true })
-  const prefix = `baton-bench-${randomUUID().slice(0, 8)}`
   log(
-    `bench: ${COUNT} jobs/delegations, ${CLIENTS} HTTP clients${args.keyed ? ' (keyed)' : ''}, ${SEQUENTIAL} sequential waits, ${WORKERS} workers`,
+    `bench: ${SIZES.count} jobs/delegations, ${SIZES.clients} HTTP clients${SIZES.keyed ? ' (keyed)' : ''}, ${SIZES.sequential} sequential waits, ${WORKERS} workers`,
   )
-  log('bench: (a) raw BullMQ …')
-  const raw = await rawBullmq(`${prefix}-raw`)
-
-  const port = 3900 + Math.floor(Math.random() * 90)
-  const env = {
-    DATABASE_URL: databaseUrl,
-    REDIS_URL: redisUrl,
-    QUEUE_PREFIX: prefix,
-    LOG_LEVEL: 'info',
-    PORT: String(port),
-    WORKER_CONCURRENCY: '100',
-  }
-  const services = [await startService('api', 'api', env)]
-  for (let i = 0; i < WORKERS; i += 1)
-    services.push(await startService(`worker-${i + 1}`, 'worker', env))
-  let result
+  // A private Redis: its commands and CPU are the bench's alone, while the shared one serves
+  // everyone else on this machine.
+  const redisServer = await startRedisServer()
+  const redis = new Redis(redisServer.url)
+  const postgres = await connectPostgresCounters(serverUrl)
+  const prefix = `baton-bench-${randomUUID().slice(0, 8)}`
+  let raw, naiveFigures, batonFigures
   try {
-    log('bench: (b, c) Baton through HTTP …')
-    result = await baton(port)
+    const bench: Bench = {
+      redisUrl: redisServer.url,
+      redis,
+      redisPid: redisProcessId(await redis.info('server')),
+      postgres,
+    }
+    log('bench: (a) raw BullMQ …')
+    raw = await rawBullmq(bench, `${prefix}-raw`)
+    log('bench: (n) hand-rolled Fastify + BullMQ + Postgres service through HTTP …')
+    naiveFigures = await naive(bench, `${prefix}-naive`)
+    log('bench: (b) Baton through HTTP …')
+    batonFigures = await baton(bench, prefix)
   } finally {
-    for (const s of services.reverse()) await s.stop()
-    const redis = new Redis(redisUrl)
-    const keys = await redis.keys(`${prefix}:*`)
-    for (let i = 0; i < keys.length; i += 1000) await redis.del(...keys.slice(i, i + 1000))
     redis.disconnect()
+    await postgres.admin.end()
+    await redisServer.close()
   }
+  const rawCost = perUnit(raw.cost, SIZES.count)
+  const naiveCost = perUnit(naiveFigures.cost, SIZES.count)
+  const batonCost = perUnit(batonFigures.cost, SIZES.count)
+  const cancels = batonFigures.cancels?.latencies ?? []
+  const burst = batonFigures.burst?.latencies ?? []
   const summary = {
     raw_bullmq_per_s: round(raw.perSecond, 0),
-    baton_per_s: round(result.perSecond, 0),
-    ratio: round(result.perSecond / raw.perSecond, 3),
+    baton_per_s: round(batonFigures.perSecond, 0),
+    ratio: round(batonFigures.perSecond / raw.perSecond, 3),
     raw_wait_p50_ms: round(raw.p50),
     raw_wait_p99_ms: round(raw.p99),
-    baton_wait_p50_ms: round(result.p50),
-    baton_wait_p99_ms: round(result.p99),
-    lost: result.lost,
-    duplicates: result.duplicates,
+    baton_wait_p50_ms: round(batonFigures.p50),
+    baton_wait_p99_ms: round(batonFigures.p99),
+    lost: batonFigures.lost,
+    duplicates: batonFigures.duplicates,
+    naive_per_s: round(naiveFigures.perSecond, 0),
+    naive_wait_p50_ms: round(naiveFigures.p50),
+    naive_wait_p99_ms: round(naiveFigures.p99),
+    cpu_ms_per_delegation: batonCost.cpuMs,
+    node_cpu_ms_per_delegation: batonCost.nodeCpuMs,
+    redis_cpu_ms_per_delegation: batonCost.redisCpuMs,
+    pg_cpu_ms_per_delegation: batonCost.postgresCpuMs,
+    pg_xacts_per_delegation: batonCost.pgTransactions,
+    redis_commands_per_delegation: batonCost.redisCommands,
+    pg_idle_cpu_ms_per_s: round(batonFigures.postgresIdleMsPerS, 1),
+    raw_cpu_ms_per_job: rawCost.cpuMs,
+    raw_node_cpu_ms_per_job: rawCost.nodeCpuMs,
+    raw_redis_cpu_ms_per_job: rawCost.redisCpuMs,
+    raw_redis_commands_per_job: rawCost.redisCommands,
+    naive_cpu_ms_per_delegation: naiveCost.cpuMs,
+    naive_node_cpu_ms_per_delegation: naiveCost.nodeCpuMs,
+    naive_redis_cpu_ms_per_delegation: naiveCost.redisCpuMs,
+    naive_pg_cpu_ms_per_delegation: naiveCost.postgresCpuMs,
+    naive_pg_xacts_per_delegation: naiveCost.pgTransactions,
+    naive_redis_commands_per_delegation: naiveCost.redisCommands,
+    naive_pg_idle_cpu_ms_per_s: round(naiveFigures.postgresIdleMsPerS, 1),
+    cancel_p50_ms: round(percentile(cancels, 50)),
+    cancel_p99_ms: round(percentile(cancels, 99)),
+    cancel_burst_p50_ms: round(percentile(burst, 50)),
+    cancel_burst_p99_ms: round(percentile(burst, 99)),
+    cancel_not_aborted:
+      (batonFigures.cancels?.notAborted ?? 0) + (batonFigures.burst?.notAborted ?? 0),
   }
+  const s = summary
   log('')
-  log('| measure                         | raw BullMQ | Baton |')
-  log('|---------------------------------|-----------:|------:|')
-  log(`| throughput (per second)         | ${summary.raw_bullmq_per_s} | ${summary.baton_per_s} |`)
+  log('| measure (per delegation or job)  | raw BullMQ | hand-rolled | Baton |')
+  log('|----------------------------------|-----------:|------------:|------:|')
   log(
-    `| sequential submit-and-wait p50  | ${summary.raw_wait_p50_ms} ms | ${summary.baton_wait_p50_ms} ms |`,
+    `| throughput (per second)          | ${s.raw_bullmq_per_s} | ${s.naive_per_s} | ${s.baton_per_s} |`,
   )
   log(
-    `| sequential submit-and-wait p99  | ${summary.raw_wait_p99_ms} ms | ${summary.baton_wait_p99_ms} ms |`,
+    `| sequential submit-and-wait p50   | ${s.raw_wait_p50_ms} ms | ${s.naive_wait_p50_ms} ms | ${s.baton_wait_p50_ms} ms |`,
   )
   log(
-    `ratio ${summary.ratio}; lost ${summary.lost}; duplicates ${summary.duplicates}; rejected ${result.rejected}; rows ${result.total}`,
+    `| sequential submit-and-wait p99   | ${s.raw_wait_p99_ms} ms | ${s.naive_wait_p99_ms} ms | ${s.baton_wait_p99_ms} ms |`,
+  )
+  log(
+    `| CPU ms (Node / Redis / Postgres) | ${s.raw_cpu_ms_per_job} (${s.raw_node_cpu_ms_per_job} / ${s.raw_redis_cpu_ms_per_job} / -) | ${s.naive_cpu_ms_per_delegation} (${s.naive_node_cpu_ms_per_delegation} / ${s.naive_redis_cpu_ms_per_delegation} / ${s.naive_pg_cpu_ms_per_delegation}) | ${s.cpu_ms_per_delegation} (${s.node_cpu_ms_per_delegation} / ${s.redis_cpu_ms_per_delegation} / ${s.pg_cpu_ms_per_delegation}) |`,
+  )
+  log(
+    `| Redis commands                   | ${s.raw_redis_commands_per_job} | ${s.naive_redis_commands_per_delegation} | ${s.redis_commands_per_delegation} |`,
+  )
+  log(
+    `| Postgres transactions            | - | ${s.naive_pg_xacts_per_delegation} | ${s.pg_xacts_per_delegation} |`,
+  )
+  log(
+    `cancel → aborted: one at a time p50 ${s.cancel_p50_ms} ms, p99 ${s.cancel_p99_ms} ms; ${BURST} at once p50 ${s.cancel_burst_p50_ms} ms, p99 ${s.cancel_burst_p99_ms} ms; not aborted ${s.cancel_not_aborted}`,
+  )
+  log(
+    `ratio ${s.ratio}; lost ${s.lost}; duplicates ${s.duplicates}; rejected ${batonFigures.rejected} (hand-rolled ${naiveFigures.rejected}); Postgres idle ${s.pg_idle_cpu_ms_per_s} ms CPU/s subtracted`,
   )
   if (args.json) console.log(JSON.stringify(summary))
 }

@@ -18,8 +18,8 @@ export function databaseName(url: string): string {
   return new URL(url).pathname.replace(/^\//, '') || 'postgres'
 }
 
-/** Creates the database named in `url` if missing (optionally empty it first), then migrates it. */
-export async function prepareDatabase(
+/** Creates the database named in `url` if missing; with `fresh`, drops it first. */
+export async function createDatabase(
   url: string,
   options: { fresh?: boolean } = {},
 ): Promise<void> {
@@ -34,6 +34,14 @@ export async function prepareDatabase(
   } finally {
     await admin.end()
   }
+}
+
+/** Creates the database named in `url` if missing (optionally empty it first), then migrates it. */
+export async function prepareDatabase(
+  url: string,
+  options: { fresh?: boolean } = {},
+): Promise<void> {
+  await createDatabase(url, options)
   const db = createDb({
     connectionString: url,
     maxConnections: 1,

@@ -58,10 +58,25 @@ export function spawnApp(
   env: Readonly<Record<string, string>>,
   options: AppProcessOptions = {},
 ): AppProcess {
-  const name = options.name ?? app
-  const readyMessage = options.readyMessage ?? READY_MESSAGES[app]
+  return spawnEntry(`apps/${app}/src/main.ts`, env, {
+    ...options,
+    name: options.name ?? app,
+    readyMessage: options.readyMessage ?? READY_MESSAGES[app],
+  })
+}
+
+/**
+ * Spawns any Node entry file of the repository (`entry` relative to its root) under the same rules
+ * as `spawnApp`; the bench runs the processes of the systems it compares Baton with this way.
+ */
+export function spawnEntry(
+  entry: string,
+  env: Readonly<Record<string, string>>,
+  options: AppProcessOptions & { readonly name: string; readonly readyMessage: string },
+): AppProcess {
+  const { name, readyMessage } = options
   const outputLimit = options.outputLimit ?? 1_000_000
-  const child = spawn(process.execPath, [`apps/${app}/src/main.ts`], {
+  const child = spawn(process.execPath, [entry], {
     cwd: REPO_ROOT,
     env: { ...process.env, ...env },
     stdio: ['ignore', 'pipe', 'pipe'],

@@ -1,0 +1,70 @@
+// Starts the hand-rolled service as the bench runs Baton: one API process and `workers` worker
+// processes, on their own database and queue prefix, through the same launcher.
+import pg from 'pg'
+import { spawnEntry, type AppProcess } from '@baton/testing/processes'
+import { createDatabase } from '../services.ts'
+import { countedLedger, type LedgerReader } from './http-load.ts'
+import {
+  NAIVE_API_READY_MESSAGE,
+  NAIVE_SCHEMA_SQL,
+  NAIVE_WORKER_READY_MESSAGE,
+} from './naive-ledger.ts'
+
+/** Drops and recreates the service's database with its one table. */
+export async function prepareNaiveDatabase(url: string): Promise<void> {
+  await createDatabase(url, { fresh: true })
+  const client = new pg.Client({ connectionString: url })
+  await client.connect()
+  try {
+    await client.query(NAIVE_SCHEMA_SQL)
+  } finally {
+    await client.end()
+  }
+}
+
+export async function startNaiveService(
+  env: Record<string, string>,
+  workers: number,
+): Promise<AppProcess[]> {
+  const started = [
+    spawnEntry('scripts/lib/bench/naive-service.ts', env, {
+      name: 'naive-api',
+      readyMessage: NAIVE_API_READY_MESSAGE,
+      outputLimit: 20_000,
+    }),
+    ...Array.from({ length: workers }, (_, i) =>
+      spawnEntry('scripts/lib/bench/naive-worker.ts', env, {
+        name: `naive-worker-${i + 1}`,
+        readyMessage: NAIVE_WORKER_READY_MESSAGE,
+        outputLimit: 20_000,
+      }),
+    ),
+  ]
+  try {
+    await Promise.all(started.map((p) => p.ready))
+  } catch (error) {
+    await Promise.all(started.map((p) => p.close()))
+    throw error
+  }
+  return started
+}
+
+/** The bench's reads of the `delegations` table. */
+export function naiveLedger(pool: pg.Pool): LedgerReader {
+  return countedLedger({
+    async openCount() {
+      const r = await pool.query<{ open: number }>(
+        `select count(*)::int as open from delegations where status <> 'completed'`,
+      )
+      return r.rows[0]?.open ?? 0
+    },
+    async span() {
+      const r = await pool.query<{ seconds: number; n: number }>(
+        `select extract(epoch from max(finished_at) - min(created_at))::float8 as seconds,
+                count(*)::int as n
+         from delegations where status = 'completed'`,
+      )
+      return { seconds: r.rows[0]?.seconds ?? 0, n: r.rows[0]?.n ?? 0 }
+    },
+  })
+}

@@ -269,6 +269,10 @@ describe('values are stored as sent', () => {
       expect(answer.body.error.details.issues[0].path, value).toMatch(/^querystring/)
     }
     expect(await wait('timeoutMs=1&timeoutMs=2')).toMatchObject({ status: 400 })
+    // The OpenAPI document still describes the query (a transform inside a schema can break it).
+    const docs = await h.get('/docs/json')
+    expect(docs.status).toBe(200)
+    expect(JSON.stringify(docs.body.paths['/v1/attempts/{attemptId}/wait'])).toContain('timeoutMs')
     for (const query of ['timeoutMs=5', 'timeoutMs=0', '']) {
       const answer = await wait(query)
       expect(answer.status, query).toBe(200)

@@ -81,8 +81,8 @@ export function errorHandler(
       break
   }
   if (isDataError(error)) {
-    // Validation refuses every value known to be unstorable; this is the net under it. The
-    // batcher already retried the offender alone, so only its own request sees this.
+    // Validation refuses every value known to be unstorable; this is the net under it. A batched
+    // accept that fails so is retried item by item first, so only the offender's request sees it.
     request.log.warn({ err: error }, 'ledger refused a value the contracts let through')
     return reply
       .status(400)

@@ -11,7 +11,13 @@ import {
   type ZodTypeProvider,
 } from 'fastify-type-provider-zod'
 import type { ApiDeps } from './deps.ts'
-import { errorHandler, notFoundHandler } from './http/errors.ts'
+import { Limits } from '@baton/contracts'
+import {
+  clientErrorHandler,
+  errorHandler,
+  frameworkErrorHandler,
+  notFoundHandler,
+} from './http/errors.ts'
 import { agentRoutes } from './routes/agents.routes.ts'
 import { attemptRoutes } from './routes/attempts.routes.ts'
 import { delegationRoutes } from './routes/delegations.routes.ts'
@@ -28,6 +34,11 @@ export async function buildServer(deps: ApiDeps): Promise<BatonServer> {
   const app = Fastify({
     loggerInstance: httpLogger,
     bodyLimit: deps.config.bodyLimitBytes,
+    // Above the longest parameter Baton documents (a session id), so such ids reach validation
+    // and a longer one is refused there (400) rather than by the router.
+    routerOptions: { maxParamLength: 2 * Limits.sessionIdChars },
+    frameworkErrors: frameworkErrorHandler,
+    clientErrorHandler,
     // Per-request access logs would dominate at thousands of delegations a second; routes log
     // what matters (accepts that fail to enqueue, cancels, errors) with ids in fields.
     logController: new LogController({ disableRequestLogging: true }),
@@ -36,6 +47,8 @@ export async function buildServer(deps: ApiDeps): Promise<BatonServer> {
   app.setSerializerCompiler(serializerCompiler)
   app.setErrorHandler(errorHandler)
   app.setNotFoundHandler(notFoundHandler)
+  // Fastify parses text/plain by default; Baton takes JSON only, so anything else is a 415.
+  app.removeContentTypeParser('text/plain')
 
   await app.register(swagger, {
     openapi: { info: { title: 'Baton API', version: '1.0.0' } },

@@ -2,7 +2,7 @@
 import { sql } from 'kysely'
 import { createLogger } from '@baton/observability'
 import type { Db } from '@baton/store'
-import { eventually } from '@baton/testing'
+import { eventually, test } from '@baton/testing'
 import { composeApi, type ApiOptions, type ApiProcess } from './compose.ts'
 import { loadConfig } from './config.ts'
 
@@ -59,16 +59,39 @@ export async function startApi(
   }
 }
 
+/** A test given an in-process API (`api`) over its database, Redis and prefix, closed after it. */
+export const apiTest = test.extend<{ api: ApiHarness }>({
+  api: async ({ databaseUrl, redisUrl, queuePrefix, track }, use) => {
+    const harness = await startApi({ databaseUrl, redisUrl, queuePrefix })
+    track(harness.api)
+    await use(harness)
+    await harness.api.close()
+  },
+})
+
 /** The delegations path of a session. */
 export const delegate = (session: string): string => `/v1/sessions/${session}/delegations`
 
 /** Ledger row counts, to show that a refused request wrote nothing. */
-export async function rowCounts(db: Db): Promise<Record<string, number>> {
-  const r = await sql<{ sessions: number; agents: number; attempts: number; transitions: number }>`
+export interface RowCounts {
+  readonly sessions: number
+  readonly agents: number
+  readonly attempts: number
+  readonly transitions: number
+  readonly steering: number
+  readonly cancels: number
+}
+
+export async function rowCounts(db: Db): Promise<RowCounts> {
+  const r = await sql<RowCounts>`
     select (select count(*)::int from sessions) as sessions,
            (select count(*)::int from agents) as agents,
            (select count(*)::int from attempts) as attempts,
-           (select count(*)::int from attempt_transitions) as transitions
+           (select count(*)::int from attempt_transitions) as transitions,
+           (select count(*)::int from attempt_messages) as steering,
+           (select count(*)::int from attempts where cancel_requested_at is not null) as cancels
   `.execute(db)
-  return { ...r.rows[0] }
+  const counts = r.rows[0]
+  if (counts === undefined) throw new Error('row counts query answered no row')
+  return counts
 }

@@ -81,4 +81,3 @@ export {
   createScriptedPromptProvider,
   parseScript as parsePromptScript,
 } from './scripted-prompt-provider.ts'
-export type { Script as PromptScript } from './scripted-prompt-provider.ts'

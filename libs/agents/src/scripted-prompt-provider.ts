@@ -1,7 +1,6 @@
 import { randomUUID } from 'node:crypto'
 import { setTimeout as sleep } from 'node:timers/promises'
-import { z } from 'zod'
-import { FailureCategory } from '@baton/contracts'
+import { FailureCategory, readScript, type Script } from '@baton/contracts'
 import { NO_START_CAPABILITIES } from '@baton/subagents'
 import type {
   ContentBlock,
@@ -13,44 +12,18 @@ import type {
 
 /**
  * The built-in `scripted` subagent: a deterministic child for tests, demos and the benchmark, at
- * no model cost. Its prompt is a JSON script; a prompt that is not one is echoed back.
- *
- *   { "output"?: string, "delayMs"?: number, "hang"?: true, "fail"?: string, "outputBytes"?: number,
- *     "awaitSteering"?: number, "ignoreCancelMs"?: number }
+ * no model cost. Its prompt is a JSON script (`scriptSchema` in libs/contracts, which the API
+ * checks at accept time); a prompt that is not one is echoed back.
  *
  * It honours its AbortSignal at every wait: an aborted run ends `aborted` — at once, or
  * `ignoreCancelMs` after the abort (a child slow to honour cancellation).
  */
-export const scriptSchema = z.strictObject({
-  output: z.string().optional(),
-  delayMs: z.number().int().min(0).max(600_000).optional(),
-  hang: z.literal(true).optional(),
-  fail: z.string().optional(),
-  outputBytes: z
-    .number()
-    .int()
-    .min(0)
-    .max(64 * 1024 * 1024)
-    .optional(),
-  /** Wait for this many steering messages, then answer with their texts, one per line. */
-  awaitSteering: z.number().int().min(1).max(1000).optional(),
-  /** Notice a cancellation only this long after it arrived. */
-  ignoreCancelMs: z.number().int().min(1).max(600_000).optional(),
-})
-export type Script = z.infer<typeof scriptSchema>
-
 export function parseScript(prompt: readonly ContentBlock[]): Script {
-  const text = prompt.map((b) => b.text).join('\n')
-  const trimmed = text.trim()
-  if (trimmed.startsWith('{')) {
-    try {
-      const parsed = scriptSchema.safeParse(JSON.parse(trimmed))
-      if (parsed.success) return parsed.data
-    } catch {
-      // not JSON: echo it
-    }
-  }
-  return { output: text }
+  const reading = readScript(prompt)
+  // An invalid script reaches a worker only from a row accepted before the API checked scripts.
+  return reading.kind === 'script'
+    ? reading.script
+    : { output: prompt.map((b) => b.text).join('\n') }
 }
 
 /** Steering messages received by one run, and a way to wait for the next. */

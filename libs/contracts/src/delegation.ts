@@ -1,4 +1,5 @@
 import { z } from 'zod'
+import { storableText } from './storable-text.ts'
 
 /** Limits that bound what a caller may send. The API enforces them before anything is written. */
 export const Limits = {
@@ -26,12 +27,18 @@ export const subagentNameSchema = z
 
 export const textBlockSchema = z.strictObject({
   type: z.literal('text'),
-  text: z.string().min(1).max(Limits.promptTextChars),
+  text: storableText().min(1).max(Limits.promptTextChars),
 })
 
-/** A prompt: a non-empty string or a non-empty array of text content blocks. */
+/**
+ * A prompt: a string with some non-whitespace text, or a non-empty array of non-empty text blocks.
+ * Stored exactly as sent (never trimmed): whitespace can matter to a child, and `" x"` and `"x"`
+ * are different requests for idempotency.
+ */
 export const promptSchema = z.union([
-  z.string().trim().min(1, 'prompt must not be empty').max(Limits.promptTextChars),
+  storableText()
+    .max(Limits.promptTextChars)
+    .refine((text) => text.trim() !== '', 'prompt must not be empty or only whitespace'),
   z.array(textBlockSchema).min(1, 'prompt must have at least one block').max(Limits.promptBlocks),
 ])
 export type Prompt = z.infer<typeof promptSchema>
@@ -41,8 +48,8 @@ export type Prompt = z.infer<typeof promptSchema>
  * rejected, so a model cannot smuggle host-level instructions through metadata.
  */
 export const delegationMetadataSchema = z.strictObject({
-  traceId: z.string().min(1).max(128).optional(),
-  labels: z.record(z.string().min(1).max(64), z.string().max(256)).optional(),
+  traceId: storableText().min(1).max(128).optional(),
+  labels: z.record(storableText().min(1).max(64), storableText().max(256)).optional(),
 })
 export type DelegationMetadata = z.infer<typeof delegationMetadataSchema>
 
@@ -74,14 +81,26 @@ export const delegationAcceptedSchema = z.object({
 export type DelegationAccepted = z.infer<typeof delegationAcceptedSchema>
 
 export const cancelRequestSchema = z.strictObject({
-  reason: z.string().min(1).max(Limits.cancelReasonChars).optional(),
+  reason: storableText().min(1).max(Limits.cancelReasonChars).optional(),
 })
 
 /** A steering message for a running (or queued) attempt: text or text blocks, like a prompt. */
 export const steerRequestSchema = z.strictObject({ content: promptSchema })
 
+/**
+ * A number in a query string: plain decimal digits only. Number() would also take "", " 5",
+ * "0x10" and "1e3", so a typo would silently become some other bound.
+ */
+function queryInteger(max: number) {
+  return z
+    .string()
+    .regex(/^[0-9]{1,15}$/, 'a plain decimal integer')
+    .transform(Number)
+    .pipe(z.number().int().min(0).max(max))
+}
+
 export const waitQuerySchema = z.strictObject({
-  timeoutMs: z.coerce.number().int().min(0).max(Limits.waitTimeoutMsMax).default(0),
+  timeoutMs: queryInteger(Limits.waitTimeoutMsMax).default(0),
 })
 
 /** Normalises either prompt form to text blocks, the form every child receives. */

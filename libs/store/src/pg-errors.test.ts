@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest'
-import { retryTransient } from './pg-errors.ts'
+import { isDataError, isTransientStoreError, retryTransient } from './pg-errors.ts'
 
 /** A call that fails with the given errors in turn, then answers `done`. */
 function failing(...errors: Error[]): { call: () => Promise<string>; calls: () => number } {
@@ -49,5 +49,20 @@ describe('retryTransient', () => {
       retryTransient(aborted.call, { maxDelayMs: 5, signal: AbortSignal.abort() }),
     ).rejects.toBe(serializationFailure)
     expect(aborted.calls()).toBe(1)
+  })
+})
+
+describe('isDataError', () => {
+  it('is SQLSTATE class 22 (a value Postgres refused) and nothing else', () => {
+    const pg = (code: string) => Object.assign(new Error('pg'), { code })
+    for (const code of ['22P05', '22021', '22001', '22P02']) {
+      expect(isDataError(pg(code)), code).toBe(true)
+      expect(isTransientStoreError(pg(code)), code).toBe(false)
+    }
+    for (const code of ['23505', '40001', '08006', '2200', 'ECONNRESET']) {
+      expect(isDataError(pg(code)), code).toBe(false)
+    }
+    expect(isDataError(new Error('no code'))).toBe(false)
+    expect(isDataError(undefined)).toBe(false)
   })
 })

@@ -28,6 +28,16 @@ export function isUniqueViolation(error: unknown, constraint?: string): boolean 
 }
 
 /**
+ * Whether Postgres refused a value itself (SQLSTATE class 22, data exception: e.g. 22P05 or 22021,
+ * a character it cannot store; 22001, a string too long). The caller sent it, so no retry helps and
+ * the statement's other items did nothing wrong; callers answer it as bad input.
+ */
+export function isDataError(error: unknown): boolean {
+  const code = asPgError(error)?.code
+  return typeof code === 'string' && code.length === 5 && code.startsWith('22')
+}
+
+/**
  * Whether a failed store call may succeed if simply tried again: connection loss, a terminated
  * backend, a server restarting, serialization conflicts. Everything else is a defect or bad input.
  */

@@ -1,7 +1,9 @@
+import { STATUS_CODES } from 'node:http'
+import type { Socket } from 'node:net'
 import type { FastifyError, FastifyReply, FastifyRequest } from 'fastify'
 import { hasZodFastifySchemaValidationErrors } from 'fastify-type-provider-zod'
 import { BatonError, ErrorCode, type ErrorBody } from '@baton/contracts'
-import { isTransientStoreError } from '@baton/store'
+import { isDataError, isTransientStoreError } from '@baton/store'
 
 /** HTTP status knowledge lives here and nowhere else. */
 export const STATUS: Readonly<Record<ErrorCode, number>> = {
@@ -15,8 +17,11 @@ export const STATUS: Readonly<Record<ErrorCode, number>> = {
   [ErrorCode.AttemptTerminal]: 409,
   [ErrorCode.SteeringUnsupported]: 409,
   [ErrorCode.IdempotencyKeyReused]: 409,
+  [ErrorCode.RequestTimeout]: 408,
   [ErrorCode.PayloadTooLarge]: 413,
+  [ErrorCode.UriTooLong]: 414,
   [ErrorCode.UnsupportedMediaType]: 415,
+  [ErrorCode.HeadersTooLarge]: 431,
   [ErrorCode.NotReady]: 503,
   [ErrorCode.Internal]: 500,
 }
@@ -27,6 +32,16 @@ function body(
   details?: Readonly<Record<string, unknown>>,
 ): ErrorBody {
   return { error: details === undefined ? { code, message } : { code, message, details } }
+}
+
+/** The code of a framework-level client error, by the status the framework gave it. */
+const CLIENT_ERROR_CODE: Readonly<Record<number, ErrorCode>> = {
+  404: ErrorCode.NotFound,
+  408: ErrorCode.RequestTimeout,
+  413: ErrorCode.PayloadTooLarge,
+  414: ErrorCode.UriTooLong,
+  415: ErrorCode.UnsupportedMediaType,
+  431: ErrorCode.HeadersTooLarge,
 }
 
 /**
@@ -65,8 +80,17 @@ export function errorHandler(
     default:
       break
   }
+  if (isDataError(error)) {
+    // Validation refuses every value known to be unstorable; this is the net under it. A batched
+    // accept that fails so is retried item by item first, so only the offender's request sees it.
+    request.log.warn({ err: error }, 'ledger refused a value the contracts let through')
+    return reply
+      .status(400)
+      .send(body(ErrorCode.ValidationFailed, 'a value in the request cannot be stored'))
+  }
   if (error.statusCode !== undefined && error.statusCode >= 400 && error.statusCode < 500) {
-    return reply.status(error.statusCode).send(body(ErrorCode.ValidationFailed, error.message))
+    const code = CLIENT_ERROR_CODE[error.statusCode] ?? ErrorCode.ValidationFailed
+    return reply.status(STATUS[code]).send(body(code, error.message))
   }
   if (isTransientStoreError(error)) {
     // The ledger connection failed mid-request. The write may or may not have landed (a lost
@@ -85,6 +109,52 @@ export function errorHandler(
   return reply.status(500).send(body(ErrorCode.Internal, 'internal error'))
 }
 
+/**
+ * Errors the router raises before a route is found (a malformed URL component, a parameter longer
+ * than any route allows). Their own messages echo the URL back; ours name the condition.
+ */
+export function frameworkErrorHandler(
+  error: FastifyError,
+  request: FastifyRequest,
+  reply: FastifyReply,
+): void {
+  if (error.code === 'FST_ERR_MAX_PARAM_LENGTH') {
+    void reply.status(414).send(body(ErrorCode.UriTooLong, 'a path parameter is too long'))
+    return
+  }
+  if (error.code === 'FST_ERR_BAD_URL') {
+    void reply
+      .status(400)
+      .send(body(ErrorCode.ValidationFailed, 'the URL has a malformed percent-encoding'))
+    return
+  }
+  errorHandler(error, request, reply)
+}
+
+/**
+ * Errors Node's HTTP parser raises before Fastify sees a request (headers too large, a malformed
+ * request line, a client too slow): answered on the raw socket, in the same body shape.
+ */
+export function clientErrorHandler(error: Error & { code?: string }, socket: Socket): void {
+  if (error.code === 'ECONNRESET' || socket.destroyed) return
+  const [code, message] =
+    error.code === 'HPE_HEADER_OVERFLOW'
+      ? [ErrorCode.HeadersTooLarge, 'request headers are too large']
+      : error.code === 'ERR_HTTP_REQUEST_TIMEOUT'
+        ? [ErrorCode.RequestTimeout, 'the request was not received in time']
+        : [ErrorCode.ValidationFailed, 'malformed HTTP request']
+  const status = STATUS[code]
+  const payload = JSON.stringify(body(code, message))
+  if (socket.writable) {
+    socket.write(
+      `HTTP/1.1 ${status} ${STATUS_CODES[status] ?? ''}\r\nContent-Length: ${Buffer.byteLength(payload)}\r\n` +
+        `Content-Type: application/json; charset=utf-8\r\nConnection: close\r\n\r\n${payload}`,
+    )
+  }
+  socket.destroy(error)
+}
+
+/** An unknown route, or a known path with a method it does not have: both `404 NOT_FOUND`. */
 export function notFoundHandler(request: FastifyRequest, reply: FastifyReply): FastifyReply {
   return reply
     .status(404)

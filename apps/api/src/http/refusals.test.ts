@@ -44,6 +44,12 @@ const cases: readonly {
     details: { agentId },
   },
   { refusal: { kind: 'key_reused' }, code: ErrorCode.IdempotencyKeyReused, status: 409 },
+  {
+    refusal: { kind: 'invalid_script', issues: [{ path: 'script/fail', message: 'bad' }] },
+    code: ErrorCode.ValidationFailed,
+    status: 400,
+    details: { issues: [{ path: 'body/prompt/script/fail', message: 'bad' }] },
+  },
 ]
 
 describe('refusal → error mapper', () => {

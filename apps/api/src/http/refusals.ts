@@ -18,6 +18,10 @@ export type Refusal =
     }
   | { readonly kind: 'agent_busy'; readonly agentId: string }
   | { readonly kind: 'key_reused' }
+  | {
+      readonly kind: 'invalid_script'
+      readonly issues: readonly { readonly path: string; readonly message: string }[]
+    }
 
 export type RefusalKind = Refusal['kind']
 
@@ -30,6 +34,7 @@ const REFUSAL_KINDS: ReadonlySet<string> = new Set<RefusalKind>([
   'agent_not_found',
   'agent_busy',
   'key_reused',
+  'invalid_script',
 ])
 
 export function isRefusal<T extends { readonly kind: string }>(
@@ -75,6 +80,14 @@ export function refusalError(refusal: Refusal): BatonError {
       return new BatonError(
         ErrorCode.IdempotencyKeyReused,
         'this Idempotency-Key was already used in this session with a different request',
+      )
+    case 'invalid_script':
+      return new BatonError(
+        ErrorCode.ValidationFailed,
+        'the prompt is a JSON object but not a script the scripted subagent understands',
+        {
+          details: { issues: refusal.issues.map((i) => ({ ...i, path: `body/prompt/${i.path}` })) },
+        },
       )
     default: {
       const unexpected: never = refusal

@@ -3,6 +3,7 @@ import { enqueueAttempts, type AttemptQueue } from '@baton/queue'
 import {
   acceptDelegations,
   createGroupBatcher,
+  isTransientStoreError,
   type AcceptDelegationInput,
   type AcceptDelegationOutcome,
   type Db,
@@ -31,7 +32,12 @@ export function createAdmission(deps: {
 }): Admission {
   const accepts = createGroupBatcher<AcceptDelegationInput, AcceptDelegationOutcome>(
     (inputs) => acceptDelegations(deps.db, inputs),
-    { maxBatch: MAX_BATCH, maxInFlight: deps.maxInFlight },
+    // One request's value the ledger refuses must not fail the requests batched with it.
+    {
+      maxBatch: MAX_BATCH,
+      maxInFlight: deps.maxInFlight,
+      isolate: (e) => !isTransientStoreError(e),
+    },
   )
   const enqueues = createGroupBatcher<string, void>(
     async (attemptIds) => {

@@ -1,6 +1,7 @@
 import { randomUUID } from 'node:crypto'
 import {
   promptToBlocks,
+  readScript,
   requestDigest,
   type AnyAttemptView,
   type DelegationAccepted,
@@ -15,6 +16,7 @@ import {
   type WorkerCommandPublisher,
 } from '@baton/queue'
 import { getAttempt, recordSteering, requestCancel, type Db } from '@baton/store'
+import { BUILT_IN_SUBAGENT } from '@baton/subagents'
 import type { SubagentPolicy } from '../deps.ts'
 import type { Refusal } from '../http/refusals.ts'
 import type { Admission } from './admission.ts'
@@ -73,6 +75,11 @@ export function createAttemptCommands(deps: {
     if (admission.kind === 'refused')
       return { kind: 'subagent_unavailable', name: request.name, reason: admission.reason } as const
     const prompt = promptToBlocks(request.prompt)
+    if (request.name === BUILT_IN_SUBAGENT) {
+      // Baton's own child: a script it would not understand is refused now, not run as an echo.
+      const reading = readScript(prompt)
+      if (reading.kind === 'invalid') return { kind: 'invalid_script', issues: reading.issues }
+    }
     const metadata = request.metadata ?? {}
     const outcome = await deps.admission.accept({
       sessionId,

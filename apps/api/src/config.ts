@@ -17,6 +17,9 @@ const configSchema = z.object({
   LOG_LEVEL: z.enum(['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent']).default('info'),
 })
 
+/** Every environment variable the API reads (infra/docker-compose.yml is checked against it). */
+export const API_CONFIG_VARIABLES: readonly string[] = Object.keys(configSchema.shape)
+
 export interface ApiConfig {
   readonly host: string
   readonly port: number

@@ -37,6 +37,9 @@ const configSchema = z
     path: ['HEARTBEAT_INTERVAL_MS'],
   })
 
+/** Every environment variable a worker reads (infra/docker-compose.yml is checked against it). */
+export const WORKER_CONFIG_VARIABLES: readonly string[] = Object.keys(configSchema.shape)
+
 export interface WorkerConfig {
   readonly databaseUrl: string
   readonly redisUrl: string

@@ -1,6 +1,7 @@
 // Shared by the runnable scripts (up, bench, chaos): database preparation and the app launcher.
 import pg from 'pg'
 import { createDb, migrateToLatest } from '@baton/store'
+import { prettyLogLine } from './pretty-log.ts'
 import { REPO_ROOT, startApp, type AppProcess, type BatonApp } from '@baton/testing/processes'
 
 export { REPO_ROOT }
@@ -56,19 +57,24 @@ export async function prepareDatabase(
 
 export type RunningService = AppProcess
 
-/** Echoes a process's output line by line with its name in front. */
-export function echoLines(name: string, write: (line: string) => void): (chunk: Buffer) => void {
+/** Echoes a process's output line by line with its name in front, each line through `format`. */
+export function echoLines(
+  name: string,
+  write: (line: string) => void,
+  format: (line: string) => string = (line) => line,
+): (chunk: Buffer) => void {
   let partial = ''
   return (chunk) => {
     const lines = (partial + chunk.toString()).split('\n')
     partial = lines.pop() ?? ''
-    for (const line of lines) if (line.trim() !== '') write(`[${name}] ${line}\n`)
+    for (const line of lines) if (line.trim() !== '') write(`[${name}] ${format(line)}\n`)
   }
 }
 
 /**
  * Starts `apps/<app>/src/main.ts` as a child process and resolves once its log line says it is
- * ready. Output is forwarded line by line with a name prefix when `echo` is set.
+ * ready. Output is forwarded line by line with a name prefix when `echo` is set: human-readable on
+ * a terminal, the apps' JSON lines as they are anywhere else.
  */
 export function startService(
   name: string,
@@ -81,7 +87,13 @@ export function startService(
     timeoutMs: options.timeoutMs ?? 30_000,
     outputLimit: 20_000,
     ...(options.echo === true
-      ? { onOutput: echoLines(name, (line) => process.stdout.write(line)) }
+      ? {
+          onOutput: echoLines(
+            name,
+            (line) => process.stdout.write(line),
+            process.stdout.isTTY ? prettyLogLine : undefined,
+          ),
+        }
       : {}),
   })
 }

@@ -14,6 +14,7 @@ const configSchema = z.object({
     .max(50 * 1024 * 1024)
     .default(1024 * 1024),
   DB_POOL_SIZE: z.coerce.number().int().min(2).max(200).default(20),
+  BATCH_MAX_ITEMS: z.coerce.number().int().min(1).max(10_000).default(1000),
   LOG_LEVEL: z.enum(['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent']).default('info'),
 })
 
@@ -30,6 +31,8 @@ export interface ApiConfig {
   readonly subagentsDir: string | undefined
   readonly bodyLimitBytes: number
   readonly dbPoolSize: number
+  /** The most delegations one batch submit may carry. */
+  readonly batchMaxItems: number
   readonly logLevel: string
 }
 
@@ -50,6 +53,7 @@ export function loadConfig(env: Readonly<Record<string, string | undefined>>): A
     subagentsDir: c.SUBAGENTS_DIR,
     bodyLimitBytes: c.BODY_LIMIT_BYTES,
     dbPoolSize: c.DB_POOL_SIZE,
+    batchMaxItems: c.BATCH_MAX_ITEMS,
     logLevel: c.LOG_LEVEL,
   })
 }

@@ -3,6 +3,8 @@ import type {
   AnyAttemptView,
   DelegationAccepted,
   DelegationMetadata,
+  BatchItem,
+  ErrorBody,
   ErrorCode,
   Prompt,
 } from '@baton/contracts'
@@ -52,6 +54,11 @@ export interface CallOptions {
   readonly signal?: AbortSignal
 }
 
+/** One item's answer in a batch submit: what the single-delegation route would have answered. */
+export type BatchResult =
+  | { readonly status: 202; readonly body: DelegationAccepted & { readonly replayed: boolean } }
+  | { readonly status: number; readonly body: ErrorBody }
+
 export interface BatonClient {
   /** Accept a delegation: `{ agentId, attemptId, status: 'accepted' }`. */
   delegate(input: DelegateInput, options?: CallOptions): Promise<DelegationAccepted>
@@ -61,6 +68,15 @@ export interface BatonClient {
     timeoutMs: number,
     options?: CallOptions,
   ): Promise<AnyAttemptView>
+  /**
+   * Submit many delegations of one session at once (each item may carry its own
+   * `idempotencyKey`): one answer per item, in order; a refused item fails no other.
+   */
+  delegateBatch(
+    sessionId: string,
+    items: readonly BatchItem[],
+    options?: CallOptions,
+  ): Promise<{ results: BatchResult[] }>
   getAttempt(attemptId: string, options?: CallOptions): Promise<AnyAttemptView>
   /** One bounded wait: the terminal view, or the snapshot when the bound expires. Never an error for "not finished". */
   wait(attemptId: string, timeoutMs: number, options?: CallOptions): Promise<AnyAttemptView>
@@ -157,6 +173,8 @@ export function createBatonClient(options: CreateClientOptions): BatonClient {
     delegate: (input, o) => call('POST', delegationsPath(input.sessionId), body(input), o),
     delegateAndWait: (input, timeoutMs, o) =>
       call('POST', delegationsPath(input.sessionId), { ...body(input), wait: { timeoutMs } }, o),
+    delegateBatch: (sessionId, items, o) =>
+      call('POST', `${delegationsPath(sessionId)}/batch`, { items }, o),
     getAttempt: (attemptId, o) => call('GET', attemptPath(attemptId), undefined, o),
     wait: (attemptId, timeoutMs, o) =>
       call('GET', `${attemptPath(attemptId)}/wait?timeoutMs=${timeoutMs}`, undefined, o),

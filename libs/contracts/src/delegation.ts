@@ -73,6 +73,19 @@ export const delegationRequestSchema = z.strictObject({
 })
 export type DelegationRequest = z.infer<typeof delegationRequestSchema>
 
+/**
+ * One item of a batch submit: a delegation without `wait` (a batch answers once every item is
+ * recorded, never after a wait), with its own optional idempotency key.
+ */
+export const batchItemSchema = z.strictObject({
+  name: subagentNameSchema,
+  prompt: promptSchema,
+  agentId: uuidSchema.optional(),
+  metadata: delegationMetadataSchema.optional(),
+  idempotencyKey: idempotencyKeySchema.optional(),
+})
+export type BatchItem = z.infer<typeof batchItemSchema>
+
 export const delegationAcceptedSchema = z.object({
   agentId: z.uuid(),
   attemptId: z.uuid(),

@@ -31,6 +31,7 @@ export {
   delegationMetadataSchema,
   delegationRequestSchema,
   idempotencyKeySchema,
+  batchItemSchema,
   promptSchema,
   promptToBlocks,
   sessionIdSchema,
@@ -44,6 +45,7 @@ export {
 export type {
   DelegationAccepted,
   DelegationMetadata,
+  BatchItem,
   DelegationRequest,
   Prompt,
 } from './delegation.ts'

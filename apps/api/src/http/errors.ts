@@ -26,6 +26,11 @@ export const STATUS: Readonly<Record<ErrorCode, number>> = {
   [ErrorCode.Internal]: 500,
 }
 
+/** The status and body a BatonError leaves the API with (a batch item's answer uses it too). */
+export function errorAnswer(error: BatonError): { status: number; body: ErrorBody } {
+  return { status: STATUS[error.code], body: body(error.code, error.message, error.details) }
+}
+
 function body(
   code: ErrorCode,
   message: string,

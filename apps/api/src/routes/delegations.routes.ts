@@ -2,13 +2,17 @@ import type { IncomingMessage } from 'node:http'
 import type { FastifyPluginAsyncZod } from 'fastify-type-provider-zod'
 import { z } from 'zod'
 import {
+  BatonError,
+  ErrorCode,
+  batchItemSchema,
   delegationRequestSchema,
   idempotencyKeySchema,
   isTerminalView,
   sessionIdSchema,
 } from '@baton/contracts'
 import type { ApiDeps } from '../deps.ts'
-import { unlessRefused } from '../http/refusals.ts'
+import { errorAnswer } from '../http/errors.ts'
+import { isRefusal, refusalError, unlessRefused } from '../http/refusals.ts'
 
 /**
  * POST /v1/sessions/:sessionId/delegations — accept a delegation: validate (nothing is written for
@@ -40,7 +44,69 @@ export function delegationRoutes(deps: ApiDeps): FastifyPluginAsyncZod {
         return reply.status(isTerminalView(outcome.view) ? 200 : 202).send(outcome.view)
       },
     )
+
+    app.post(
+      '/v1/sessions/:sessionId/delegations/batch',
+      {
+        schema: {
+          summary:
+            'Delegate many tasks at once: one ledger statement and one enqueue, answered per item',
+          params: z.strictObject({ sessionId: sessionIdSchema }),
+          body: z.strictObject({
+            items: z.array(z.unknown()).min(1).max(deps.config.batchMaxItems),
+          }),
+        },
+      },
+      async (request, reply) => {
+        // Each item is checked on its own, so one bad item is refused alone and fails no other.
+        const parsed = request.body.items.map((item) => batchItemSchema.safeParse(item))
+        const outcomes = await deps.commands.delegateBatch(
+          request.params.sessionId,
+          parsed.flatMap((p) => (p.success ? [p.data] : [])),
+        )
+        let next = 0
+        const results = parsed.map((p, index) => {
+          const at = `body/items/${index}`
+          if (!p.success) {
+            return errorAnswer(
+              new BatonError(ErrorCode.ValidationFailed, `invalid item ${index}`, {
+                details: {
+                  issues: p.error.issues.map((issue) => ({
+                    path: [at, ...issue.path.map(String)].join('/'),
+                    message: issue.message,
+                  })),
+                },
+              }),
+            )
+          }
+          const outcome = outcomes[next]
+          next += 1
+          if (outcome === undefined) throw new Error('fewer answers than valid items')
+          if (isRefusal(outcome)) return errorAnswer(itemError(refusalError(outcome), at))
+          return {
+            status: 202,
+            body: { ...outcome.accepted, replayed: outcome.kind === 'replayed' },
+          }
+        })
+        return reply.status(200).send({ results })
+      },
+    )
   }
+}
+
+/** A refusal of one batch item, its issue paths under the item's own (`body/items/3/prompt/…`). */
+function itemError(error: BatonError, at: string): BatonError {
+  const issues = error.details?.issues
+  if (!Array.isArray(issues)) return error
+  return new BatonError(error.code, error.message, {
+    details: {
+      ...error.details,
+      issues: issues.map((issue: { path: string; message: string }) => ({
+        ...issue,
+        path: issue.path.replace(/^body/, at),
+      })),
+    },
+  })
 }
 
 /** An AbortSignal that fires when the client goes away, so a wait does not outlive its caller. */

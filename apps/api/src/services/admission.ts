@@ -14,6 +14,10 @@ export interface Admission {
   accept(input: AcceptDelegationInput): Promise<AcceptDelegationOutcome>
   /** Enqueues an accepted attempt (batched with concurrent ones). Never rejects: see below. */
   enqueue(attemptId: string): Promise<void>
+  /** Records a batch submit's delegations in one ledger statement, answered per item. */
+  acceptAll(inputs: readonly AcceptDelegationInput[]): Promise<AcceptDelegationOutcome[]>
+  /** Enqueues a batch submit's accepted attempts in one `addBulk`. Never rejects, like `enqueue`. */
+  enqueueAll(attemptIds: readonly string[]): Promise<void>
 }
 
 const MAX_BATCH = 256
@@ -48,6 +52,17 @@ export function createAdmission(deps: {
   )
   return {
     accept: (input) => accepts.submit(input),
+    acceptAll: (inputs) => acceptDelegations(deps.db, inputs),
+    async enqueueAll(attemptIds) {
+      try {
+        await enqueueAttempts(deps.queue, attemptIds)
+      } catch (error) {
+        deps.logger.warn(
+          { err: error, attempts: attemptIds.length },
+          'enqueue failed after accept; the reconciler will enqueue them',
+        )
+      }
+    },
     async enqueue(attemptId) {
       try {
         await enqueues.submit(attemptId)

@@ -4,6 +4,7 @@ import {
   readScript,
   requestDigest,
   type AnyAttemptView,
+  type BatchItem,
   type DelegationAccepted,
   type DelegationRequest,
   type Prompt,
@@ -15,10 +16,17 @@ import {
   type SettlementPublisher,
   type WorkerCommandPublisher,
 } from '@baton/queue'
-import { getAttempt, recordSteering, requestCancel, type Db } from '@baton/store'
+import {
+  getAttempt,
+  recordSteering,
+  requestCancel,
+  type AcceptDelegationInput,
+  type AcceptDelegationOutcome,
+  type Db,
+} from '@baton/store'
 import { BUILT_IN_SUBAGENT } from '@baton/subagents'
 import type { SubagentPolicy } from '../deps.ts'
-import type { Refusal } from '../http/refusals.ts'
+import { isRefusal, type Refusal } from '../http/refusals.ts'
 import type { Admission } from './admission.ts'
 import { awaitAttempt, awaitEnqueued, type SettledDoorbell } from './bounded-wait.ts'
 import { readAttemptView } from './attempt-view.ts'
@@ -31,6 +39,10 @@ export type DelegateOutcome =
       readonly view: AnyAttemptView | undefined
     }
   | Refusal
+
+/** One item of a batch submit: accepted, replayed (its key's first attempt), or refused. */
+export type BatchItemOutcome =
+  { readonly kind: 'accepted' | 'replayed'; readonly accepted: DelegationAccepted } | Refusal
 
 export type CancelOutcome = { readonly kind: 'cancelled_queued' | 'cancel_requested' } | Refusal
 export type SteerOutcome = { readonly kind: 'recorded'; readonly sequence: number } | Refusal
@@ -48,6 +60,11 @@ export interface AttemptCommands {
     readonly idempotencyKey: string | undefined
     readonly signal: AbortSignal
   }): Promise<DelegateOutcome>
+  /**
+   * A batch submit: every item checked and recorded in one ledger statement and enqueued in one
+   * `addBulk`, answered per item in order; a refused item writes nothing and fails no other.
+   */
+  delegateBatch(sessionId: string, items: readonly BatchItem[]): Promise<BatchItemOutcome[]>
   cancel(attemptId: string, reason: string | null): Promise<CancelOutcome>
   steer(attemptId: string, content: Prompt): Promise<SteerOutcome>
   read(attemptId: string): Promise<ViewOutcome>
@@ -65,10 +82,15 @@ export function createAttemptCommands(deps: {
 }): AttemptCommands {
   const log = deps.logger.child({ component: 'attempt-commands' })
 
-  async function delegate(
-    input: Parameters<AttemptCommands['delegate']>[0],
-  ): Promise<DelegateOutcome> {
-    const { sessionId, request } = input
+  /**
+   * What every delegation passes before the ledger: the subagent must be runnable here, and a
+   * script for Baton's own child must be one it understands. Ids are minted here, once.
+   */
+  function prepare(
+    sessionId: string,
+    request: Omit<BatchItem, 'idempotencyKey'>,
+    idempotencyKey: string | undefined,
+  ): { readonly kind: 'ready'; readonly input: AcceptDelegationInput } | Refusal {
     const admission = deps.subagents.admit(request.name)
     if (admission.kind === 'unknown')
       return { kind: 'unknown_subagent', name: request.name, known: admission.known } as const
@@ -81,51 +103,76 @@ export function createAttemptCommands(deps: {
       if (reading.kind === 'invalid') return { kind: 'invalid_script', issues: reading.issues }
     }
     const metadata = request.metadata ?? {}
-    const outcome = await deps.admission.accept({
-      sessionId,
-      name: request.name,
-      prompt,
-      metadata,
-      attemptId: randomUUID(),
-      newAgentId: randomUUID(),
-      agentId: request.agentId,
-      ...(input.idempotencyKey === undefined
-        ? {}
-        : {
-            idempotencyKey: input.idempotencyKey,
-            requestDigest: requestDigest({
-              name: request.name,
-              prompt,
-              agentId: request.agentId ?? null,
-              metadata,
+    return {
+      kind: 'ready',
+      input: {
+        sessionId,
+        name: request.name,
+        prompt,
+        metadata,
+        attemptId: randomUUID(),
+        newAgentId: randomUUID(),
+        agentId: request.agentId,
+        ...(idempotencyKey === undefined
+          ? {}
+          : {
+              idempotencyKey,
+              requestDigest: requestDigest({
+                name: request.name,
+                prompt,
+                agentId: request.agentId ?? null,
+                metadata,
+              }),
             }),
-          }),
-    })
+      },
+    }
+  }
+
+  /** The ledger's answer for one delegation: accepted or replayed, or the refusal it means. */
+  function recorded(
+    outcome: AcceptDelegationOutcome,
+    input: AcceptDelegationInput,
+  ): Extract<AcceptDelegationOutcome, { kind: 'accepted' | 'replayed' }> | Refusal {
     switch (outcome.kind) {
       case 'agent_not_found':
         return {
           kind: 'agent_not_found',
-          agentId: request.agentId ?? '',
-          sessionId,
-          name: request.name,
+          agentId: input.agentId ?? '',
+          sessionId: input.sessionId,
+          name: input.name,
         } as const
       case 'agent_busy':
-        return { kind: 'agent_busy', agentId: request.agentId ?? '' } as const
+        return { kind: 'agent_busy', agentId: input.agentId ?? '' } as const
       case 'key_reused':
         return outcome
       case 'accepted':
       case 'replayed':
-        break
+        log.debug(
+          {
+            attemptId: outcome.attemptId,
+            agentId: outcome.agentId,
+            subagent: input.name,
+            outcome: outcome.kind,
+          },
+          'delegation accepted',
+        )
+        return outcome
       default: {
         const unexpected: never = outcome
         throw new Error(`unexpected outcome ${JSON.stringify(unexpected)}`)
       }
     }
+  }
+
+  async function delegate(
+    input: Parameters<AttemptCommands['delegate']>[0],
+  ): Promise<DelegateOutcome> {
+    const { sessionId, request } = input
+    const prepared = prepare(sessionId, request, input.idempotencyKey)
+    if (prepared.kind !== 'ready') return prepared
+    const outcome = recorded(await deps.admission.accept(prepared.input), prepared.input)
+    if (isRefusal(outcome)) return outcome
     const { attemptId, agentId } = outcome
-    log.debug(
-      { attemptId, agentId, subagent: request.name, outcome: outcome.kind },
-      'delegation accepted',
-    )
     const accepted = { agentId, attemptId, status: 'accepted' } as const
     const bound = request.wait?.timeoutMs
     let view: AnyAttemptView | undefined
@@ -146,6 +193,39 @@ export function createAttemptCommands(deps: {
     // An accepted attempt is never deleted: a read that finds nothing is a broken invariant.
     if (bound !== undefined && view === undefined) throw new Error('accepted attempt vanished')
     return { kind: outcome.kind, accepted, view }
+  }
+
+  async function delegateBatch(
+    sessionId: string,
+    items: readonly BatchItem[],
+  ): Promise<BatchItemOutcome[]> {
+    const prepared = items.map((item) => prepare(sessionId, item, item.idempotencyKey))
+    const ready = prepared.flatMap((p) => (p.kind === 'ready' ? [p.input] : []))
+    // One ledger statement for the whole batch, then one `addBulk` for what it accepted.
+    const outcomes = ready.length === 0 ? [] : await deps.admission.acceptAll(ready)
+    let next = 0
+    const answers = prepared.map((p): BatchItemOutcome => {
+      if (p.kind !== 'ready') return p
+      const outcome = outcomes[next]
+      next += 1
+      if (outcome === undefined)
+        throw new Error('the ledger answered fewer items than it was given')
+      const answer = recorded(outcome, p.input)
+      if (isRefusal(answer)) return answer
+      return {
+        kind: answer.kind,
+        accepted: { agentId: answer.agentId, attemptId: answer.attemptId, status: 'accepted' },
+      }
+    })
+    // A replay was enqueued by the request that created it (or will be, by the reconciler).
+    await deps.admission.enqueueAll(
+      answers.flatMap((a) => (a.kind === 'accepted' ? [a.accepted.attemptId] : [])),
+    )
+    log.info(
+      { sessionId, items: items.length, accepted: ready.length },
+      'batch of delegations recorded',
+    )
+    return answers
   }
 
   async function cancel(attemptId: string, reason: string | null): Promise<CancelOutcome> {
@@ -198,5 +278,5 @@ export function createAttemptCommands(deps: {
     return view === undefined ? { kind: 'missing', attemptId } : { kind: 'view', view }
   }
 
-  return { delegate, cancel, steer, read, wait }
+  return { delegate, delegateBatch, cancel, steer, read, wait }
 }

@@ -59,4 +59,38 @@ describe('Idempotency-Key on delegations', () => {
     await worker.close()
     await h.api.close()
   })
+
+  test('50 identical concurrent keyed continuations, 100 rounds: one attempt each, never AGENT_BUSY', async ({
+    databaseUrl,
+    redisUrl,
+    queuePrefix,
+    track,
+    db,
+  }) => {
+    const h = await startApi({ databaseUrl, redisUrl, queuePrefix })
+    track(h.api)
+    const first = await h.post(delegate('s-cont'), { name: 'scripted', prompt: '{"hang":true}' })
+    const agentId = first.body.agentId as string
+    let previous = first.body.attemptId as string
+    for (let round = 0; round < 100; round += 1) {
+      // The agent's last attempt ends (a queued cancel is terminal at once), then 50 callers send
+      // the same continuation under one key at the same moment.
+      expect((await h.post(`/v1/attempts/${previous}/cancel`, {})).status).toBe(202)
+      const body = { name: 'scripted', prompt: '{"hang":true}', agentId }
+      const key = { 'idempotency-key': `continue-${round}` }
+      const answers = await Promise.all(
+        Array.from({ length: 50 }, () => h.post(delegate('s-cont'), body, key)),
+      )
+      const statuses = answers.map((a) => `${a.status} ${a.body.error?.code ?? ''}`.trim())
+      expect(new Set(statuses), `round ${round}`).toEqual(new Set(['202']))
+      const attempts = new Set(answers.map((a) => a.body.attemptId as string))
+      expect(attempts.size, `round ${round}`).toBe(1)
+      previous = [...attempts][0] ?? ''
+    }
+    const rows = await sql<{ n: number }>`
+      select count(*)::int as n from attempts where agent_id = ${agentId}
+    `.execute(db)
+    expect(rows.rows[0]?.n).toBe(101)
+    await h.api.close()
+  })
 })

@@ -14,7 +14,15 @@ import {
   type SettlementPublisher,
   type WorkerCommandPublisher,
 } from '@baton/queue'
-import { getAttempt, recordSteering, requestCancel, type Db } from '@baton/store'
+import {
+  createGroupBatcher,
+  getAttempt,
+  recordSteering,
+  requestCancels,
+  type Db,
+  type RequestCancelInput,
+  type RequestCancelOutcome,
+} from '@baton/store'
 import type { SubagentPolicy } from '../deps.ts'
 import type { Refusal } from '../http/refusals.ts'
 import type { Admission } from './admission.ts'
@@ -62,6 +70,13 @@ export function createAttemptCommands(deps: {
   readonly logger: Logger
 }): AttemptCommands {
   const log = deps.logger.child({ component: 'attempt-commands' })
+  // A burst of cancels (a parent stopping its fan-out) shares one ledger statement; their
+  // notifications then leave in the same tick, so the pipelined Redis connection sends them in
+  // one write.
+  const cancels = createGroupBatcher<RequestCancelInput, RequestCancelOutcome>(
+    (inputs) => requestCancels(deps.db, inputs),
+    { maxBatch: 256, maxInFlight: 2 },
+  )
 
   async function delegate(
     input: Parameters<AttemptCommands['delegate']>[0],
@@ -142,7 +157,7 @@ export function createAttemptCommands(deps: {
   }
 
   async function cancel(attemptId: string, reason: string | null): Promise<CancelOutcome> {
-    const outcome = await requestCancel(deps.db, { attemptId, reason })
+    const outcome = await cancels.submit({ attemptId, reason })
     switch (outcome.kind) {
       case 'missing':
       case 'terminal':

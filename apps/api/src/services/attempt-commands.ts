@@ -174,7 +174,9 @@ export function createAttemptCommands(deps: {
         throw new Error(`unexpected outcome ${JSON.stringify(unexpected)}`)
       }
     }
-    log.info({ attemptId, outcome: outcome.kind }, 'cancel recorded')
+    // Debug, not info: the ledger's transition row is the record, and a burst of cancels would
+    // otherwise pay one log write per request.
+    log.debug({ attemptId, outcome: outcome.kind }, 'cancel recorded')
     return outcome
   }
 

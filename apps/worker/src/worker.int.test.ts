@@ -253,6 +253,52 @@ describe('worker', () => {
     }
   })
 
+  test('a redelivered job of a running attempt, acknowledged as held on the same worker, leaves the run steerable', async ({
+    db,
+    databaseUrl,
+    redisUrl,
+    queuePrefix,
+    track,
+    redis,
+  }) => {
+    const ctx = { db, databaseUrl, redisUrl, queuePrefix, track, redis }
+    // Heartbeats a minute apart: only the steer event can deliver.
+    const runtime = await startRuntime(ctx, createScriptedPromptProvider(), {
+      HEARTBEAT_INTERVAL_MS: '60000',
+      LEASE_TTL_MS: '120000',
+    })
+    const queue = new Queue(QueueName.Attempts, {
+      connection: { url: ctx.redisUrl },
+      prefix: ctx.queuePrefix,
+    })
+    const publisher = createWorkerCommandPublisher({
+      connection: { url: ctx.redisUrl },
+      prefix: ctx.queuePrefix,
+    })
+    try {
+      const attemptId = await accept(ctx.db, '{"awaitSteering":1}')
+      await queue.add('attempt', { attemptId }, { jobId: attemptId })
+      await eventually(async () =>
+        (await getAttempt(ctx.db, attemptId))?.status === 'running' ? true : undefined,
+      )
+      const redelivered = `${attemptId}-redelivered`
+      await queue.add('attempt', { attemptId }, { jobId: redelivered })
+      await eventually(async () =>
+        (await queue.getJobState(redelivered)) === 'completed' ? true : undefined,
+      )
+      await recordSteering(ctx.db, { attemptId, content: [{ type: 'text', text: 'still here' }] })
+      await publisher.publish({ eventName: 'steer', attemptId })
+      expect(await untilTerminal(ctx.db, attemptId)).toMatchObject({
+        stopReason: 'completed',
+        output: 'still here',
+      })
+    } finally {
+      await publisher.close()
+      await queue.close()
+      await runtime.shutdownChecked(5_000)
+    }
+  })
+
   test('checked shutdown past its deadline or cancelled by its caller keeps ownership; a later call finishes the drain', async ({
     db,
     databaseUrl,

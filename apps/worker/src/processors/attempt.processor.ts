@@ -52,11 +52,11 @@ export function createAttemptProcessor(deps: AttemptProcessorDeps) {
     const { attemptId } = attemptJobSchema.parse(job.data)
     const log = deps.logger.child({ attemptId })
     // Before the claim: a steer recorded after it rings its bell before the run is attached.
-    deps.steering.expect(attemptId)
+    const releaseExpectation = deps.steering.expect(attemptId)
     try {
       await claimAndRun(deps, attemptId, log, jobSignal)
     } finally {
-      deps.steering.detach(attemptId)
+      releaseExpectation()
     }
   }
 }
@@ -137,6 +137,7 @@ async function claimAndRun(
     if (outcome === 'committed' || outcome === 'replayed') await ringTerminal(deps, attemptId, log)
   } finally {
     jobSignal?.removeEventListener('abort', onJobAbort)
+    deps.steering.detach(attemptId)
     deps.leaseKeeper.release(attemptId)
   }
 }

@@ -8,15 +8,16 @@ export interface SteeringDelivery {
   /**
    * This worker is about to claim the attempt: a bell for it (a steer event, a heartbeat) that
    * rings before its run is attached is remembered, so that `attach` reads the ledger then.
+   * Returns the release of this expectation (the same attempt may be expected by two jobs at once:
+   * a redelivered job whose claim answers `held`).
    */
-  expect(attemptId: string): void
+  expect(attemptId: string): () => void
   /**
    * The run of an owned execution is ready: deliver anything already waiting. `steeringPending`
    * is the claim's answer; when it says nothing waited and no bell rang since `expect`, the ledger
    * is not read (absent: it is read).
    */
   attach(execution: OwnedExecution, run: SubagentRun, steeringPending?: boolean): void
-  /** Forgets the attempt, attached or expected. */
   detach(attemptId: string): void
   /** New messages may wait in the ledger (a steer event, or a heartbeat saw some). */
   deliver(attemptId: string): Promise<void>
@@ -47,8 +48,8 @@ export function createSteeringDelivery(deps: {
   logger: Logger
 }): SteeringDelivery {
   const attached = new Map<string, Attached>()
-  /** Attempts being claimed, not yet attached: whether a bell rang for them meanwhile. */
-  const expected = new Map<string, { rung: boolean }>()
+  /** Attempts being claimed: whether a bell rang for them meanwhile, and by how many jobs. */
+  const expected = new Map<string, { rung: boolean; holders: number }>()
   const inFlight = new Set<Promise<void>>()
 
   async function deliverNow(state: Attached): Promise<void> {
@@ -100,12 +101,20 @@ export function createSteeringDelivery(deps: {
 
   return {
     expect(attemptId) {
-      expected.set(attemptId, { rung: false })
+      const entry = expected.get(attemptId) ?? { rung: false, holders: 0 }
+      entry.holders += 1
+      expected.set(attemptId, entry)
+      let released = false
+      return () => {
+        if (released) return
+        released = true
+        entry.holders -= 1
+        if (entry.holders === 0 && expected.get(attemptId) === entry) expected.delete(attemptId)
+      }
     },
     attach(execution, run, steeringPending = true) {
       const { attemptId } = execution
       const rung = expected.get(attemptId)?.rung === true
-      expected.delete(attemptId)
       attached.set(attemptId, { execution, run, lastSequence: 0, chain: Promise.resolve() })
       // Every message is recorded before its bell rings: one recorded before the claim is in the
       // claim's answer, one recorded after it rings a bell that `expect` kept. Neither: no read.
@@ -113,7 +122,6 @@ export function createSteeringDelivery(deps: {
     },
     detach(attemptId) {
       attached.delete(attemptId)
-      expected.delete(attemptId)
     },
     deliver,
     async drain() {

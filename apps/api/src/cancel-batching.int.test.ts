@@ -1,5 +1,4 @@
 import { randomUUID } from 'node:crypto'
-import pg from 'pg'
 import { claimAttempt } from '@baton/store'
 import { describe, expect, test } from '@baton/testing'
 import { delegate, startApi } from './test-support.ts'
@@ -39,24 +38,30 @@ describe('cancel through the API', () => {
     const queued = await accept('s-burst-queued')
     const unknown = randomUUID()
 
-    // Another session holds the running rows: the first statements block, and every request
+    // Another transaction holds the running rows: the first statements block, and every request
     // that arrives meanwhile waits in the batcher for the next one.
-    const blocker = new pg.Client({ connectionString: ctx.databaseUrl })
-    await blocker.connect()
+    let release: () => void = () => undefined
+    const released = new Promise<void>((resolve) => (release = resolve))
+    let locked: () => void = () => undefined
+    const holding = new Promise<void>((resolve) => (locked = resolve))
+    const blocker = ctx.db.transaction().execute(async (trx) => {
+      await trx.selectFrom('attempts').select('id').where('id', 'in', running).forUpdate().execute()
+      locked()
+      await released
+    })
     let answers: { status: number; body: any }[]
     try {
-      await blocker.query('begin')
-      await blocker.query('select id from attempts where id = any($1::uuid[]) for update', [
-        running,
-      ])
+      await holding
       const cancels = [...running, queued, unknown].map((id) =>
         harness.post(`/v1/attempts/${id}/cancel`, { reason: 'burst' }),
       )
       await new Promise((r) => setTimeout(r, 500))
-      await blocker.query('commit')
+      release()
+      await blocker
       answers = await Promise.all(cancels)
     } finally {
-      await blocker.end()
+      release()
+      await blocker
     }
     // Two statements in flight when the rows were released, one for everything that waited.
     expect(cancelStatements).toBeLessThanOrEqual(3)

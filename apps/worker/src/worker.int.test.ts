@@ -177,6 +177,128 @@ describe('worker', () => {
     await runtime.shutdownChecked(5_000)
   })
 
+  test('steering without heartbeats: an unsteered attempt reads no messages; messages recorded before the claim or before the run is attached reach it once, in order', async ({
+    db,
+    databaseUrl,
+    redisUrl,
+    queuePrefix,
+    track,
+    redis,
+  }) => {
+    const ctx = { db, databaseUrl, redisUrl, queuePrefix, track, redis }
+    const inner = createScriptedPromptProvider()
+    const publisher = createWorkerCommandPublisher({
+      connection: { url: ctx.redisUrl },
+      prefix: ctx.queuePrefix,
+    })
+    // The next child to start records a message for this attempt and rings its bell, then lets
+    // the event arrive before its run exists: the bell rings between the claim and the attach.
+    let steerOnStart: string | undefined
+    const lateSteer: SubagentProvider = {
+      ...inner,
+      async start(request) {
+        const attemptId = steerOnStart
+        steerOnStart = undefined
+        if (attemptId !== undefined) {
+          await recordSteering(ctx.db, { attemptId, content: [{ type: 'text', text: 'late' }] })
+          await publisher.publish({ eventName: 'steer', attemptId })
+          await new Promise((r) => setTimeout(r, 300))
+        }
+        return inner.start(request)
+      },
+    }
+    let steeringReads = 0
+    // Heartbeats a minute apart: only the claim's answer and the steer bell can deliver.
+    const runtime = await startRuntime(
+      ctx,
+      lateSteer,
+      { HEARTBEAT_INTERVAL_MS: '60000', LEASE_TTL_MS: '120000' },
+      {
+        onQuery: (text) => {
+          if (/from attempt_messages/.test(text) && !/^\s*update/.test(text)) steeringReads += 1
+        },
+      },
+    )
+    try {
+      const plain = await accept(ctx.db, '{"output":"plain"}')
+      await enqueue(ctx, plain)
+      expect(await untilTerminal(ctx.db, plain)).toMatchObject({ output: 'plain' })
+      expect(steeringReads).toBe(0)
+
+      const early = await accept(ctx.db, '{"awaitSteering":2}')
+      for (const text of ['one', 'two']) {
+        await recordSteering(ctx.db, { attemptId: early, content: [{ type: 'text', text }] })
+      }
+      await enqueue(ctx, early)
+      expect(await untilTerminal(ctx.db, early)).toMatchObject({
+        stopReason: 'completed',
+        output: 'one\ntwo',
+      })
+
+      const late = await accept(ctx.db, '{"awaitSteering":1}')
+      steerOnStart = late
+      await enqueue(ctx, late)
+      expect(await untilTerminal(ctx.db, late)).toMatchObject({
+        stopReason: 'completed',
+        output: 'late',
+      })
+      const undelivered = await sql<{ n: number }>`
+        select count(*)::int as n from attempt_messages
+        where attempt_id = any(${[early, late]}::uuid[]) and delivered_at is null
+      `.execute(ctx.db)
+      expect(undelivered.rows[0]?.n).toBe(0)
+    } finally {
+      await publisher.close()
+      await runtime.shutdownChecked(5_000)
+    }
+  })
+
+  test('a redelivered job of a running attempt, acknowledged as held on the same worker, leaves the run steerable', async ({
+    db,
+    databaseUrl,
+    redisUrl,
+    queuePrefix,
+    track,
+    redis,
+  }) => {
+    const ctx = { db, databaseUrl, redisUrl, queuePrefix, track, redis }
+    // Heartbeats a minute apart: only the steer event can deliver.
+    const runtime = await startRuntime(ctx, createScriptedPromptProvider(), {
+      HEARTBEAT_INTERVAL_MS: '60000',
+      LEASE_TTL_MS: '120000',
+    })
+    const queue = new Queue(QueueName.Attempts, {
+      connection: { url: ctx.redisUrl },
+      prefix: ctx.queuePrefix,
+    })
+    const publisher = createWorkerCommandPublisher({
+      connection: { url: ctx.redisUrl },
+      prefix: ctx.queuePrefix,
+    })
+    try {
+      const attemptId = await accept(ctx.db, '{"awaitSteering":1}')
+      await queue.add('attempt', { attemptId }, { jobId: attemptId })
+      await eventually(async () =>
+        (await getAttempt(ctx.db, attemptId))?.status === 'running' ? true : undefined,
+      )
+      const redelivered = `${attemptId}-redelivered`
+      await queue.add('attempt', { attemptId }, { jobId: redelivered })
+      await eventually(async () =>
+        (await queue.getJobState(redelivered)) === 'completed' ? true : undefined,
+      )
+      await recordSteering(ctx.db, { attemptId, content: [{ type: 'text', text: 'still here' }] })
+      await publisher.publish({ eventName: 'steer', attemptId })
+      expect(await untilTerminal(ctx.db, attemptId)).toMatchObject({
+        stopReason: 'completed',
+        output: 'still here',
+      })
+    } finally {
+      await publisher.close()
+      await queue.close()
+      await runtime.shutdownChecked(5_000)
+    }
+  })
+
   test('checked shutdown past its deadline or cancelled by its caller keeps ownership; a later call finishes the drain', async ({
     db,
     databaseUrl,

@@ -17,12 +17,15 @@ import {
   type WorkerCommandPublisher,
 } from '@baton/queue'
 import {
+  createGroupBatcher,
   getAttempt,
   recordSteering,
-  requestCancel,
+  requestCancels,
   type AcceptDelegationInput,
   type AcceptDelegationOutcome,
   type Db,
+  type RequestCancelInput,
+  type RequestCancelOutcome,
 } from '@baton/store'
 import { BUILT_IN_SUBAGENT } from '@baton/subagents'
 import type { SubagentPolicy } from '../deps.ts'
@@ -81,6 +84,13 @@ export function createAttemptCommands(deps: {
   readonly logger: Logger
 }): AttemptCommands {
   const log = deps.logger.child({ component: 'attempt-commands' })
+  // A burst of cancels (a parent stopping its fan-out) shares one ledger statement; their
+  // notifications then leave in the same tick, so the pipelined Redis connection sends them in
+  // one write.
+  const cancels = createGroupBatcher<RequestCancelInput, RequestCancelOutcome>(
+    (inputs) => requestCancels(deps.db, inputs),
+    { maxBatch: 256, maxInFlight: 2 },
+  )
 
   /**
    * What every delegation passes before the ledger: the subagent must be runnable here, and a
@@ -229,7 +239,7 @@ export function createAttemptCommands(deps: {
   }
 
   async function cancel(attemptId: string, reason: string | null): Promise<CancelOutcome> {
-    const outcome = await requestCancel(deps.db, { attemptId, reason })
+    const outcome = await cancels.submit({ attemptId, reason })
     switch (outcome.kind) {
       case 'missing':
       case 'terminal':
@@ -246,7 +256,9 @@ export function createAttemptCommands(deps: {
         throw new Error(`unexpected outcome ${JSON.stringify(unexpected)}`)
       }
     }
-    log.info({ attemptId, outcome: outcome.kind }, 'cancel recorded')
+    // Debug, not info: the ledger's transition row is the record, and a burst of cancels would
+    // otherwise pay one log write per request.
+    log.debug({ attemptId, outcome: outcome.kind }, 'cancel recorded')
     return outcome
   }
 

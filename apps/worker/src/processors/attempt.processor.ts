@@ -51,80 +51,94 @@ export function createAttemptProcessor(deps: AttemptProcessorDeps) {
   ) {
     const { attemptId } = attemptJobSchema.parse(job.data)
     const log = deps.logger.child({ attemptId })
-    const claim = await deps.claim(attemptId)
-    switch (claim.kind) {
-      case 'terminal':
-      case 'held':
-      case 'missing':
-        log.debug({ outcome: claim.kind }, 'attempt not claimable; acknowledging job')
-        return
-      case 'orphaned': {
-        const made = await commitProcessLoss(deps.db, [
-          { attemptId, ownerGeneration: claim.ownerGeneration },
-        ])
-        if (made.length > 0) {
-          log.warn('owner vanished mid-run; recorded process loss')
-          await ringTerminal(deps, attemptId, log)
-        }
-        return
-      }
-      case 'claimed':
-        break
-      default:
-        return assertNever(claim)
-    }
-
-    const entry = deps.subagents.entries.get(claim.attempt.name)
-    const execution = deps.leaseKeeper.hold(attemptId, claim.attempt.ownerGeneration)
-    const onJobAbort = (): void => execution.abort('cancelled')
-    if (jobSignal?.aborted === true) onJobAbort()
-    jobSignal?.addEventListener('abort', onJobAbort, { once: true })
+    // Before the claim: a steer recorded after it rings its bell before the run is attached.
+    const releaseExpectation = deps.steering.expect(attemptId)
     try {
-      log.debug({ generation: claim.attempt.ownerGeneration }, 'attempt claimed')
-      const history = await ownedStoreCall(deps, log, 'reading the agent history', () =>
-        loadHistory(deps, execution, claim.attempt),
-      )
-      if (history === undefined) {
-        log.warn('lease lost before the child started; writing nothing')
-        return
-      }
-      const result: TerminalResultInput | typeof LOST =
-        history === STORE_FAULT
-          ? storeFaultResult()
-          : entry === undefined
-            ? { stopReason: 'error', output: '', failureCategory: FailureCategory.UnknownSubagent }
-            : await Promise.race([
-                runChild(deps.subagents, entry, claim.attempt, {
-                  signal: execution.signal,
-                  workspaceDir: deps.workspaceDir,
-                  history,
-                  logger: log,
-                  onRun: (run) => deps.steering.attach(execution, run),
-                }),
-                // Confirmed loss ends the job even if the child ignores its abort: ownership is
-                // gone, nothing more may be written, and shutdown counts it as drained.
-                execution.whenLost.then((): typeof LOST => LOST),
-              ])
-      if (result === LOST || execution.lost) {
-        log.warn('lease lost during execution; writing nothing')
-        return
-      }
-      execution.beginCommit()
-      const outcome = await commitWithRetry(
-        deps,
-        execution,
-        withAbortCategory(result, execution.signal),
-        log,
-      )
-      // Terminal now: stop heartbeating it at once, so no renewal reports the finished lease lost.
-      deps.leaseKeeper.release(attemptId)
-      if (outcome === 'committed' || outcome === 'replayed')
-        await ringTerminal(deps, attemptId, log)
+      await claimAndRun(deps, attemptId, log, jobSignal)
     } finally {
-      jobSignal?.removeEventListener('abort', onJobAbort)
-      deps.steering.detach(attemptId)
-      deps.leaseKeeper.release(attemptId)
+      releaseExpectation()
     }
+  }
+}
+
+async function claimAndRun(
+  deps: AttemptProcessorDeps,
+  attemptId: string,
+  log: Logger,
+  jobSignal: AbortSignal | undefined,
+): Promise<void> {
+  const claim = await deps.claim(attemptId)
+  switch (claim.kind) {
+    case 'terminal':
+    case 'held':
+    case 'missing':
+      log.debug({ outcome: claim.kind }, 'attempt not claimable; acknowledging job')
+      return
+    case 'orphaned': {
+      const made = await commitProcessLoss(deps.db, [
+        { attemptId, ownerGeneration: claim.ownerGeneration },
+      ])
+      if (made.length > 0) {
+        log.warn('owner vanished mid-run; recorded process loss')
+        await ringTerminal(deps, attemptId, log)
+      }
+      return
+    }
+    case 'claimed':
+      break
+    default:
+      return assertNever(claim)
+  }
+
+  const entry = deps.subagents.entries.get(claim.attempt.name)
+  const execution = deps.leaseKeeper.hold(attemptId, claim.attempt.ownerGeneration)
+  const onJobAbort = (): void => execution.abort('cancelled')
+  if (jobSignal?.aborted === true) onJobAbort()
+  jobSignal?.addEventListener('abort', onJobAbort, { once: true })
+  try {
+    log.debug({ generation: claim.attempt.ownerGeneration }, 'attempt claimed')
+    const history = await ownedStoreCall(deps, log, 'reading the agent history', () =>
+      loadHistory(deps, execution, claim.attempt),
+    )
+    if (history === undefined) {
+      log.warn('lease lost before the child started; writing nothing')
+      return
+    }
+    const result: TerminalResultInput | typeof LOST =
+      history === STORE_FAULT
+        ? storeFaultResult()
+        : entry === undefined
+          ? { stopReason: 'error', output: '', failureCategory: FailureCategory.UnknownSubagent }
+          : await Promise.race([
+              runChild(deps.subagents, entry, claim.attempt, {
+                signal: execution.signal,
+                workspaceDir: deps.workspaceDir,
+                history,
+                logger: log,
+                onRun: (run) => deps.steering.attach(execution, run, claim.attempt.steeringPending),
+              }),
+              // Confirmed loss ends the job even if the child ignores its abort: ownership is
+              // gone, nothing more may be written, and shutdown counts it as drained.
+              execution.whenLost.then((): typeof LOST => LOST),
+            ])
+    if (result === LOST || execution.lost) {
+      log.warn('lease lost during execution; writing nothing')
+      return
+    }
+    execution.beginCommit()
+    const outcome = await commitWithRetry(
+      deps,
+      execution,
+      withAbortCategory(result, execution.signal),
+      log,
+    )
+    // Terminal now: stop heartbeating it at once, so no renewal reports the finished lease lost.
+    deps.leaseKeeper.release(attemptId)
+    if (outcome === 'committed' || outcome === 'replayed') await ringTerminal(deps, attemptId, log)
+  } finally {
+    jobSignal?.removeEventListener('abort', onJobAbort)
+    deps.steering.detach(attemptId)
+    deps.leaseKeeper.release(attemptId)
   }
 }
 

@@ -5,8 +5,19 @@ import type { SubagentRun } from '@baton/subagents'
 import type { OwnedExecution } from '../lease/lease-keeper.ts'
 
 export interface SteeringDelivery {
-  /** The run of an owned execution is ready: deliver anything already waiting. */
-  attach(execution: OwnedExecution, run: SubagentRun): void
+  /**
+   * This worker is about to claim the attempt: a bell for it (a steer event, a heartbeat) that
+   * rings before its run is attached is remembered, so that `attach` reads the ledger then.
+   * Returns the release of this expectation (the same attempt may be expected by two jobs at once:
+   * a redelivered job whose claim answers `held`).
+   */
+  expect(attemptId: string): () => void
+  /**
+   * The run of an owned execution is ready: deliver anything already waiting. `steeringPending`
+   * is the claim's answer; when it says nothing waited and no bell rang since `expect`, the ledger
+   * is not read (absent: it is read).
+   */
+  attach(execution: OwnedExecution, run: SubagentRun, steeringPending?: boolean): void
   detach(attemptId: string): void
   /** New messages may wait in the ledger (a steer event, or a heartbeat saw some). */
   deliver(attemptId: string): Promise<void>
@@ -37,6 +48,8 @@ export function createSteeringDelivery(deps: {
   logger: Logger
 }): SteeringDelivery {
   const attached = new Map<string, Attached>()
+  /** Attempts being claimed: whether a bell rang for them meanwhile, and by how many jobs. */
+  const expected = new Map<string, { rung: boolean; holders: number }>()
   const inFlight = new Set<Promise<void>>()
 
   async function deliverNow(state: Attached): Promise<void> {
@@ -70,7 +83,11 @@ export function createSteeringDelivery(deps: {
 
   function deliver(attemptId: string): Promise<void> {
     const state = attached.get(attemptId)
-    if (state === undefined) return Promise.resolve()
+    if (state === undefined) {
+      const claiming = expected.get(attemptId)
+      if (claiming !== undefined) claiming.rung = true
+      return Promise.resolve()
+    }
     const chain = state.chain
       .then(() => deliverNow(state))
       .catch((error: unknown) =>
@@ -83,14 +100,25 @@ export function createSteeringDelivery(deps: {
   }
 
   return {
-    attach(execution, run) {
-      attached.set(execution.attemptId, {
-        execution,
-        run,
-        lastSequence: 0,
-        chain: Promise.resolve(),
-      })
-      void deliver(execution.attemptId)
+    expect(attemptId) {
+      const entry = expected.get(attemptId) ?? { rung: false, holders: 0 }
+      entry.holders += 1
+      expected.set(attemptId, entry)
+      let released = false
+      return () => {
+        if (released) return
+        released = true
+        entry.holders -= 1
+        if (entry.holders === 0 && expected.get(attemptId) === entry) expected.delete(attemptId)
+      }
+    },
+    attach(execution, run, steeringPending = true) {
+      const { attemptId } = execution
+      const rung = expected.get(attemptId)?.rung === true
+      attached.set(attemptId, { execution, run, lastSequence: 0, chain: Promise.resolve() })
+      // Every message is recorded before its bell rings: one recorded before the claim is in the
+      // claim's answer, one recorded after it rings a bell that `expect` kept. Neither: no read.
+      if (steeringPending || rung) void deliver(attemptId)
     },
     detach(attemptId) {
       attached.delete(attemptId)

@@ -18,6 +18,11 @@ export interface ClaimedAttempt {
   readonly ownerGeneration: number
   /** Events in the agent's durable history: 0 for a new agent, more for a continuation. */
   readonly historyLength: number
+  /**
+   * Steering messages were recorded before the claim (all undelivered: nobody ran it yet). When
+   * false, a message can only come later, and its bell rings after the claim committed.
+   */
+  readonly steeringPending: boolean
 }
 
 export type ClaimAttemptOutcome =
@@ -40,8 +45,11 @@ export type ClaimAttemptOutcome =
  * `lease_expires_at = now() + ttl` on the database clock and appends the audit row. Claimers racing
  * for one attempt serialise on its row lock and exactly one wins; every loser is classified by a
  * second statement on a fresh snapshot.
- * Outcomes per id: claimed | terminal | held | orphaned | missing. Retry safety: a retried claim
- * after a lost response sees `held` (its own live lease) and does not run the child twice.
+ * Outcomes per id: claimed | terminal | held | orphaned | missing. A claimed attempt says whether
+ * steering waits for it, from `steer_sequence` of the row it locked: a steer serialises on that
+ * lock too, so a message is either counted here or recorded after this claim committed.
+ * Retry safety: a retried claim after a lost response sees `held` (its own live lease) and does
+ * not run the child twice.
  */
 export async function claimAttempts(
   db: Db,
@@ -64,6 +72,7 @@ export async function claimAttempts(
     prompt: unknown
     metadata: unknown
     owner_generation: number
+    steering_pending: boolean
     context_length: number
   }>`
     with c as (
@@ -75,7 +84,8 @@ export async function claimAttempts(
           started_at = now()
       from unnest(${input.attemptIds}::uuid[]) as i(id)
       where a.id = i.id and a.status = 'accepted'
-      returning a.id, a.agent_id, a.session_id, a.name, a.prompt, a.metadata, a.owner_generation
+      returning a.id, a.agent_id, a.session_id, a.name, a.prompt, a.metadata, a.owner_generation,
+                a.steer_sequence > 0 as steering_pending
     ), t as (
       insert into attempt_transitions (attempt_id, from_status, to_status, event, owner_id, owner_generation)
       select id, 'accepted', 'running', 'claimed', ${input.ownerId}, owner_generation from c
@@ -116,6 +126,7 @@ export async function claimAttempts(
           metadata: row.metadata,
           ownerGeneration: row.owner_generation,
           historyLength: row.context_length,
+          steeringPending: row.steering_pending,
         },
       }
     }

@@ -7,6 +7,11 @@ import {
   terminalInput,
 } from './terminal-record.ts'
 
+export interface RequestCancelInput {
+  readonly attemptId: string
+  readonly reason: string | null
+}
+
 export type RequestCancelOutcome =
   /** The attempt was still queued: it is now terminal `aborted` and will never run. */
   | { readonly kind: 'cancelled_queued' }
@@ -16,58 +21,109 @@ export type RequestCancelOutcome =
   | { readonly kind: 'terminal' }
   | { readonly kind: 'missing' }
 
+/** Rounds on a fresh snapshot before a request whose row keeps changing is an error. */
+const MAX_ROUNDS = 3
+
 /**
- * Record a cancel request in the ledger, before anyone is told.
- * Inputs: attempt id, optional reason. One statement either commits a queued (`accepted`)
- * attempt straight to terminal `aborted` (generation 0, nobody owns it) or flags a running one.
- * A claim racing with it serialises on the row lock; when the row changed under the statement's
- * snapshot neither branch applies, and the statement is simply run again on a fresh snapshot.
- * Outcomes: cancelled_queued | cancel_requested | terminal | missing.
+ * Record cancel requests in the ledger, before anyone is told, many in one statement.
+ * Inputs: attempt ids with optional reasons (the same id twice is allowed: the first reason is
+ * kept, and the requests answer as if made one after another). The statement either commits a
+ * queued (`accepted`) attempt straight to terminal `aborted` (generation 0, nobody owns it) or
+ * flags a running one, and appends the audit row. A claim racing with it serialises on the row
+ * lock; when a row changed under the statement's snapshot neither branch applies to it, and the
+ * statement is run again for those ids only, on a fresh snapshot.
+ * Outcomes per id: cancelled_queued | cancel_requested | terminal | missing.
  * Retry safety: repeating a request keeps the first request time and reason.
  */
-export async function requestCancel(
+export async function requestCancels(
   db: Db,
-  input: { readonly attemptId: string; readonly reason: string | null },
-): Promise<RequestCancelOutcome> {
-  const { projection: p, fingerprint } = buildTerminalProjection(input.attemptId, 0, {
-    stopReason: 'aborted',
-    output: '',
-    failureCategory: FailureCategory.Cancelled,
-  })
-  for (let round = 0; round < 3; round += 1) {
-    const result = await sql<{ queued: number; running: number; status: string | null }>`
-      with i as (${terminalInput([{ projection: p, fingerprint, ownerId: null }])}),
-      q as (
+  inputs: readonly RequestCancelInput[],
+): Promise<RequestCancelOutcome[]> {
+  const reasons = new Map<string, string | null>()
+  for (const input of inputs) {
+    if (!reasons.has(input.attemptId)) reasons.set(input.attemptId, input.reason)
+  }
+  const decided = new Map<string, RequestCancelOutcome>()
+  let open = [...reasons.keys()]
+  for (let round = 0; round < MAX_ROUNDS && open.length > 0; round += 1) {
+    const rows = open.map((attemptId) => {
+      const { projection, fingerprint } = buildTerminalProjection(attemptId, 0, {
+        stopReason: 'aborted',
+        output: '',
+        failureCategory: FailureCategory.Cancelled,
+      })
+      return { projection, fingerprint, ownerId: null }
+    })
+    const result = await sql<{
+      id: string
+      queued: boolean
+      running: boolean
+      status: string | null
+    }>`
+      with i as (${terminalInput(rows)}),
+      x as (
+        select * from unnest(${open}::uuid[], ${open.map((id) => reasons.get(id) ?? null)}::text[])
+          as x(id, reason)
+      ), q as (
         update attempts a
         set ${SET_TERMINAL_FROM_INPUT},
             cancel_requested_at = now(),
-            cancel_reason = ${input.reason}
-        from i
+            cancel_reason = x.reason
+        from i join x on x.id = i.id
         where a.id = i.id and a.status = 'accepted'
         returning a.id
       ), r as (
-        update attempts
-        set cancel_requested_at = coalesce(cancel_requested_at, now()),
-            cancel_reason = coalesce(cancel_reason, ${input.reason})
-        where id = ${input.attemptId} and status = 'running'
-        returning id, owner_id, owner_generation
+        update attempts a
+        set cancel_requested_at = coalesce(a.cancel_requested_at, now()),
+            cancel_reason = coalesce(a.cancel_reason, x.reason)
+        from x
+        where a.id = x.id and a.status = 'running'
+        returning a.id, a.owner_id, a.owner_generation
       ), t as (
         insert into attempt_transitions (attempt_id, from_status, to_status, event, owner_id, owner_generation)
         select id, 'accepted', 'terminal', 'cancelled_queued', null, 0 from q
         union all
         select id, 'running', 'running', 'cancel_requested', owner_id, owner_generation from r
       )
-      select (select count(*)::int from q) as queued,
-             (select count(*)::int from r) as running,
-             (select status from attempts where id = ${input.attemptId}) as status
+      select x.id,
+             x.id in (select id from q) as queued,
+             x.id in (select id from r) as running,
+             a.status
+      from x left join attempts a on a.id = x.id
     `.execute(db)
-    const row = result.rows[0]
-    if (row === undefined) throw new Error('requestCancel: statement returned no row')
-    if (row.queued === 1) return { kind: 'cancelled_queued' }
-    if (row.running === 1) return { kind: 'cancel_requested' }
-    if (row.status === null) return { kind: 'missing' }
-    if (row.status === 'terminal') return { kind: 'terminal' }
-    // The row moved between snapshot and lock (a concurrent claim): run again on a fresh snapshot.
+    const moved: string[] = []
+    for (const row of result.rows) {
+      if (row.queued) decided.set(row.id, { kind: 'cancelled_queued' })
+      else if (row.running) decided.set(row.id, { kind: 'cancel_requested' })
+      else if (row.status === null) decided.set(row.id, { kind: 'missing' })
+      else if (row.status === 'terminal') decided.set(row.id, { kind: 'terminal' })
+      // The row moved between snapshot and lock (a concurrent claim): try it again.
+      else moved.push(row.id)
+    }
+    open = moved
   }
-  throw new Error('requestCancel: attempt kept changing under the statement')
+  if (open.length > 0) {
+    throw new Error(
+      `requestCancels: attempts kept changing under the statement: ${open.join(', ')}`,
+    )
+  }
+  const answered = new Set<string>()
+  return inputs.map(({ attemptId }): RequestCancelOutcome => {
+    const outcome = decided.get(attemptId)
+    if (outcome === undefined) throw new Error(`requestCancels: no outcome for ${attemptId}`)
+    const repeat = answered.has(attemptId)
+    answered.add(attemptId)
+    // A repeated request for a queued attempt finds it terminal, as it would one after another.
+    return repeat && outcome.kind === 'cancelled_queued' ? { kind: 'terminal' } : outcome
+  })
+}
+
+/** Record one cancel request: `requestCancels` with a single input. */
+export async function requestCancel(
+  db: Db,
+  input: RequestCancelInput,
+): Promise<RequestCancelOutcome> {
+  const [outcome] = await requestCancels(db, [input])
+  if (outcome === undefined) throw new Error('requestCancels returned no outcome')
+  return outcome
 }

@@ -19,6 +19,15 @@ describe('prettyLogLine', () => {
     )
   })
 
+  it('reads the ISO times Baton writes', () => {
+    const line = JSON.stringify({
+      level: 30,
+      time: '2026-12-01T02:03:04.005Z',
+      msg: 'api listening',
+    })
+    expect(prettyLogLine(line)).toBe('02:03:04.005 INFO  api listening')
+  })
+
   it("shows an error's type, message and first stack frame", () => {
     const line = JSON.stringify({
       level: 50,

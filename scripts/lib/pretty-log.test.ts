@@ -26,6 +26,8 @@ describe('prettyLogLine', () => {
       msg: 'api listening',
     })
     expect(prettyLogLine(line)).toBe('02:03:04.005 INFO  api listening')
+    const odd = JSON.stringify({ level: 30, time: 'not a time', msg: 'api listening' })
+    expect(prettyLogLine(odd)).toBe('INFO  api listening')
   })
 
   it("shows an error's type, message and first stack frame", () => {

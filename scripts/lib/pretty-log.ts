@@ -27,10 +27,11 @@ export function prettyLogLine(line: string): string {
   }
   if (typeof entry.level !== 'number' || typeof entry.msg !== 'string') return line
   // Baton's loggers write ISO times; pino's default is epoch milliseconds.
-  const time =
+  const at =
     typeof entry.time === 'string' || typeof entry.time === 'number'
-      ? new Date(entry.time).toISOString().slice(11, 23)
-      : ''
+      ? new Date(entry.time)
+      : undefined
+  const time = at === undefined || Number.isNaN(at.getTime()) ? '' : at.toISOString().slice(11, 23)
   const fields = Object.entries(entry)
     .filter(([key]) => !OMITTED.has(key))
     .map(([key, value]) => `${key}=${renderValue(value)}`)

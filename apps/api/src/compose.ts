@@ -43,6 +43,7 @@ export async function composeApi(
   const subagents = await loadSubagentCatalog({
     ...(config.subagentsDir === undefined ? {} : { subagentsDir: config.subagentsDir }),
     logger: logger.child({ component: 'subagents' }),
+    scriptedEnabled: config.scriptedEnabled,
   })
   const db = createDb({
     connectionString: config.databaseUrl,

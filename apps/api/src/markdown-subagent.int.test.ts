@@ -205,4 +205,21 @@ describe('API → worker → markdown-defined subagents: spawn with a scripted m
       await rm(root, { recursive: true, force: true })
     }
   })
+
+  test('SCRIPTED_ENABLED=false: the scripted subagent is unknown to the API and nothing is written', async ({
+    databaseUrl,
+    redisUrl,
+    queuePrefix,
+    track,
+    db,
+  }) => {
+    const h = await startApi({ databaseUrl, redisUrl, queuePrefix }, { SCRIPTED_ENABLED: 'false' })
+    track(h.api)
+    const before = await rowCounts(db)
+    const refused = await h.post(delegate('no-scripted'), { name: 'scripted', prompt: 'x' })
+    expect(refused.status).toBe(400)
+    expect(refused.body.error).toMatchObject({ code: 'UNKNOWN_SUBAGENT', details: { known: [] } })
+    expect(await rowCounts(db)).toEqual(before)
+    await h.api.close()
+  })
 })

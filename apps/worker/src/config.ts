@@ -20,6 +20,7 @@ const configSchema = z
     SHUTDOWN_HARD_DEADLINE_MS: z.coerce.number().int().positive().optional(),
     WORKSPACE_DIR: z.string().min(1).default(process.cwd()),
     SUBAGENTS_DIR: z.string().min(1).optional(),
+    SCRIPTED_ENABLED: z.enum(['true', 'false']).default('true'),
     SCRIPTED_MODELS_DIR: z.string().min(1).optional(),
     DEFAULT_MODEL: z.string().min(1).default('openai-responses:gpt-5-mini'),
     OPENAI_API_KEY: z.string().min(1).optional(),
@@ -58,6 +59,8 @@ export interface WorkerConfig {
   readonly workspaceDir: string
   /** Markdown subagent specs (absent: the built-in `scripted` subagent only). */
   readonly subagentsDir: string | undefined
+  /** Whether the built-in `scripted` child is offered (off in production). */
+  readonly scriptedEnabled: boolean
   readonly scriptedModelsDir: string | undefined
   readonly defaultModel: string
   /** Model provider credentials; never logged. */
@@ -94,6 +97,7 @@ export function loadConfig(env: Readonly<Record<string, string | undefined>>): W
     shutdownHardDeadlineMs: c.SHUTDOWN_HARD_DEADLINE_MS,
     workspaceDir: c.WORKSPACE_DIR,
     subagentsDir: c.SUBAGENTS_DIR,
+    scriptedEnabled: c.SCRIPTED_ENABLED === 'true',
     scriptedModelsDir: c.SCRIPTED_MODELS_DIR,
     defaultModel: c.DEFAULT_MODEL,
     models: {

@@ -14,6 +14,7 @@ const subagents = await loadWorkerSubagents({
   defaultModel: config.defaultModel,
   models: config.models,
   logger: logger.child({ component: 'subagents' }),
+  scriptedEnabled: config.scriptedEnabled,
 })
 const runtime = createWorkerRuntime(config, logger, subagents)
 

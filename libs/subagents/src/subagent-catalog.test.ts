@@ -73,6 +73,17 @@ describe('subagent catalog', () => {
     expect(catalog.runnable.get('scripted')?.launch).toEqual({ kind: 'scripted' })
   })
 
+  it('leaves the scripted subagent out when it is disabled, and keeps its name reserved', () => {
+    const catalog = createSubagentCatalog([researcher], {
+      defaultModel: 'scripted:default',
+      scriptedEnabled: false,
+    })
+    expect(catalog.admit('scripted')).toEqual({ kind: 'unknown', known: ['researcher'] })
+    expect(() => createSubagentCatalog([spec('scripted')], { scriptedEnabled: false })).toThrow(
+      expect.objectContaining({ code: 'DUPLICATE_SUBAGENT' }),
+    )
+  })
+
   it('refuses a spec whose required tool the fleet does not offer, naming the tool', () => {
     const catalog = createSubagentCatalog([writer])
     const admission = catalog.admit('writer')

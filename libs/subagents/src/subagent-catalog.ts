@@ -81,6 +81,11 @@ export interface SubagentCatalogOptions {
   readonly defaultModel?: string
   /** Told which subagents are runnable and, one line each, which are refused and why. */
   readonly logger?: SubagentCatalogLogger
+  /**
+   * Whether the built-in `scripted` child runs here (default true). Production deployments turn
+   * it off: it is for demos, tests and the benchmark. Its name stays reserved either way.
+   */
+  readonly scriptedEnabled?: boolean
 }
 
 export interface LoadSubagentCatalogOptions extends SubagentCatalogOptions {
@@ -108,15 +113,24 @@ export function createSubagentCatalog(
   options: SubagentCatalogOptions = {},
 ): SubagentCatalog {
   const offeredTools = options.offeredTools ?? WORKSPACE_TOOLS
-  const runnable = new Map<string, RunnableSubagent>([
-    [
-      BUILT_IN_SUBAGENT,
-      { name: BUILT_IN_SUBAGENT, launch: { kind: 'scripted' }, steerable: true, diagnostics: [] },
-    ],
-  ])
+  const runnable = new Map<string, RunnableSubagent>(
+    options.scriptedEnabled === false
+      ? []
+      : [
+          [
+            BUILT_IN_SUBAGENT,
+            {
+              name: BUILT_IN_SUBAGENT,
+              launch: { kind: 'scripted' },
+              steerable: true,
+              diagnostics: [],
+            },
+          ],
+        ],
+  )
   const refused = new Map<string, RefusedSubagent>()
   for (const spec of specs) {
-    if (runnable.has(spec.name) || refused.has(spec.name)) {
+    if (spec.name === BUILT_IN_SUBAGENT || runnable.has(spec.name) || refused.has(spec.name)) {
       throw new SubagentError(
         'DUPLICATE_SUBAGENT',
         `Subagent name "${spec.name}" is declared twice (built-in or markdown); rename one.`,

@@ -54,6 +54,8 @@ export interface LoadSubagentsOptions {
   readonly defaultModel: string
   readonly models: Omit<ModelConfig, 'scripts'>
   readonly logger: Logger
+  /** Whether the built-in `scripted` child runs (default true; off in production). */
+  readonly scriptedEnabled?: boolean
 }
 
 /**
@@ -65,6 +67,7 @@ export async function loadWorkerSubagents(options: LoadSubagentsOptions): Promis
     ...(options.subagentsDir === undefined ? {} : { subagentsDir: options.subagentsDir }),
     defaultModel: options.defaultModel,
     logger: options.logger,
+    ...(options.scriptedEnabled === undefined ? {} : { scriptedEnabled: options.scriptedEnabled }),
   })
   const scripts =
     options.scriptedModelsDir === undefined

@@ -9,8 +9,15 @@ export interface CreateLoggerOptions {
   readonly destination?: NodeJS.WritableStream
 }
 
-/** Paths that may carry secrets; redacted wherever they appear in a log record. */
+/**
+ * Paths that may carry secrets or a caller's text; redacted wherever they appear in a log record.
+ * Baton logs ids and categories, never prompts or steering text: these are the net under that rule.
+ */
 const REDACT_PATHS = [
+  'prompt',
+  '*.prompt',
+  'content',
+  '*.content',
   'authorization',
   '*.authorization',
   'headers.authorization',

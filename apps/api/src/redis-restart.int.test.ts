@@ -54,6 +54,7 @@ describe('Redis restart (private redis-server)', () => {
       const queuedId = randomUUID()
       await acceptDelegations(db, [
         {
+          namespaceId: 'default',
           sessionId: 's-restart',
           name: 'scripted',
           prompt: [{ type: 'text', text: '{"output":"requeued"}' }],

@@ -23,6 +23,7 @@ async function acceptFor(db: Db, name: string, prompt: string): Promise<string> 
   const attemptId = randomUUID()
   await acceptDelegations(db, [
     {
+      namespaceId: 'default',
       sessionId: 'failure-categories',
       name,
       prompt: [{ type: 'text', text: prompt }],

@@ -98,6 +98,7 @@ describe('batched liveness across a fleet', () => {
 
       // Children that run until they are aborted; exactly as many as the fleet has slots.
       const inputs = Array.from({ length: HELD }, () => ({
+        namespaceId: 'default',
         sessionId: 'liveness',
         name: 'scripted',
         prompt: [{ type: 'text', text: '{"hang":true}' }],

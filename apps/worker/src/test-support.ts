@@ -85,6 +85,7 @@ export async function accept(db: Db, prompt: string): Promise<string> {
   const attemptId = randomUUID()
   await acceptDelegations(db, [
     {
+      namespaceId: 'default',
       sessionId: 'worker-tests',
       name: 'scripted',
       prompt: [{ type: 'text', text: prompt }],
@@ -109,6 +110,7 @@ export async function acceptContinuation(
   const sessionId = `resume-${randomUUID().slice(0, 8)}`
   const [accepted] = await acceptDelegations(db, [
     {
+      namespaceId: 'default',
       sessionId,
       name: 'scripted',
       prompt: [{ type: 'text', text: 'first' }],
@@ -135,6 +137,7 @@ export async function acceptContinuation(
   const attemptId = randomUUID()
   await acceptDelegations(db, [
     {
+      namespaceId: 'default',
       sessionId,
       name: 'scripted',
       prompt: [{ type: 'text', text: prompt }],

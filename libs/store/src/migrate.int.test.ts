@@ -37,6 +37,7 @@ describe('migrations', () => {
           '0003-idempotency',
           '0004-context',
           '0005-failure-categories',
+          '0006-namespaces',
         ])
         expect((await migrateToLatest(db)).applied).toEqual([
           '0001-ledger',
@@ -44,6 +45,7 @@ describe('migrations', () => {
           '0003-idempotency',
           '0004-context',
           '0005-failure-categories',
+          '0006-namespaces',
         ])
         const tables = await sql<{ table_name: string }>`
           select table_name from information_schema.tables where table_schema = 'public' order by 1
@@ -80,6 +82,7 @@ describe('migrations', () => {
           '0003-idempotency',
           '0004-context',
           '0005-failure-categories',
+          '0006-namespaces',
         ])
         const executed = await sql<{
           n: number
@@ -137,15 +140,27 @@ describe('migrations', () => {
           return new Map(result.rows.map((r) => [r.id, r.failure_category]))
         }
 
-        expect((await migrateToLatest(db)).applied).toEqual(['0005-failure-categories'])
+        expect((await migrateTo(db, '0005-failure-categories')).applied).toEqual([
+          '0005-failure-categories',
+        ])
         const after = await read()
         for (const row of rows)
           expect(after.get(row.id)).toBe(row.category === null ? null : stored[row.category])
 
         // Idempotent: running the statement again over normalised rows changes nothing.
         await sql`delete from kysely_migration where name = '0005-failure-categories'`.execute(db)
-        expect((await migrateToLatest(db)).applied).toEqual(['0005-failure-categories'])
+        expect((await migrateTo(db, '0005-failure-categories')).applied).toEqual([
+          '0005-failure-categories',
+        ])
         expect(await read()).toEqual(after)
+
+        // 0006 keeps every existing row in the namespace it was written in.
+        expect((await migrateToLatest(db)).applied).toEqual(['0006-namespaces'])
+        const owners = await sql<{ namespace_id: string }>`
+          select distinct namespace_id from attempts
+          union select distinct namespace_id from agents
+        `.execute(db)
+        expect(owners.rows).toEqual([{ namespace_id: 'default' }])
       } finally {
         await db.destroy()
       }

@@ -7,7 +7,20 @@ type CreatedAt = ColumnType<Date, never, never>
 
 export interface NamespaceTable {
   id: string
+  description: string | null
   created_at: CreatedAt
+}
+
+export interface ApiKeyTable {
+  id: string
+  namespace_id: string
+  name: string
+  /** The first characters of the key, shown in listings; never enough to use it. */
+  prefix: string
+  /** SHA-256 of the key. The key itself is shown once, when it is issued, and never stored. */
+  key_hash: Buffer
+  created_at: CreatedAt
+  revoked_at: Date | null
 }
 
 export interface SessionTable {
@@ -18,6 +31,7 @@ export interface SessionTable {
 
 export interface AgentTable {
   id: string
+  namespace_id: string
   session_id: string
   name: string
   created_at: CreatedAt
@@ -25,6 +39,7 @@ export interface AgentTable {
 
 export interface AttemptTable {
   id: string
+  namespace_id: string
   agent_id: string
   session_id: string
   name: string
@@ -84,6 +99,7 @@ export interface AgentContextEventTable {
 
 export interface DB {
   namespaces: NamespaceTable
+  api_keys: ApiKeyTable
   sessions: SessionTable
   agents: AgentTable
   attempts: AttemptTable

@@ -8,6 +8,7 @@ async function accept(db: Db, name: string, prompt: string): Promise<string> {
   const attemptId = randomUUID()
   const [outcome] = await acceptDelegations(db, [
     {
+      namespaceId: 'default',
       sessionId: `audit-${name}`,
       name,
       prompt,

@@ -9,6 +9,7 @@ import { createAdmission } from './admission.ts'
 
 function input(session: string, text: string) {
   return {
+    namespaceId: 'default',
     sessionId: session,
     name: 'scripted',
     prompt: [{ type: 'text', text }],

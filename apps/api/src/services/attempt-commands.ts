@@ -116,6 +116,7 @@ export function createAttemptCommands(deps: {
     return {
       kind: 'ready',
       input: {
+        namespaceId: 'default',
         sessionId,
         name: request.name,
         prompt,

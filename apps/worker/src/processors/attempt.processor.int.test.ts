@@ -44,6 +44,7 @@ describe('attempt processor', () => {
     const attemptId = randomUUID()
     await acceptDelegations(db, [
       {
+        namespaceId: 'default',
         sessionId: 'lost-response',
         name: 'scripted',
         prompt: [{ type: 'text', text: '{"output":"exactly once"}' }],

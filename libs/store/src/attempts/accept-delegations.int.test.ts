@@ -9,6 +9,7 @@ import { accept, acceptScripted } from './test-support.ts'
 /** A new keyed delegation in `sessionId`; `request` stands for what the caller asked. */
 function keyed(sessionId: string, idempotencyKey: string, request: string) {
   return {
+    namespaceId: 'default',
     sessionId,
     name: 'scripted',
     prompt: [{ type: 'text', text: request }],

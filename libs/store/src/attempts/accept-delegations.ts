@@ -2,6 +2,8 @@ import { sql } from 'kysely'
 import type { Db } from '../db.ts'
 
 export interface AcceptDelegationInput {
+  /** The namespace the caller's key belongs to; it owns the session, agent and attempt. */
+  readonly namespaceId: string
   readonly sessionId: string
   readonly name: string
   readonly prompt: unknown
@@ -32,7 +34,7 @@ export type AcceptDelegationOutcome =
  * Accept delegations, many per statement (one round trip, one commit), answered per input.
  * Inputs: per delegation the session, subagent name, prompt, metadata, fresh agent/attempt ids,
  * optionally the agent it continues, optionally an idempotency key and request digest.
- * The attempt insert is arbitrated by the unique indexes: (session, key) for keyed inputs and
+ * The attempt insert is arbitrated by the unique indexes: (namespace, session, key) for keyed inputs and
  * `attempts_one_active_per_agent` for continuations; a continuation is inserted only if its agent
  * exists in its session under its name. The session, agent (new delegations only) and audit rows
  * are written for the attempts actually inserted. An input that was not inserted — its key taken
@@ -54,35 +56,38 @@ export async function acceptDelegations(
         ${inputs.map((i) => i.attemptId)}::uuid[],
         ${inputs.map((i) => i.newAgentId)}::uuid[],
         ${inputs.map((i) => i.agentId ?? null)}::uuid[],
+        ${inputs.map((i) => i.namespaceId)}::text[],
         ${inputs.map((i) => i.sessionId)}::text[],
         ${inputs.map((i) => i.name)}::text[],
         ${inputs.map((i) => JSON.stringify(i.prompt))}::jsonb[],
         ${inputs.map((i) => JSON.stringify(i.metadata))}::jsonb[],
         ${inputs.map((i) => i.idempotencyKey ?? null)}::text[],
         ${inputs.map((i) => i.requestDigest ?? null)}::text[]
-      ) with ordinality as i(attempt_id, new_agent_id, continued_agent_id, session_id, name,
+      ) with ordinality as i(attempt_id, new_agent_id, continued_agent_id, namespace_id, session_id, name,
                              prompt, metadata, idempotency_key, request_digest, ord)
     ), ins as (
-      insert into attempts (id, agent_id, session_id, name, prompt, metadata, status,
+      insert into attempts (id, namespace_id, agent_id, session_id, name, prompt, metadata, status,
                             idempotency_key, request_digest)
-      select i.attempt_id, coalesce(i.continued_agent_id, i.new_agent_id), i.session_id, i.name,
-             i.prompt, i.metadata, 'accepted', i.idempotency_key, i.request_digest
+      select i.attempt_id, i.namespace_id, coalesce(i.continued_agent_id, i.new_agent_id),
+             i.session_id, i.name, i.prompt, i.metadata, 'accepted', i.idempotency_key,
+             i.request_digest
       from input i
       where i.continued_agent_id is null
          or exists (select 1 from agents ag
-                    where ag.id = i.continued_agent_id and ag.session_id = i.session_id
-                      and ag.name = i.name)
+                    where ag.id = i.continued_agent_id and ag.namespace_id = i.namespace_id
+                      and ag.session_id = i.session_id and ag.name = i.name)
       order by i.ord
       on conflict do nothing
       returning id
     ), fresh as (
       select i.* from input i join ins on ins.id = i.attempt_id where i.continued_agent_id is null
     ), s as (
-      insert into sessions (id, namespace_id)
-      select distinct session_id, 'default' from fresh
-      on conflict (id) do nothing
+      insert into sessions (namespace_id, id)
+      select distinct namespace_id, session_id from fresh
+      on conflict (namespace_id, id) do nothing
     ), ag as (
-      insert into agents (id, session_id, name) select new_agent_id, session_id, name from fresh
+      insert into agents (id, namespace_id, session_id, name)
+      select new_agent_id, namespace_id, session_id, name from fresh
     ), t as (
       insert into attempt_transitions (attempt_id, from_status, to_status, event, owner_generation)
       select id, null, 'accepted', 'accepted', 0 from ins
@@ -102,7 +107,7 @@ export async function acceptDelegations(
     const owner =
       input.idempotencyKey === undefined
         ? undefined
-        : why.keyOwners.get(keyOf(input.sessionId, input.idempotencyKey))
+        : why.keyOwners.get(keyOf(input.namespaceId, input.sessionId, input.idempotencyKey))
     if (owner !== undefined) {
       return owner.request_digest === (input.requestDigest ?? null)
         ? { kind: 'replayed', agentId: owner.agent_id, attemptId: owner.id }
@@ -111,7 +116,7 @@ export async function acceptDelegations(
     if (input.agentId === undefined)
       throw new Error('accept: a new delegation was neither inserted nor refused by its key')
     // The agent exists in this session under this name, so only its active attempt stood in the way.
-    return why.agents.has(agentKeyOf(input.sessionId, input.name, input.agentId))
+    return why.agents.has(agentKeyOf(input.namespaceId, input.sessionId, input.name, input.agentId))
       ? { kind: 'agent_busy' }
       : { kind: 'agent_not_found' }
   })
@@ -136,6 +141,7 @@ async function classifyRefused(
 ): Promise<Findings> {
   const result = await sql<{
     kind: 'key' | 'agent'
+    namespace_id: string
     session_id: string
     lookup: string
     id: string
@@ -144,33 +150,37 @@ async function classifyRefused(
   }>`
     with k as (
       select * from unnest(
+        ${refused.map((i) => i.namespaceId)}::text[],
         ${refused.map((i) => i.sessionId)}::text[],
         ${refused.map((i) => i.idempotencyKey ?? null)}::text[],
         ${refused.map((i) => i.agentId ?? null)}::uuid[],
         ${refused.map((i) => i.name)}::text[]
-      ) as k(session_id, idempotency_key, agent_id, name)
+      ) as k(namespace_id, session_id, idempotency_key, agent_id, name)
     )
-    select 'key' as kind, a.session_id, a.idempotency_key as lookup, a.id, a.agent_id,
-           a.request_digest
+    select 'key' as kind, a.namespace_id, a.session_id, a.idempotency_key as lookup, a.id,
+           a.agent_id, a.request_digest
     from attempts a join k
-      on a.session_id = k.session_id and a.idempotency_key = k.idempotency_key
+      on a.namespace_id = k.namespace_id and a.session_id = k.session_id
+         and a.idempotency_key = k.idempotency_key
     union all
-    select 'agent', ag.session_id, ag.name, ag.id, ag.id, null
+    select 'agent', ag.namespace_id, ag.session_id, ag.name, ag.id, ag.id, null
     from agents ag join k
-      on ag.id = k.agent_id and ag.session_id = k.session_id and ag.name = k.name
+      on ag.id = k.agent_id and ag.namespace_id = k.namespace_id
+         and ag.session_id = k.session_id and ag.name = k.name
   `.execute(db)
   const findings = emptyFindings()
   for (const row of result.rows) {
-    if (row.kind === 'key') findings.keyOwners.set(keyOf(row.session_id, row.lookup), row)
-    else findings.agents.add(agentKeyOf(row.session_id, row.lookup, row.agent_id))
+    if (row.kind === 'key')
+      findings.keyOwners.set(keyOf(row.namespace_id, row.session_id, row.lookup), row)
+    else findings.agents.add(agentKeyOf(row.namespace_id, row.session_id, row.lookup, row.agent_id))
   }
   return findings
 }
 
-function keyOf(sessionId: string, idempotencyKey: string): string {
-  return JSON.stringify([sessionId, idempotencyKey])
+function keyOf(namespaceId: string, sessionId: string, idempotencyKey: string): string {
+  return JSON.stringify([namespaceId, sessionId, idempotencyKey])
 }
 
-function agentKeyOf(sessionId: string, name: string, agentId: string): string {
-  return JSON.stringify([sessionId, name, agentId])
+function agentKeyOf(namespaceId: string, sessionId: string, name: string, agentId: string): string {
+  return JSON.stringify([namespaceId, sessionId, name, agentId])
 }

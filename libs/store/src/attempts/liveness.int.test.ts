@@ -25,6 +25,7 @@ describe('batched liveness', () => {
     })
     try {
       const inputs = Array.from({ length: HELD }, () => ({
+        namespaceId: 'default',
         sessionId: 'liveness',
         name: 'scripted',
         prompt: [{ type: 'text', text: 'x' }],

@@ -13,6 +13,7 @@ export async function acceptScripted(
   const attemptId = randomUUID()
   const [outcome] = await acceptDelegations(db, [
     {
+      namespaceId: 'default',
       sessionId,
       name: 'scripted',
       prompt: [{ type: 'text', text: 'hello' }],

@@ -133,6 +133,7 @@ describe('HTTP API with real workers', () => {
     // A cancel may carry no body at all.
     const bare = await fetch(`${h.base}/v1/attempts/${accepted.body.attemptId}/cancel`, {
       method: 'POST',
+      headers: h.auth,
     })
     expect(bare.status).toBe(409)
     const again = await h.post(`/v1/attempts/${accepted.body.attemptId}/cancel`, {})
@@ -299,7 +300,7 @@ describe('typed client', () => {
     const worker = track(
       await startServiceProcess('worker', workerProcessEnv({ databaseUrl, redisUrl, queuePrefix })),
     )
-    const client = createBatonClient({ baseUrl: h.base })
+    const client = createBatonClient({ baseUrl: h.base, apiKey: h.key })
     const done = await client.delegateAndWait(
       { sessionId: 's-client', name: 'scripted', prompt: 'ping' },
       5000,

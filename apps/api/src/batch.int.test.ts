@@ -83,10 +83,10 @@ describe('POST /v1/sessions/:sessionId/delegations/batch', () => {
     expect(results[4]?.body.error.details.issues[0].path).toMatch(/^body\/items\/4\/prompt\//)
     expect((await rowCounts(db)).attempts - start.attempts).toBe(2)
     // The typed client speaks the same route.
-    const viaClient = await createBatonClient({ baseUrl: h.base }).delegateBatch('b-mixed', [
-      instant(7),
-      { name: 'nobody', prompt: 'x' },
-    ])
+    const viaClient = await createBatonClient({ baseUrl: h.base, apiKey: h.key }).delegateBatch(
+      'b-mixed',
+      [instant(7), { name: 'nobody', prompt: 'x' }],
+    )
     expect(viaClient.results.map((r) => r.status)).toEqual([202, 400])
     await h.api.close()
   })

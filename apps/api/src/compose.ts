@@ -10,6 +10,7 @@ import { createDb, type CreateDbOptions } from '@baton/store'
 import { loadSubagentCatalog } from '@baton/subagents'
 import type { FastifyInstance } from 'fastify'
 import type { ApiConfig } from './config.ts'
+import { createKeyResolver } from './http/caller.ts'
 import { buildServer } from './server.ts'
 import { createAdmission } from './services/admission.ts'
 import { createAttemptCommands } from './services/attempt-commands.ts'
@@ -76,7 +77,8 @@ export async function composeApi(
     subagents,
     logger,
   })
-  const app = await buildServer({ config, logger, db, redis, queue, commands })
+  const keys = createKeyResolver(db, config.apiKeyCacheMs)
+  const app = await buildServer({ config, logger, db, redis, queue, commands, keys })
   let closed = false
   return {
     app,

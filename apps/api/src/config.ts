@@ -17,6 +17,15 @@ const configSchema = z.object({
   DB_POOL_SIZE: z.coerce.number().int().min(2).max(200).default(20),
   BATCH_MAX_ITEMS: z.coerce.number().int().min(1).max(10_000).default(1000),
   LOG_LEVEL: z.enum(['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent']).default('info'),
+  ADMIN_API_KEY: z
+    .string()
+    .min(32, 'use at least 32 random characters')
+    .max(512)
+    .regex(/^[\x21-\x7e]+$/, 'printable ASCII without spaces')
+    .optional(),
+  API_KEY_CACHE_MS: z.coerce.number().int().min(0).max(300_000).default(5000),
+  RATE_LIMIT_MAX: z.coerce.number().int().min(0).max(1_000_000).default(0),
+  RATE_LIMIT_WINDOW_MS: z.coerce.number().int().min(100).max(86_400_000).default(60_000),
 })
 
 /** Every environment variable the API reads (infra/docker-compose.yml is checked against it). */
@@ -37,6 +46,13 @@ export interface ApiConfig {
   /** The most delegations one batch submit may carry. */
   readonly batchMaxItems: number
   readonly logLevel: string
+  /** The key that manages namespaces and keys and opens the queue dashboard; unset: no admin. */
+  readonly adminApiKey: string | undefined
+  /** How long a verified key is trusted before it is looked up again (revocation elsewhere). */
+  readonly apiKeyCacheMs: number
+  /** Requests one key may make per window; 0 turns rate limiting off. */
+  readonly rateLimitMax: number
+  readonly rateLimitWindowMs: number
 }
 
 /** Parses the API's environment once, in main.ts. Errors name the variable to fix. */
@@ -59,5 +75,9 @@ export function loadConfig(env: Readonly<Record<string, string | undefined>>): A
     dbPoolSize: c.DB_POOL_SIZE,
     batchMaxItems: c.BATCH_MAX_ITEMS,
     logLevel: c.LOG_LEVEL,
+    adminApiKey: c.ADMIN_API_KEY,
+    apiKeyCacheMs: c.API_KEY_CACHE_MS,
+    rateLimitMax: c.RATE_LIMIT_MAX,
+    rateLimitWindowMs: c.RATE_LIMIT_WINDOW_MS,
   })
 }

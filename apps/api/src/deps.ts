@@ -4,6 +4,7 @@ import type { Db } from '@baton/store'
 import type { SubagentCatalog } from '@baton/subagents'
 import type { Redis } from 'ioredis'
 import type { ApiConfig } from './config.ts'
+import type { KeyResolver } from './http/caller.ts'
 import type { AttemptCommands } from './services/attempt-commands.ts'
 
 /**
@@ -20,4 +21,6 @@ export interface ApiDeps {
   readonly redis: Redis
   readonly queue: AttemptQueue
   readonly commands: AttemptCommands
+  /** Verifies tenants' API keys (with a short cache). */
+  readonly keys: KeyResolver
 }

@@ -41,7 +41,7 @@ async function withSubagentDirs(run: (dirs: Record<string, string>) => Promise<v
 }
 
 async function historyOf(h: ApiHarness, agentId: string): Promise<ContextEvent[]> {
-  const view = await createBatonClient({ baseUrl: h.base }).getAgentHistory(agentId)
+  const view = await createBatonClient({ baseUrl: h.base, apiKey: h.key }).getAgentHistory(agentId)
   expect(view.agentId).toBe(agentId)
   return view.events as ContextEvent[]
 }

@@ -169,7 +169,7 @@ describe('documented values are accepted, framework errors come out in Baton sha
       const before = await rowCounts(db)
       const plain = await fetch(`${h.base}${delegate('s-shape')}`, {
         method: 'POST',
-        headers: { 'content-type': 'text/plain' },
+        headers: { 'content-type': 'text/plain', ...h.auth },
         body: '{"name":"scripted","prompt":"x"}',
       })
       expect(plain.status).toBe(415)
@@ -183,7 +183,10 @@ describe('documented values are accepted, framework errors come out in Baton sha
         body: { error: { code: 'NOT_FOUND' } },
       })
       // A known path with a method it does not have is answered like an unknown route.
-      const wrongMethod = await fetch(`${h.base}${delegate('s-shape')}`, { method: 'PUT' })
+      const wrongMethod = await fetch(`${h.base}${delegate('s-shape')}`, {
+        method: 'PUT',
+        headers: h.auth,
+      })
       expect(wrongMethod.status).toBe(404)
       expect(await wrongMethod.json()).toMatchObject({ error: { code: 'NOT_FOUND' } })
       expect(await h.get(delegate('s-shape'))).toMatchObject({

@@ -86,7 +86,7 @@ describe('API → worker → markdown-defined subagents: spawn with a scripted m
       )
       const response = await fetch(`${base}/v1/sessions/md-session/delegations`, {
         method: 'POST',
-        headers: { 'content-type': 'application/json' },
+        headers: { 'content-type': 'application/json', ...h.auth },
         body: JSON.stringify({
           name: 'researcher',
           prompt: 'What does the workspace say?',
@@ -110,7 +110,7 @@ describe('API → worker → markdown-defined subagents: spawn with a scripted m
       const post = (path: string, payload: unknown) =>
         fetch(`${base}${path}`, {
           method: 'POST',
-          headers: { 'content-type': 'application/json' },
+          headers: { 'content-type': 'application/json', ...h.auth },
           body: JSON.stringify(payload),
         }).then(async (r) => ({ status: r.status, body: (await r.json()) as Record<string, any> }))
       const echoed = await post('/v1/sessions/md-session/delegations', {
@@ -136,15 +136,15 @@ describe('API → worker → markdown-defined subagents: spawn with a scripted m
         },
       )
       await post(`/v1/attempts/${hangingId}/cancel`, {})
-      const cancelled = await fetch(`${base}/v1/attempts/${hangingId}/wait?timeoutMs=10000`).then(
-        (r) => r.json(),
-      )
+      const cancelled = await fetch(`${base}/v1/attempts/${hangingId}/wait?timeoutMs=10000`, {
+        headers: h.auth,
+      }).then((r) => r.json())
       expect(cancelled).toMatchObject({ status: 'terminal', stopReason: 'aborted' })
 
       // A name that is neither built in nor in the directory is refused before any write.
       const unknown = await fetch(`${base}/v1/sessions/md-session/delegations`, {
         method: 'POST',
-        headers: { 'content-type': 'application/json' },
+        headers: { 'content-type': 'application/json', ...h.auth },
         body: JSON.stringify({ name: 'writer', prompt: 'x' }),
       })
       expect(unknown.status).toBe(400)

@@ -1,4 +1,5 @@
 import Fastify, { LogController, type FastifyBaseLogger, type FastifyInstance } from 'fastify'
+import rateLimit from '@fastify/rate-limit'
 import swagger from '@fastify/swagger'
 import swaggerUi from '@fastify/swagger-ui'
 import { createBullBoard } from '@bull-board/api'
@@ -11,13 +12,15 @@ import {
   type ZodTypeProvider,
 } from 'fastify-type-provider-zod'
 import type { ApiDeps } from './deps.ts'
-import { Limits } from '@baton/contracts'
+import { BatonError, ErrorCode, Limits } from '@baton/contracts'
+import { installAuthentication } from './http/caller.ts'
 import {
   clientErrorHandler,
   errorHandler,
   frameworkErrorHandler,
   notFoundHandler,
 } from './http/errors.ts'
+import { adminRoutes } from './routes/admin.routes.ts'
 import { agentRoutes } from './routes/agents.routes.ts'
 import { attemptRoutes } from './routes/attempts.routes.ts'
 import { delegationRoutes } from './routes/delegations.routes.ts'
@@ -49,6 +52,12 @@ export async function buildServer(deps: ApiDeps): Promise<BatonServer> {
   app.setNotFoundHandler(notFoundHandler)
   // Fastify parses text/plain by default; Baton takes JSON only, so anything else is a 415.
   app.removeContentTypeParser('text/plain')
+  installAuthentication(app, {
+    keys: deps.keys,
+    adminApiKey: deps.config.adminApiKey,
+    logger: deps.logger,
+  })
+  if (deps.config.rateLimitMax > 0) await installRateLimit(app, deps)
 
   await app.register(swagger, {
     openapi: { info: { title: 'Baton API', version: '1.0.0' } },
@@ -65,5 +74,41 @@ export async function buildServer(deps: ApiDeps): Promise<BatonServer> {
   await app.register(delegationRoutes(deps))
   await app.register(attemptRoutes(deps))
   await app.register(agentRoutes(deps))
+  await app.register(adminRoutes(deps))
   return app
+}
+
+/**
+ * Per-key rate limits, counted in Redis so every API process shares them. A tenant's key is
+ * limited (after authentication, before its body is parsed); probes and the admin are not.
+ */
+async function installRateLimit(app: BatonServer, deps: ApiDeps): Promise<void> {
+  await app.register(rateLimit, {
+    global: true,
+    hook: 'preParsing',
+    max: deps.config.rateLimitMax,
+    timeWindow: deps.config.rateLimitWindowMs,
+    redis: deps.redis,
+    nameSpace: `${deps.config.queuePrefix}:rate-limit:`,
+    allowList: (request) => request.caller?.kind !== 'tenant',
+    keyGenerator: (request) =>
+      request.caller?.kind === 'tenant' ? request.caller.keyId : request.ip,
+    addHeadersOnExceeding: {
+      'x-ratelimit-limit': true,
+      'x-ratelimit-remaining': true,
+      'x-ratelimit-reset': true,
+    },
+    addHeaders: {
+      'x-ratelimit-limit': true,
+      'x-ratelimit-remaining': true,
+      'x-ratelimit-reset': true,
+      'retry-after': true,
+    },
+    errorResponseBuilder: (_request, context) =>
+      new BatonError(
+        ErrorCode.RateLimited,
+        `rate limit of ${context.max} requests per ${context.after} reached; retry in ${Math.ceil(context.ttl / 1000)} s`,
+        { retryable: true, details: { retryAfterSeconds: Math.ceil(context.ttl / 1000) } },
+      ),
+  })
 }

@@ -1,20 +1,25 @@
 // Shared by this app's integration tests: an in-process API on a free port with a tiny client.
 import { sql } from 'kysely'
 import { createLogger } from '@baton/observability'
-import type { Db } from '@baton/store'
-import { eventually, test } from '@baton/testing'
+import { createDb, type Db } from '@baton/store'
+import { eventually, tenantKey, test } from '@baton/testing'
 import { composeApi, type ApiOptions, type ApiProcess } from './compose.ts'
 import { loadConfig } from './config.ts'
 
 export interface ApiHarness {
   readonly api: ApiProcess
   readonly base: string
+  /** A key of the `default` namespace, which `post`, `get` and `untilRunning` send. */
+  readonly key: string
+  /** `{ authorization: 'Bearer <key>' }` for requests made without the helpers. */
+  readonly auth: Record<string, string>
+  /** Headers given here are sent after the key's, so a test can replace or drop it. */
   post(
     path: string,
     body: unknown,
     headers?: Record<string, string>,
   ): Promise<{ status: number; body: any }>
-  get(path: string): Promise<{ status: number; body: any }>
+  get(path: string, headers?: Record<string, string>): Promise<{ status: number; body: any }>
   /** Resolves once the attempt is `running` (fails the test after `timeoutMs`, default 10 s). */
   untilRunning(attemptId: string, timeoutMs?: number): Promise<void>
 }
@@ -36,27 +41,37 @@ export async function startApi(
   })
   const api = await composeApi(config, createLogger({ service: 'test', level: 'silent' }), options)
   const base = await api.app.listen({ host: '127.0.0.1', port: 0 })
+  const keyDb = createDb({ connectionString: ctx.databaseUrl, maxConnections: 1 })
+  const key = await tenantKey(keyDb, 'default').finally(() => keyDb.destroy())
+  const auth = { authorization: `Bearer ${key}` }
   const parse = async (r: Response) => ({ status: r.status, body: (await r.json()) as any })
+  const get = (path: string, headers: Record<string, string> = {}) =>
+    fetch(`${base}${path}`, { headers: withoutEmpty({ ...auth, ...headers }) }).then(parse)
   return {
     api,
     base,
+    key,
+    auth,
     post: (path, body, headers = {}) =>
       fetch(`${base}${path}`, {
         method: 'POST',
-        headers: { 'content-type': 'application/json', ...headers },
+        headers: withoutEmpty({ 'content-type': 'application/json', ...auth, ...headers }),
         body: typeof body === 'string' ? body : JSON.stringify(body),
       }).then(parse),
-    get: (path) => fetch(`${base}${path}`).then(parse),
+    get,
     async untilRunning(attemptId, timeoutMs = 10_000) {
       await eventually(
         async () =>
-          (await fetch(`${base}/v1/attempts/${attemptId}`).then(parse)).body.status === 'running'
-            ? true
-            : undefined,
+          (await get(`/v1/attempts/${attemptId}`)).body.status === 'running' ? true : undefined,
         { timeoutMs, what: `attempt ${attemptId} to run` },
       )
     },
   }
+}
+
+/** Headers with an empty value are left out: `{ authorization: '' }` sends no key. */
+function withoutEmpty(headers: Record<string, string>): Record<string, string> {
+  return Object.fromEntries(Object.entries(headers).filter(([, value]) => value !== ''))
 }
 
 /** A test given an in-process API (`api`) over its database, Redis and prefix, closed after it. */

@@ -8,6 +8,7 @@ import {
   describe,
   expect,
   startServiceProcess,
+  tenantKey,
   test,
   workerProcessEnv,
   type Closeable,
@@ -22,9 +23,12 @@ interface Run {
   readonly stderr: string
 }
 
+/** The API key each API started here issued, by the API's URL: `baton` gets it as BATON_API_KEY. */
+const KEYS = new Map<string, string>()
+
 function collect(command: string, args: readonly string[], baseUrl: string): Promise<Run> {
   const child = spawn(command, args, {
-    env: { ...process.env, BATON_URL: baseUrl },
+    env: { ...process.env, BATON_URL: baseUrl, BATON_API_KEY: KEYS.get(baseUrl) ?? '' },
     stdio: ['ignore', 'pipe', 'pipe'],
   })
   let stdout = ''
@@ -50,7 +54,12 @@ const batonOnTerminal = (baseUrl: string, ...args: string[]) =>
 
 /** An API process and a worker process on this file's services; `base` is the API's URL. */
 async function startBaton(
-  ctx: { databaseUrl: string; redisUrl: string; queuePrefix: string },
+  ctx: {
+    databaseUrl: string
+    redisUrl: string
+    queuePrefix: string
+    db: Parameters<typeof tenantKey>[0]
+  },
   track: <T extends Closeable>(resource: T) => T,
 ): Promise<{ base: string; close(): Promise<void> }> {
   const { databaseUrl, redisUrl, queuePrefix } = ctx
@@ -67,6 +76,7 @@ async function startBaton(
   // The ready line carries the address the API bound (PORT=0 picks a free port).
   const base = /"address":"(http:\/\/[^"]+)"/.exec(api.output())?.[1]
   if (base === undefined) throw new Error(`no address in the API's output:\n${api.output()}`)
+  KEYS.set(base, await tenantKey(ctx.db, 'default'))
   return {
     base,
     async close() {
@@ -78,8 +88,8 @@ async function startBaton(
 
 /** Every test gets its own API and worker, closed after it (or earlier by the test). */
 const cliTest = test.extend<{ stack: { base: string; close(): Promise<void> } }>({
-  stack: async ({ databaseUrl, redisUrl, queuePrefix, track }, use) => {
-    const stack = await startBaton({ databaseUrl, redisUrl, queuePrefix }, track)
+  stack: async ({ databaseUrl, redisUrl, queuePrefix, track, db }, use) => {
+    const stack = await startBaton({ databaseUrl, redisUrl, queuePrefix, db }, track)
     await use(stack)
     await stack.close()
   },
@@ -144,7 +154,11 @@ describe('baton CLI', () => {
       expect(lines.length).toBe(2)
       expect(lines[1]).toBe('')
       const printed = JSON.parse(lines[0] ?? '')
-      const fromApi = await (await fetch(`${stack.base}/v1/attempts/${printed.attemptId}`)).json()
+      const fromApi = await (
+        await fetch(`${stack.base}/v1/attempts/${printed.attemptId}`, {
+          headers: { authorization: `Bearer ${KEYS.get(stack.base) ?? ''}` },
+        })
+      ).json()
       expect(printed).toEqual(fromApi)
       expect(printed).toMatchObject({ status: 'terminal', stopReason: 'completed' })
 

@@ -2,11 +2,14 @@ import { createBatonClient, type BatonClient } from '@baton/client'
 import type { AnyAttemptView } from '@baton/contracts'
 import { exitCodeOfView, type ExitCode } from './exit-codes.ts'
 
-/** What `baton` may touch of its process: streams and the one variable it reads. */
+/** What `baton` may touch of its process: streams and the variables it reads. */
 export interface CliIo {
   readonly stdout: { write(text: string): unknown; readonly isTTY?: boolean }
   readonly stderr: { write(text: string): unknown }
-  readonly env: { readonly BATON_URL?: string | undefined }
+  readonly env: {
+    readonly BATON_URL?: string | undefined
+    readonly BATON_API_KEY?: string | undefined
+  }
 }
 
 export const DEFAULT_BASE_URL = 'http://127.0.0.1:3000'
@@ -35,9 +38,10 @@ export function baseUrlOf(options: { readonly url?: string }, io: CliIo): string
 
 export function createCommandContext(
   io: CliIo,
-  options: { readonly url?: string; readonly json?: boolean },
+  options: { readonly url?: string; readonly apiKey?: string; readonly json?: boolean },
 ): CommandContext {
   const baseUrl = baseUrlOf(options, io)
+  const apiKey = options.apiKey ?? emptyAsUndefined(io.env.BATON_API_KEY)
   const json = options.json === true
   const print = (answer: unknown, human: () => string): void => {
     io.stdout.write(`${json ? JSON.stringify(answer) : human()}\n`)
@@ -45,7 +49,7 @@ export function createCommandContext(
   return {
     io,
     baseUrl,
-    client: createBatonClient({ baseUrl }),
+    client: createBatonClient({ baseUrl, ...(apiKey === undefined ? {} : { apiKey }) }),
     json,
     print,
     finishWait(view, waitedMs, human) {
@@ -59,4 +63,8 @@ export function createCommandContext(
       return code
     },
   }
+}
+
+function emptyAsUndefined(value: string | undefined): string | undefined {
+  return value === undefined || value === '' ? undefined : value
 }

@@ -37,7 +37,9 @@ export function describeFailure(
   if (error instanceof BatonApiError) {
     return {
       exitCode: ExitCode.ApiError,
-      message: `${error.code} (HTTP ${error.status}): ${error.message}`,
+      message: `${error.code} (HTTP ${error.status}): ${error.message}${
+        error.status === 401 ? ' (set BATON_API_KEY, or pass --api-key)' : ''
+      }`,
     }
   }
   if (!(error instanceof Error)) return undefined

@@ -5,5 +5,5 @@ import { runCli } from './cli.ts'
 process.exitCode = await runCli(process.argv.slice(2), {
   stdout: process.stdout,
   stderr: process.stderr,
-  env: { BATON_URL: process.env.BATON_URL },
+  env: { BATON_URL: process.env.BATON_URL, BATON_API_KEY: process.env.BATON_API_KEY },
 })

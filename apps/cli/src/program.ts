@@ -10,6 +10,7 @@ import { parseBaseUrl, parseWaitBound } from './options.ts'
 
 export interface GlobalOptions {
   readonly url?: string
+  readonly apiKey?: string
   readonly json?: boolean
 }
 
@@ -24,6 +25,10 @@ export function createProgram(io: CliIo, exit: (code: ExitCode) => void): Comman
       '--url <url>',
       'API base URL (default: $BATON_URL or http://127.0.0.1:3000)',
       parseBaseUrl,
+    )
+    .option(
+      '--api-key <key>',
+      'API key sent as a Bearer token (default: $BATON_API_KEY; prefer the variable: arguments are visible to other users)',
     )
     .option('--json', "print the API's JSON answer on one line")
     // Set before any subcommand exists: subcommands copy these settings when they are created.

@@ -1,6 +1,9 @@
 import type {
   AgentHistoryView,
   AnyAttemptView,
+  ApiKeyView,
+  IssuedApiKeyView,
+  NamespaceView,
   DelegationAccepted,
   DelegationMetadata,
   BatchItem,
@@ -92,11 +95,31 @@ export interface BatonClient {
   ): Promise<{ attemptId: string; sequence: number }>
   /** The agent's durable history: only what its attempts' terminal commits appended. */
   getAgentHistory(agentId: string, options?: CallOptions): Promise<AgentHistoryView>
+  /** Administration: these calls need a client made with the admin key as its `apiKey`. */
+  readonly admin: BatonAdmin
+}
+
+export interface BatonAdmin {
+  createNamespace(
+    namespaceId: string,
+    description?: string,
+    options?: CallOptions,
+  ): Promise<NamespaceView>
+  listNamespaces(options?: CallOptions): Promise<{ namespaces: NamespaceView[] }>
+  /** Issues a key: the answer's `key` is the only time Baton shows it. */
+  issueKey(namespaceId: string, name: string, options?: CallOptions): Promise<IssuedApiKeyView>
+  listKeys(namespaceId: string, options?: CallOptions): Promise<{ keys: ApiKeyView[] }>
+  revokeKey(keyId: string, options?: CallOptions): Promise<ApiKeyView>
 }
 
 export interface CreateClientOptions {
   /** e.g. `http://127.0.0.1:3000` */
   readonly baseUrl: string
+  /**
+   * Sent as `Authorization: Bearer <apiKey>` on every call: a namespace's key (the calls act in
+   * that namespace), or the admin key for `admin` calls.
+   */
+  readonly apiKey?: string
   /** A fetch implementation (defaults to the global one). */
   readonly fetch?: typeof fetch
 }
@@ -122,6 +145,7 @@ export function createBatonClient(options: CreateClientOptions): BatonClient {
     callOptions: CallOptions = {},
   ): Promise<T> {
     const headers: Record<string, string> = {}
+    if (options.apiKey !== undefined) headers.authorization = `Bearer ${options.apiKey}`
     if (body !== undefined) headers['content-type'] = 'application/json'
     if (callOptions.idempotencyKey !== undefined)
       headers['idempotency-key'] = callOptions.idempotencyKey
@@ -184,5 +208,21 @@ export function createBatonClient(options: CreateClientOptions): BatonClient {
       call('POST', `${attemptPath(attemptId)}/steer`, { content }, o),
     getAgentHistory: (agentId, o) =>
       call('GET', `/v1/agents/${encodeURIComponent(agentId)}/context`, undefined, o),
+    admin: {
+      createNamespace: (namespaceId, description, o) =>
+        call(
+          'POST',
+          '/v1/admin/namespaces',
+          description === undefined ? { namespaceId } : { namespaceId, description },
+          o,
+        ),
+      listNamespaces: (o) => call('GET', '/v1/admin/namespaces', undefined, o),
+      issueKey: (namespaceId, name, o) =>
+        call('POST', `/v1/admin/namespaces/${encodeURIComponent(namespaceId)}/keys`, { name }, o),
+      listKeys: (namespaceId, o) =>
+        call('GET', `/v1/admin/namespaces/${encodeURIComponent(namespaceId)}/keys`, undefined, o),
+      revokeKey: (keyId, o) =>
+        call('POST', `/v1/admin/keys/${encodeURIComponent(keyId)}/revoke`, {}, o),
+    },
   }
 }

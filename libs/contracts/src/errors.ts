@@ -20,6 +20,13 @@ export const ErrorCode = {
   HeadersTooLarge: 'HEADERS_TOO_LARGE',
   RequestTimeout: 'REQUEST_TIMEOUT',
   NotFound: 'NOT_FOUND',
+  /** No `Authorization: Bearer <key>`, or a key that is unknown or revoked. */
+  Unauthorized: 'UNAUTHORIZED',
+  /** The caller's key made more requests than its limit allows; `Retry-After` says when to retry. */
+  RateLimited: 'RATE_LIMITED',
+  NamespaceNotFound: 'NAMESPACE_NOT_FOUND',
+  NamespaceExists: 'NAMESPACE_EXISTS',
+  ApiKeyNotFound: 'API_KEY_NOT_FOUND',
   NotReady: 'NOT_READY',
   Internal: 'INTERNAL',
 } as const

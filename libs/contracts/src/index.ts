@@ -61,3 +61,12 @@ export type { AttemptJob, AttemptSettlement, WorkerCommand, WorkerCommandName } 
 export { isStorableText, storableText } from './storable-text.ts'
 export { SCRIPT_OUTPUT_BYTES_MAX, readScript, scriptSchema } from './scripted-script.ts'
 export type { Script, ScriptReading } from './scripted-script.ts'
+export {
+  apiKeyViewSchema,
+  createNamespaceRequestSchema,
+  issueApiKeyRequestSchema,
+  issuedApiKeySchema,
+  namespaceIdSchema,
+  namespaceViewSchema,
+} from './tenants.ts'
+export type { ApiKeyView, IssuedApiKeyView, NamespaceView } from './tenants.ts'

@@ -25,7 +25,7 @@ export type { RequestCancelInput, RequestCancelOutcome } from './attempts/reques
 export { commitProcessLoss, findExpiredRunning } from './attempts/reconcile-process-loss.ts'
 export { findStaleAccepted } from './attempts/find-stale-accepted.ts'
 export { getAttempt } from './attempts/get-attempt.ts'
-export type { AttemptRecord } from './attempts/get-attempt.ts'
+export type { AttemptRecord, ReadScope } from './attempts/get-attempt.ts'
 export { INLINE_PREVIEW_CHARS, buildTerminalProjection } from './attempts/terminal-record.ts'
 export type { HistoryDelta, TerminalResultInput } from './attempts/terminal-record.ts'
 export { getAgentHistory } from './attempts/agent-history.ts'
@@ -38,3 +38,14 @@ export {
   recordSteering,
 } from './attempts/steering.ts'
 export type { RecordSteeringOutcome, SteeringMessage } from './attempts/steering.ts'
+export {
+  apiKeyHash,
+  createNamespace,
+  findLiveApiKey,
+  issueApiKey,
+  listApiKeys,
+  listNamespaces,
+  looksLikeApiKey,
+  revokeApiKey,
+} from './tenants/api-keys.ts'
+export type { ApiKeyRecord, IssuedApiKey, NamespaceRecord } from './tenants/api-keys.ts'

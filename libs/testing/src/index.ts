@@ -26,3 +26,4 @@ export {
   stuckAttempts,
 } from './ledger-audit.ts'
 export type { CheckResults, LedgerInvariants, WitnessAudit, WitnessCheck } from './ledger-audit.ts'
+export { tenantKey } from './tenants.ts'

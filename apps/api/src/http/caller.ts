@@ -1,10 +1,117 @@
-import type { FastifyRequest } from 'fastify'
+import { createHash, timingSafeEqual } from 'node:crypto'
+import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify'
+import { BatonError, ErrorCode } from '@baton/contracts'
+import type { Logger } from '@baton/observability'
+import { findLiveApiKey, looksLikeApiKey, type Db } from '@baton/store'
 
 /**
- * Who is calling: the namespace every read and write of a request is scoped by. Route handlers
- * ask `callerNamespace(request)` and pass the answer to the command service and the store; they
- * never read a namespace from the request body, path or query.
+ * Who is calling. Every route but `/healthz` and `/readyz` needs `Authorization: Bearer <key>`:
+ * a namespace's key for the tenant routes (the caller is that namespace), the admin key for the
+ * admin routes and the queue dashboard. Route handlers ask `callerNamespace(request)` and pass
+ * the answer to the command service and the store; they never read a namespace from the body,
+ * path or query.
  */
-export function callerNamespace(_request: FastifyRequest): string {
-  return 'default'
+export type Caller =
+  | { readonly kind: 'tenant'; readonly namespaceId: string; readonly keyId: string }
+  | { readonly kind: 'admin' }
+
+declare module 'fastify' {
+  interface FastifyRequest {
+    caller: Caller | null
+  }
+}
+
+/** Paths anyone may call: the probes a load balancer or orchestrator uses. */
+const PUBLIC_PATHS: ReadonlySet<string> = new Set(['/healthz', '/readyz'])
+/** Paths only the admin key opens: key and namespace management, the queue dashboard. */
+const ADMIN_PREFIXES = ['/v1/admin/', '/admin/']
+
+export function callerNamespace(request: FastifyRequest): string {
+  const caller = request.caller
+  if (caller?.kind !== 'tenant') throw new Error('a tenant route ran without a tenant caller')
+  return caller.namespaceId
+}
+
+/** Verified keys, kept for `ttlMs` so the hot path does not read the ledger per request. */
+export interface KeyResolver {
+  resolve(
+    key: string,
+  ): Promise<{ readonly keyId: string; readonly namespaceId: string } | undefined>
+  /** Forgets a key at once (this API revoked it); other API processes forget it within `ttlMs`. */
+  forget(keyId: string): void
+}
+
+export function createKeyResolver(db: Db, ttlMs: number): KeyResolver {
+  const cache = new Map<string, { keyId: string; namespaceId: string; until: number }>()
+  const MAX_ENTRIES = 10_000
+  return {
+    async resolve(key) {
+      const now = Date.now()
+      const hit = cache.get(key)
+      if (hit !== undefined && hit.until > now) return hit
+      cache.delete(key)
+      const found = await findLiveApiKey(db, key)
+      if (found === undefined || ttlMs === 0) return found
+      if (cache.size >= MAX_ENTRIES) cache.clear()
+      cache.set(key, { ...found, until: now + ttlMs })
+      return found
+    },
+    forget(keyId) {
+      for (const [key, entry] of cache) if (entry.keyId === keyId) cache.delete(key)
+    },
+  }
+}
+
+/**
+ * Installs the authentication hook: it runs before routing decides anything else, so a request
+ * without a valid key learns nothing (not even whether a path exists) and writes nothing.
+ */
+export function installAuthentication(
+  app: FastifyInstance,
+  deps: {
+    readonly keys: KeyResolver
+    readonly adminApiKey: string | undefined
+    readonly logger: Logger
+  },
+): void {
+  const adminDigest = deps.adminApiKey === undefined ? undefined : sha256(deps.adminApiKey)
+  app.decorateRequest('caller', null)
+  app.addHook('onRequest', async (request: FastifyRequest, reply: FastifyReply) => {
+    // The route the router matched (its pattern), not the raw URL: an encoded or oddly spelled
+    // path cannot slip past the class of the route it reaches. No route: a tenant's 404.
+    const path = request.routeOptions.url ?? ''
+    if (PUBLIC_PATHS.has(path)) return
+    const key = bearerKey(request.headers.authorization)
+    const admin = ADMIN_PREFIXES.some((prefix) => path.startsWith(prefix))
+    if (admin) {
+      if (adminDigest === undefined) {
+        throw unauthorized(reply, 'no admin key is configured on this API (ADMIN_API_KEY)')
+      }
+      if (key === undefined || !timingSafeEqual(sha256(key), adminDigest)) {
+        throw unauthorized(reply, 'this route needs the admin key')
+      }
+      request.caller = { kind: 'admin' }
+      return
+    }
+    if (key === undefined) throw unauthorized(reply, 'send Authorization: Bearer <API key>')
+    const found = looksLikeApiKey(key) ? await deps.keys.resolve(key) : undefined
+    if (found === undefined) throw unauthorized(reply, 'the API key is unknown or revoked')
+    request.caller = { kind: 'tenant', ...found }
+  })
+}
+
+/** The key of an `Authorization: Bearer <key>` header (scheme case-insensitive), or undefined. */
+export function bearerKey(header: string | undefined): string | undefined {
+  if (header === undefined) return undefined
+  const match = /^Bearer +([\x21-\x7e]+) *$/i.exec(header)
+  return match?.[1]
+}
+
+function unauthorized(reply: FastifyReply, message: string): BatonError {
+  void reply.header('www-authenticate', 'Bearer realm="baton"')
+  return new BatonError(ErrorCode.Unauthorized, message)
+}
+
+function sha256(text: string): Buffer {
+  return createHash('sha256').update(text, 'utf8').digest()
 }

@@ -3,6 +3,7 @@ import { z } from 'zod'
 import { BatonError, ErrorCode, uuidSchema } from '@baton/contracts'
 import { getAgentHistory } from '@baton/store'
 import type { ApiDeps } from '../deps.ts'
+import { callerNamespace } from '../http/caller.ts'
 
 const params = z.strictObject({ agentId: uuidSchema })
 
@@ -18,7 +19,9 @@ export function agentRoutes(deps: ApiDeps): FastifyPluginAsyncZod {
         },
       },
       async (request) => {
-        const view = await getAgentHistory(deps.db, request.params.agentId)
+        const view = await getAgentHistory(deps.db, request.params.agentId, {
+          namespaceId: callerNamespace(request),
+        })
         if (view === undefined)
           throw new BatonError(ErrorCode.AgentNotFound, `no agent ${request.params.agentId}`)
         return view

@@ -7,6 +7,7 @@ import {
   waitQuerySchema,
 } from '@baton/contracts'
 import type { ApiDeps } from '../deps.ts'
+import { callerNamespace } from '../http/caller.ts'
 import { unlessRefused } from '../http/refusals.ts'
 import { abortOnClose } from './delegations.routes.ts'
 
@@ -17,7 +18,9 @@ export function attemptRoutes(deps: ApiDeps): FastifyPluginAsyncZod {
     app.get(
       '/v1/attempts/:attemptId',
       { schema: { summary: 'Read an attempt', params } },
-      async (request) => unlessRefused(await deps.commands.read(request.params.attemptId)).view,
+      async (request) =>
+        unlessRefused(await deps.commands.read(callerNamespace(request), request.params.attemptId))
+          .view,
     )
 
     app.get(
@@ -33,6 +36,7 @@ export function attemptRoutes(deps: ApiDeps): FastifyPluginAsyncZod {
       async (request) =>
         unlessRefused(
           await deps.commands.wait(
+            callerNamespace(request),
             request.params.attemptId,
             request.query.timeoutMs,
             abortOnClose(request.raw),
@@ -46,7 +50,11 @@ export function attemptRoutes(deps: ApiDeps): FastifyPluginAsyncZod {
       async (request, reply) => {
         const { attemptId } = request.params
         const outcome = unlessRefused(
-          await deps.commands.cancel(attemptId, request.body?.reason ?? null),
+          await deps.commands.cancel(
+            callerNamespace(request),
+            attemptId,
+            request.body?.reason ?? null,
+          ),
         )
         return reply.status(202).send({ attemptId, outcome: outcome.kind })
       },
@@ -63,7 +71,9 @@ export function attemptRoutes(deps: ApiDeps): FastifyPluginAsyncZod {
       },
       async (request, reply) => {
         const { attemptId } = request.params
-        const outcome = unlessRefused(await deps.commands.steer(attemptId, request.body.content))
+        const outcome = unlessRefused(
+          await deps.commands.steer(callerNamespace(request), attemptId, request.body.content),
+        )
         return reply.status(202).send({ attemptId, sequence: outcome.sequence })
       },
     )

@@ -11,6 +11,7 @@ import {
   sessionIdSchema,
 } from '@baton/contracts'
 import type { ApiDeps } from '../deps.ts'
+import { callerNamespace } from '../http/caller.ts'
 import { errorAnswer } from '../http/errors.ts'
 import { isRefusal, refusalError, unlessRefused } from '../http/refusals.ts'
 
@@ -34,6 +35,7 @@ export function delegationRoutes(deps: ApiDeps): FastifyPluginAsyncZod {
       async (request, reply) => {
         const outcome = unlessRefused(
           await deps.commands.delegate({
+            namespaceId: callerNamespace(request),
             sessionId: request.params.sessionId,
             request: request.body,
             idempotencyKey: request.headers['idempotency-key'],
@@ -61,6 +63,7 @@ export function delegationRoutes(deps: ApiDeps): FastifyPluginAsyncZod {
         // Each item is checked on its own, so one bad item is refused alone and fails no other.
         const parsed = request.body.items.map((item) => batchItemSchema.safeParse(item))
         const outcomes = await deps.commands.delegateBatch(
+          callerNamespace(request),
           request.params.sessionId,
           parsed.flatMap((p) => (p.success ? [p.data] : [])),
         )

@@ -58,6 +58,7 @@ export type ViewOutcome = { readonly kind: 'view'; readonly view: AnyAttemptView
  */
 export interface AttemptCommands {
   delegate(input: {
+    readonly namespaceId: string
     readonly sessionId: string
     readonly request: DelegationRequest
     readonly idempotencyKey: string | undefined
@@ -67,11 +68,22 @@ export interface AttemptCommands {
    * A batch submit: every item checked and recorded in one ledger statement and enqueued in one
    * `addBulk`, answered per item in order; a refused item writes nothing and fails no other.
    */
-  delegateBatch(sessionId: string, items: readonly BatchItem[]): Promise<BatchItemOutcome[]>
-  cancel(attemptId: string, reason: string | null): Promise<CancelOutcome>
-  steer(attemptId: string, content: Prompt): Promise<SteerOutcome>
-  read(attemptId: string): Promise<ViewOutcome>
-  wait(attemptId: string, timeoutMs: number, signal: AbortSignal): Promise<ViewOutcome>
+  delegateBatch(
+    namespaceId: string,
+    sessionId: string,
+    items: readonly BatchItem[],
+  ): Promise<BatchItemOutcome[]>
+  // Every command on an existing attempt is scoped by the caller's namespace: an attempt of
+  // another namespace is `missing`, exactly like one that does not exist.
+  cancel(namespaceId: string, attemptId: string, reason: string | null): Promise<CancelOutcome>
+  steer(namespaceId: string, attemptId: string, content: Prompt): Promise<SteerOutcome>
+  read(namespaceId: string, attemptId: string): Promise<ViewOutcome>
+  wait(
+    namespaceId: string,
+    attemptId: string,
+    timeoutMs: number,
+    signal: AbortSignal,
+  ): Promise<ViewOutcome>
 }
 
 export function createAttemptCommands(deps: {
@@ -97,6 +109,7 @@ export function createAttemptCommands(deps: {
    * script for Baton's own child must be one it understands. Ids are minted here, once.
    */
   function prepare(
+    namespaceId: string,
     sessionId: string,
     request: Omit<BatchItem, 'idempotencyKey'>,
     idempotencyKey: string | undefined,
@@ -116,7 +129,7 @@ export function createAttemptCommands(deps: {
     return {
       kind: 'ready',
       input: {
-        namespaceId: 'default',
+        namespaceId,
         sessionId,
         name: request.name,
         prompt,
@@ -178,8 +191,8 @@ export function createAttemptCommands(deps: {
   async function delegate(
     input: Parameters<AttemptCommands['delegate']>[0],
   ): Promise<DelegateOutcome> {
-    const { sessionId, request } = input
-    const prepared = prepare(sessionId, request, input.idempotencyKey)
+    const { namespaceId, sessionId, request } = input
+    const prepared = prepare(namespaceId, sessionId, request, input.idempotencyKey)
     if (prepared.kind !== 'ready') return prepared
     const outcome = recorded(await deps.admission.accept(prepared.input), prepared.input)
     if (isRefusal(outcome)) return outcome
@@ -189,7 +202,8 @@ export function createAttemptCommands(deps: {
     let view: AnyAttemptView | undefined
     if (outcome.kind === 'replayed') {
       // The first request enqueued it (or the reconciler will): answer as it stands.
-      if (bound !== undefined) view = await awaitAttempt(deps, attemptId, bound, input.signal)
+      if (bound !== undefined)
+        view = await awaitAttempt(deps, { namespaceId }, attemptId, bound, input.signal)
     } else if (bound === undefined) {
       await deps.admission.enqueue(attemptId)
     } else {
@@ -207,10 +221,11 @@ export function createAttemptCommands(deps: {
   }
 
   async function delegateBatch(
+    namespaceId: string,
     sessionId: string,
     items: readonly BatchItem[],
   ): Promise<BatchItemOutcome[]> {
-    const prepared = items.map((item) => prepare(sessionId, item, item.idempotencyKey))
+    const prepared = items.map((item) => prepare(namespaceId, sessionId, item, item.idempotencyKey))
     const ready = prepared.flatMap((p) => (p.kind === 'ready' ? [p.input] : []))
     // One ledger statement for the whole batch, then one `addBulk` for what it accepted.
     const outcomes = ready.length === 0 ? [] : await deps.admission.acceptAll(ready)
@@ -239,8 +254,12 @@ export function createAttemptCommands(deps: {
     return answers
   }
 
-  async function cancel(attemptId: string, reason: string | null): Promise<CancelOutcome> {
-    const outcome = await cancels.submit({ attemptId, reason })
+  async function cancel(
+    namespaceId: string,
+    attemptId: string,
+    reason: string | null,
+  ): Promise<CancelOutcome> {
+    const outcome = await cancels.submit({ namespaceId, attemptId, reason })
     switch (outcome.kind) {
       case 'missing':
       case 'terminal':
@@ -263,8 +282,12 @@ export function createAttemptCommands(deps: {
     return outcome
   }
 
-  async function steer(attemptId: string, content: Prompt): Promise<SteerOutcome> {
-    const row = await getAttempt(deps.db, attemptId)
+  async function steer(
+    namespaceId: string,
+    attemptId: string,
+    content: Prompt,
+  ): Promise<SteerOutcome> {
+    const row = await getAttempt(deps.db, attemptId, { namespaceId })
     if (row === undefined) return { kind: 'missing', attemptId }
     if (row.status === 'terminal') return { kind: 'terminal', attemptId }
     const admission = deps.subagents.admit(row.name)
@@ -277,17 +300,18 @@ export function createAttemptCommands(deps: {
     return outcome
   }
 
-  async function read(attemptId: string): Promise<ViewOutcome> {
-    const view = await readAttemptView(deps.db, attemptId)
+  async function read(namespaceId: string, attemptId: string): Promise<ViewOutcome> {
+    const view = await readAttemptView(deps.db, attemptId, { namespaceId })
     return view === undefined ? { kind: 'missing', attemptId } : { kind: 'view', view }
   }
 
   async function wait(
+    namespaceId: string,
     attemptId: string,
     timeoutMs: number,
     signal: AbortSignal,
   ): Promise<ViewOutcome> {
-    const view = await awaitAttempt(deps, attemptId, timeoutMs, signal)
+    const view = await awaitAttempt(deps, { namespaceId }, attemptId, timeoutMs, signal)
     return view === undefined ? { kind: 'missing', attemptId } : { kind: 'view', view }
   }
 

@@ -1,5 +1,5 @@
 import type { AnyAttemptView, StopReason } from '@baton/contracts'
-import { getAttempt, type AttemptRecord, type Db } from '@baton/store'
+import { getAttempt, type AttemptRecord, type Db, type ReadScope } from '@baton/store'
 
 /** The public view of an attempt: what a caller may see, with dates as ISO strings. */
 export function toAttemptView(record: AttemptRecord): AnyAttemptView {
@@ -28,11 +28,12 @@ export function toAttemptView(record: AttemptRecord): AnyAttemptView {
   }
 }
 
-/** Reads one attempt as its public view, or `undefined`. */
+/** Reads one attempt as its public view, or `undefined` (also outside `scope`'s namespace). */
 export async function readAttemptView(
   db: Db,
   attemptId: string,
+  scope: ReadScope,
 ): Promise<AnyAttemptView | undefined> {
-  const record = await getAttempt(db, attemptId)
+  const record = await getAttempt(db, attemptId, scope)
   return record === undefined ? undefined : toAttemptView(record)
 }

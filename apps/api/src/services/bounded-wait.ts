@@ -1,5 +1,5 @@
 import { isTerminalView, type AnyAttemptView } from '@baton/contracts'
-import type { Db } from '@baton/store'
+import type { Db, ReadScope } from '@baton/store'
 import { readAttemptView as readView } from './attempt-view.ts'
 
 /**
@@ -87,18 +87,19 @@ export function createSettledDoorbell(): SettledDoorbell {
  */
 export async function awaitAttempt(
   deps: { db: Db; doorbell: SettledDoorbell },
+  scope: ReadScope,
   attemptId: string,
   timeoutMs: number,
   signal?: AbortSignal,
 ): Promise<AnyAttemptView | undefined> {
-  const first = await readView(deps.db, attemptId)
+  const first = await readView(deps.db, attemptId, scope)
   if (first === undefined || isTerminalView(first) || timeoutMs <= 0) return first
   const subscription = deps.doorbell.subscribe(attemptId)
   try {
-    const second = await readView(deps.db, attemptId)
+    const second = await readView(deps.db, attemptId, scope)
     if (second === undefined || isTerminalView(second)) return second
     await subscription.wait(timeoutMs, signal)
-    return await readView(deps.db, attemptId)
+    return await readView(deps.db, attemptId, scope)
   } finally {
     subscription.cancel()
   }
@@ -120,7 +121,8 @@ export async function awaitEnqueued(
   try {
     await enqueue()
     await subscription.wait(timeoutMs, signal)
-    return await readView(deps.db, attemptId)
+    // Accepted just now in the caller's namespace: no scope to check.
+    return await readView(deps.db, attemptId, {})
   } finally {
     subscription.cancel()
   }

@@ -1,22 +1,27 @@
 import { sql, type RawBuilder } from 'kysely'
 import type { AgentHistoryView } from '@baton/contracts'
 import type { Db } from '../db.ts'
+import type { ReadScope } from './get-attempt.ts'
 import { TRANSIENT_READ_RETRY, retryTransient } from '../pg-errors.ts'
 
 /**
- * Reads an agent's durable history, in `seq` order, or `undefined` for an unknown agent. Only
+ * Reads an agent's durable history, in `seq` order, or `undefined` for an unknown agent (or one of another namespace than `scope`'s). Only
  * events appended by successful terminal commits exist, so this is exactly what a continuation of
  * the agent resumes from. Idempotent read: retried once on a fresh connection after a dead one.
  */
 export async function getAgentHistory(
   db: Db,
   agentId: string,
+  scope: ReadScope = {},
 ): Promise<AgentHistoryView | undefined> {
   return retryTransient(async () => {
     const agent = await db
       .selectFrom('agents')
       .select(['id', 'session_id', 'name'])
       .where('id', '=', agentId)
+      .$if(scope.namespaceId !== undefined, (q) =>
+        q.where('namespace_id', '=', scope.namespaceId ?? ''),
+      )
       .executeTakeFirst()
     if (agent === undefined) return undefined
     const events = await db

@@ -25,10 +25,30 @@ export interface AttemptRecord {
   readonly context: { readonly baseSeq: number; readonly eventCount: number } | null
 }
 
-/** Reads one attempt, or `undefined`. */
-export async function getAttempt(db: Db, attemptId: string): Promise<AttemptRecord | undefined> {
+/** Whose rows a read may see: a caller's namespace, or (workers, tests) any. */
+export interface ReadScope {
+  readonly namespaceId?: string | undefined
+}
+
+/**
+ * Reads one attempt, or `undefined` — also when it belongs to a namespace other than `scope`'s,
+ * so a caller cannot tell another tenant's attempt from a missing one.
+ */
+export async function getAttempt(
+  db: Db,
+  attemptId: string,
+  scope: ReadScope = {},
+): Promise<AttemptRecord | undefined> {
   const row = await retryTransient(
-    () => db.selectFrom('attempts').selectAll().where('id', '=', attemptId).executeTakeFirst(),
+    () =>
+      db
+        .selectFrom('attempts')
+        .selectAll()
+        .where('id', '=', attemptId)
+        .$if(scope.namespaceId !== undefined, (q) =>
+          q.where('namespace_id', '=', scope.namespaceId ?? ''),
+        )
+        .executeTakeFirst(),
     TRANSIENT_READ_RETRY,
   )
   return row === undefined ? undefined : toAttemptRecord(row)

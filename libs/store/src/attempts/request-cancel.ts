@@ -10,6 +10,8 @@ import {
 export interface RequestCancelInput {
   readonly attemptId: string
   readonly reason: string | null
+  /** The caller's namespace: an attempt of another namespace is `missing`. Absent: any. */
+  readonly namespaceId?: string | undefined
 }
 
 export type RequestCancelOutcome =
@@ -39,14 +41,17 @@ export async function requestCancels(
   db: Db,
   inputs: readonly RequestCancelInput[],
 ): Promise<RequestCancelOutcome[]> {
-  const reasons = new Map<string, string | null>()
+  // One request per (namespace, attempt): only the attempt's own namespace can match it.
+  const requests = new Map<string, RequestCancelInput>()
   for (const input of inputs) {
-    if (!reasons.has(input.attemptId)) reasons.set(input.attemptId, input.reason)
+    const key = requestKey(input)
+    if (!requests.has(key)) requests.set(key, input)
   }
   const decided = new Map<string, RequestCancelOutcome>()
-  let open = [...reasons.keys()]
+  let open = [...requests.values()]
   for (let round = 0; round < MAX_ROUNDS && open.length > 0; round += 1) {
-    const rows = open.map((attemptId) => {
+    const ids = [...new Set(open.map((r) => r.attemptId))]
+    const rows = ids.map((attemptId) => {
       const { projection, fingerprint } = buildTerminalProjection(attemptId, 0, {
         stopReason: 'aborted',
         output: '',
@@ -55,15 +60,18 @@ export async function requestCancels(
       return { projection, fingerprint, ownerId: null }
     })
     const result = await sql<{
-      id: string
-      queued: boolean
-      running: boolean
+      ord: string
+      queued: boolean | null
+      running: boolean | null
       status: string | null
     }>`
       with i as (${terminalInput(rows)}),
       x as (
-        select * from unnest(${open}::uuid[], ${open.map((id) => reasons.get(id) ?? null)}::text[])
-          as x(id, reason)
+        select * from unnest(
+          ${open.map((r) => r.attemptId)}::uuid[],
+          ${open.map((r) => r.reason)}::text[],
+          ${open.map((r) => r.namespaceId ?? null)}::text[]
+        ) with ordinality as x(id, reason, namespace_id, ord)
       ), q as (
         update attempts a
         set ${SET_TERMINAL_FROM_INPUT},
@@ -71,6 +79,7 @@ export async function requestCancels(
             cancel_reason = x.reason
         from i join x on x.id = i.id
         where a.id = i.id and a.status = 'accepted'
+          and (x.namespace_id is null or a.namespace_id = x.namespace_id)
         returning a.id
       ), r as (
         update attempts a
@@ -78,6 +87,7 @@ export async function requestCancels(
             cancel_reason = coalesce(a.cancel_reason, x.reason)
         from x
         where a.id = x.id and a.status = 'running'
+          and (x.namespace_id is null or a.namespace_id = x.namespace_id)
         returning a.id, a.owner_id, a.owner_generation
       ), t as (
         insert into attempt_transitions (attempt_id, from_status, to_status, event, owner_id, owner_generation)
@@ -85,37 +95,47 @@ export async function requestCancels(
         union all
         select id, 'running', 'running', 'cancel_requested', owner_id, owner_generation from r
       )
-      select x.id,
-             x.id in (select id from q) as queued,
-             x.id in (select id from r) as running,
+      select x.ord,
+             a.id in (select id from q) as queued,
+             a.id in (select id from r) as running,
              a.status
-      from x left join attempts a on a.id = x.id
+      from x left join attempts a
+        on a.id = x.id and (x.namespace_id is null or a.namespace_id = x.namespace_id)
+      order by x.ord
     `.execute(db)
-    const moved: string[] = []
+    const moved: RequestCancelInput[] = []
     for (const row of result.rows) {
-      if (row.queued) decided.set(row.id, { kind: 'cancelled_queued' })
-      else if (row.running) decided.set(row.id, { kind: 'cancel_requested' })
-      else if (row.status === null) decided.set(row.id, { kind: 'missing' })
-      else if (row.status === 'terminal') decided.set(row.id, { kind: 'terminal' })
+      const request = open[Number(row.ord) - 1]
+      if (request === undefined) throw new Error('requestCancels: an answer for no request')
+      const key = requestKey(request)
+      if (row.queued === true) decided.set(key, { kind: 'cancelled_queued' })
+      else if (row.running === true) decided.set(key, { kind: 'cancel_requested' })
+      else if (row.status === null) decided.set(key, { kind: 'missing' })
+      else if (row.status === 'terminal') decided.set(key, { kind: 'terminal' })
       // The row moved between snapshot and lock (a concurrent claim): try it again.
-      else moved.push(row.id)
+      else moved.push(request)
     }
     open = moved
   }
   if (open.length > 0) {
     throw new Error(
-      `requestCancels: attempts kept changing under the statement: ${open.join(', ')}`,
+      `requestCancels: attempts kept changing under the statement: ${open.map((r) => r.attemptId).join(', ')}`,
     )
   }
   const answered = new Set<string>()
-  return inputs.map(({ attemptId }): RequestCancelOutcome => {
-    const outcome = decided.get(attemptId)
-    if (outcome === undefined) throw new Error(`requestCancels: no outcome for ${attemptId}`)
-    const repeat = answered.has(attemptId)
-    answered.add(attemptId)
+  return inputs.map((input): RequestCancelOutcome => {
+    const key = requestKey(input)
+    const outcome = decided.get(key)
+    if (outcome === undefined) throw new Error(`requestCancels: no outcome for ${input.attemptId}`)
+    const repeat = answered.has(key)
+    answered.add(key)
     // A repeated request for a queued attempt finds it terminal, as it would one after another.
     return repeat && outcome.kind === 'cancelled_queued' ? { kind: 'terminal' } : outcome
   })
+}
+
+function requestKey(input: RequestCancelInput): string {
+  return JSON.stringify([input.namespaceId ?? null, input.attemptId])
 }
 
 /** Record one cancel request: `requestCancels` with a single input. */

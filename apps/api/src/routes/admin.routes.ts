@@ -1,0 +1,155 @@
+import type { FastifyPluginAsyncZod } from 'fastify-type-provider-zod'
+import { z } from 'zod'
+import {
+  BatonError,
+  ErrorCode,
+  apiKeyViewSchema,
+  createNamespaceRequestSchema,
+  issueApiKeyRequestSchema,
+  issuedApiKeySchema,
+  namespaceIdSchema,
+  namespaceViewSchema,
+  uuidSchema,
+  type ApiKeyView,
+  type NamespaceView,
+} from '@baton/contracts'
+import {
+  createNamespace,
+  issueApiKey,
+  listApiKeys,
+  listNamespaces,
+  revokeApiKey,
+  type ApiKeyRecord,
+  type NamespaceRecord,
+} from '@baton/store'
+import type { ApiDeps } from '../deps.ts'
+import type { KeyResolver } from '../http/caller.ts'
+
+/**
+ * Namespace and key management, behind the admin key (see http/caller.ts). A key is shown once,
+ * in the answer that issues it; listings show its prefix. Revoking is idempotent and takes effect
+ * at once on this API (other API processes stop trusting it within API_KEY_CACHE_MS).
+ */
+export function adminRoutes(deps: ApiDeps & { readonly keys: KeyResolver }): FastifyPluginAsyncZod {
+  const log = deps.logger.child({ component: 'admin' })
+  const namespaceParams = z.strictObject({ namespaceId: namespaceIdSchema })
+  return async (app) => {
+    app.post(
+      '/v1/admin/namespaces',
+      {
+        schema: {
+          summary: 'Create a namespace',
+          body: createNamespaceRequestSchema,
+          response: { 201: namespaceViewSchema },
+        },
+      },
+      async (request, reply) => {
+        const created = await createNamespace(deps.db, {
+          namespaceId: request.body.namespaceId,
+          description: request.body.description ?? null,
+        })
+        if (created.kind === 'exists') {
+          throw new BatonError(
+            ErrorCode.NamespaceExists,
+            `namespace ${request.body.namespaceId} exists`,
+          )
+        }
+        log.info({ namespaceId: request.body.namespaceId }, 'namespace created')
+        return reply.status(201).send(namespaceView(created.namespace))
+      },
+    )
+
+    app.get(
+      '/v1/admin/namespaces',
+      {
+        schema: {
+          summary: 'List namespaces',
+          response: { 200: z.object({ namespaces: z.array(namespaceViewSchema) }) },
+        },
+      },
+      async () => ({ namespaces: (await listNamespaces(deps.db)).map(namespaceView) }),
+    )
+
+    app.post(
+      '/v1/admin/namespaces/:namespaceId/keys',
+      {
+        schema: {
+          summary: 'Issue an API key for a namespace (the answer is the only time it is shown)',
+          params: namespaceParams,
+          body: issueApiKeyRequestSchema,
+          response: { 201: issuedApiKeySchema },
+        },
+      },
+      async (request, reply) => {
+        const { namespaceId } = request.params
+        const issued = await issueApiKey(deps.db, { namespaceId, name: request.body.name })
+        if (issued === undefined) throw namespaceNotFound(namespaceId)
+        log.info({ namespaceId, keyId: issued.keyId, prefix: issued.prefix }, 'API key issued')
+        return reply.status(201).send({ ...keyView(issued), key: issued.key })
+      },
+    )
+
+    app.get(
+      '/v1/admin/namespaces/:namespaceId/keys',
+      {
+        schema: {
+          summary: "List a namespace's API keys (prefixes only)",
+          params: namespaceParams,
+          response: { 200: z.object({ keys: z.array(apiKeyViewSchema) }) },
+        },
+      },
+      async (request) => {
+        const { namespaceId } = request.params
+        const keys = await listApiKeys(deps.db, namespaceId)
+        if (keys === undefined) throw namespaceNotFound(namespaceId)
+        return { keys: keys.map(keyView) }
+      },
+    )
+
+    app.post(
+      '/v1/admin/keys/:keyId/revoke',
+      {
+        schema: {
+          summary: 'Revoke an API key (idempotent)',
+          params: z.strictObject({ keyId: uuidSchema }),
+          response: { 200: apiKeyViewSchema },
+        },
+      },
+      async (request) => {
+        const { keyId } = request.params
+        const revoked = await revokeApiKey(deps.db, keyId)
+        if (revoked === undefined)
+          throw new BatonError(ErrorCode.ApiKeyNotFound, `no API key ${keyId}`)
+        deps.keys.forget(keyId)
+        log.info(
+          { namespaceId: revoked.namespaceId, keyId, prefix: revoked.prefix },
+          'API key revoked',
+        )
+        return keyView(revoked)
+      },
+    )
+  }
+}
+
+function namespaceNotFound(namespaceId: string): BatonError {
+  return new BatonError(ErrorCode.NamespaceNotFound, `no namespace ${namespaceId}`)
+}
+
+function namespaceView(n: NamespaceRecord): NamespaceView {
+  return {
+    namespaceId: n.namespaceId,
+    description: n.description,
+    createdAt: n.createdAt.toISOString(),
+  }
+}
+
+function keyView(k: ApiKeyRecord): ApiKeyView {
+  return {
+    keyId: k.keyId,
+    namespaceId: k.namespaceId,
+    name: k.name,
+    prefix: k.prefix,
+    createdAt: k.createdAt.toISOString(),
+    revokedAt: k.revokedAt?.toISOString() ?? null,
+  }
+}

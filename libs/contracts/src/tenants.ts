@@ -1,0 +1,41 @@
+import { z } from 'zod'
+import { storableText } from './storable-text.ts'
+
+/**
+ * Namespaces and API keys as the admin routes take and show them. A namespace id is a short
+ * lowercase slug (it appears in logs and metrics labels); a key's name is free text for people.
+ */
+export const namespaceIdSchema = z
+  .string()
+  .regex(/^[a-z0-9][a-z0-9_-]{0,62}$/, 'lowercase letters, digits, "-" and "_" (at most 63)')
+
+export const createNamespaceRequestSchema = z.strictObject({
+  namespaceId: namespaceIdSchema,
+  description: storableText().max(500).optional(),
+})
+
+export const issueApiKeyRequestSchema = z.strictObject({
+  name: storableText().min(1).max(100),
+})
+
+export const namespaceViewSchema = z.object({
+  namespaceId: z.string(),
+  description: z.string().nullable(),
+  createdAt: z.string(),
+})
+export type NamespaceView = z.infer<typeof namespaceViewSchema>
+
+/** A key as listings show it: its prefix, never the key. */
+export const apiKeyViewSchema = z.object({
+  keyId: z.uuid(),
+  namespaceId: z.string(),
+  name: z.string(),
+  prefix: z.string(),
+  createdAt: z.string(),
+  revokedAt: z.string().nullable(),
+})
+export type ApiKeyView = z.infer<typeof apiKeyViewSchema>
+
+/** A key as issued: the one answer that carries the key itself. */
+export const issuedApiKeySchema = apiKeyViewSchema.extend({ key: z.string() })
+export type IssuedApiKeyView = z.infer<typeof issuedApiKeySchema>

@@ -1,4 +1,5 @@
-import type { FailureCategory } from '@baton/contracts'
+import { sql } from 'kysely'
+import type { FailureCategory, SteeringProgress } from '@baton/contracts'
 import type { Db } from '../db.ts'
 import { TRANSIENT_READ_RETRY, retryTransient } from '../pg-errors.ts'
 import type { AttemptRow } from '../schema.ts'
@@ -23,18 +24,35 @@ export interface AttemptRecord {
   readonly terminalAt: Date | null
   /** The agent-history span the terminal commit appended, if any. */
   readonly context: { readonly baseSeq: number; readonly eventCount: number } | null
+  /** Steering recorded for it (`steer_sequence`) and the highest sequence delivered to its child. */
+  readonly steering: SteeringProgress
 }
 
-/** Reads one attempt, or `undefined`. */
+/**
+ * The highest steering sequence marked delivered. The worker marks every message up to the one it
+ * handed over last, so this is also how many reached the child. Guarded by `steer_sequence`: an
+ * attempt nobody steered (almost all) never evaluates the subquery, so its read costs nothing more.
+ */
+const STEERING_DELIVERED = sql<number>`case when attempts.steer_sequence = 0 then 0 else coalesce(
+  (select max(m.sequence) from attempt_messages m
+    where m.attempt_id = attempts.id and m.delivered_at is not null), 0) end`
+
+/** Reads one attempt, or `undefined`: one statement, steering progress included. */
 export async function getAttempt(db: Db, attemptId: string): Promise<AttemptRecord | undefined> {
   const row = await retryTransient(
-    () => db.selectFrom('attempts').selectAll().where('id', '=', attemptId).executeTakeFirst(),
+    () =>
+      db
+        .selectFrom('attempts')
+        .selectAll()
+        .select(STEERING_DELIVERED.as('steering_delivered'))
+        .where('id', '=', attemptId)
+        .executeTakeFirst(),
     TRANSIENT_READ_RETRY,
   )
   return row === undefined ? undefined : toAttemptRecord(row)
 }
 
-function toAttemptRecord(row: AttemptRow): AttemptRecord {
+function toAttemptRecord(row: AttemptRow & { readonly steering_delivered: number }): AttemptRecord {
   return {
     id: row.id,
     agentId: row.agent_id,
@@ -55,5 +73,6 @@ function toAttemptRecord(row: AttemptRow): AttemptRecord {
       row.context_base === null || row.context_event_count === null
         ? null
         : { baseSeq: row.context_base, eventCount: row.context_event_count },
+    steering: { accepted: row.steer_sequence, delivered: row.steering_delivered },
   }
 }

@@ -1,6 +1,6 @@
 import { setTimeout as sleep } from 'node:timers/promises'
 import type { Job } from 'bullmq'
-import { FailureCategory, attemptJobSchema, type AttemptJob } from '@baton/contracts'
+import { FailureCategory, type AttemptJob } from '@baton/contracts'
 import type { Logger } from '@baton/observability'
 import { announceSettled, type SettlementPublisher } from '@baton/queue'
 import type { SubagentHistoryEvent } from '@baton/subagents'
@@ -19,6 +19,7 @@ import { executionAbortOf } from '../lease/execution-abort.ts'
 import type { LeaseKeeper, OwnedExecution } from '../lease/lease-keeper.ts'
 import type { SteeringDelivery } from '../steering/steering-delivery.ts'
 import type { WorkerSubagents } from '../subagents/subagent-catalog.ts'
+import { readAttemptJob } from './attempt-job.ts'
 import { runChild } from './run-child.ts'
 
 export interface AttemptProcessorDeps {
@@ -49,7 +50,7 @@ export function createAttemptProcessor(deps: AttemptProcessorDeps) {
     _token?: string,
     jobSignal?: AbortSignal,
   ) {
-    const { attemptId } = attemptJobSchema.parse(job.data)
+    const attemptId = readAttemptJob(job, deps.logger)
     const log = deps.logger.child({ attemptId })
     // Before the claim: a steer recorded after it rings its bell before the run is attached.
     const releaseExpectation = deps.steering.expect(attemptId)

@@ -21,6 +21,7 @@ import type { WorkerConfig } from './config.ts'
 import { createLeaseKeeper } from './lease/lease-keeper.ts'
 import { LEDGER_BATCH, createClaimBatcher, isolateUnexpected } from './ledger-batchers.ts'
 import { createSteeringDelivery } from './steering/steering-delivery.ts'
+import { createOutputBudget } from './output-budget.ts'
 import { createAttemptProcessor } from './processors/attempt.processor.ts'
 import { createReconciler, type Reconciler } from './reconciler/reconciler.ts'
 import { createCheckedShutdown } from './shutdown.ts'
@@ -108,6 +109,7 @@ export function createWorkerRuntime(
     claim: (attemptId) => claims.submit(attemptId),
     commit: (input) => commits.submit(input),
     heartbeatIntervalMs: config.heartbeatIntervalMs,
+    outputBudget: createOutputBudget(config.outputMemoryBudgetBytes),
     workspaceDir: config.workspaceDir,
     leaseKeeper,
     subagents,

@@ -17,6 +17,7 @@ import {
 } from '@baton/store'
 import { executionAbortOf } from '../lease/execution-abort.ts'
 import type { LeaseKeeper, OwnedExecution } from '../lease/lease-keeper.ts'
+import type { WorkerOutputBudget } from '../output-budget.ts'
 import type { SteeringDelivery } from '../steering/steering-delivery.ts'
 import type { WorkerSubagents } from '../subagents/subagent-catalog.ts'
 import { readAttemptJob } from './attempt-job.ts'
@@ -30,6 +31,8 @@ export interface AttemptProcessorDeps {
   /** Fenced terminal commit (batched with concurrent commits by the runtime). */
   readonly commit: (input: CommitTerminalInput) => Promise<CommitTerminalOutcome>
   readonly heartbeatIntervalMs: number
+  /** Child output held at once by this worker (see output-budget.ts). */
+  readonly outputBudget: WorkerOutputBudget
   readonly workspaceDir: string
   readonly leaseKeeper: LeaseKeeper
   readonly subagents: WorkerSubagents
@@ -93,6 +96,8 @@ async function claimAndRun(
 
   const entry = deps.subagents.entries.get(claim.attempt.name)
   const execution = deps.leaseKeeper.hold(attemptId, claim.attempt.ownerGeneration)
+  // Held from the child's first output until the terminal commit is over.
+  const outputHold = deps.outputBudget.open()
   const onJobAbort = (): void => execution.abort('cancelled')
   if (jobSignal?.aborted === true) onJobAbort()
   jobSignal?.addEventListener('abort', onJobAbort, { once: true })
@@ -116,6 +121,7 @@ async function claimAndRun(
                 workspaceDir: deps.workspaceDir,
                 history,
                 logger: log,
+                outputHold,
                 onRun: (run) => deps.steering.attach(execution, run, claim.attempt.steeringPending),
               }),
               // Confirmed loss ends the job even if the child ignores its abort: ownership is
@@ -140,6 +146,7 @@ async function claimAndRun(
     jobSignal?.removeEventListener('abort', onJobAbort)
     deps.steering.detach(attemptId)
     deps.leaseKeeper.release(attemptId)
+    outputHold.release()
   }
 }
 

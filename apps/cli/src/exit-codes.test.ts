@@ -12,6 +12,7 @@ const view: AttemptView = {
   createdAt: '',
   startedAt: null,
   cancelRequested: false,
+  steering: { accepted: 0, delivered: 0 },
 }
 const ended = (stopReason: 'completed' | 'aborted' | 'error' | 'max-tokens' | 'refusal') => ({
   ...view,

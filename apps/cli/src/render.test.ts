@@ -11,6 +11,7 @@ const running: AttemptView = {
   createdAt: '2026-01-01T00:00:00.000Z',
   startedAt: '2026-01-01T00:00:00.100Z',
   cancelRequested: false,
+  steering: { accepted: 0, delivered: 0 },
 }
 
 const terminal = (over: Partial<TerminalAttemptView>): TerminalAttemptView => ({
@@ -38,6 +39,13 @@ describe('renderAttempt', () => {
         'status   running (cancel requested)',
       ].join('\n'),
     )
+  })
+
+  test('a steered attempt says how many steering messages were accepted and delivered', () => {
+    expect(renderAttempt({ ...running, steering: { accepted: 3, delivered: 2 } })).toMatch(
+      /status {4}running\nsteering {2}3 accepted, 2 delivered$/,
+    )
+    expect(renderAttempt(running)).not.toContain('steering')
   })
 
   test('a terminal attempt adds stop reason, failure category and the output aligned under its column', () => {

@@ -22,7 +22,10 @@ function outputPreview(output: string, truncatedByApi: boolean, bytes: number): 
   return cut || truncatedByApi ? `${shown}…\n(preview of ${bytes} bytes)` : shown
 }
 
-/** An attempt: its ids and status, and once terminal its stop reason, category and output. */
+/**
+ * An attempt: its ids and status, its steering progress once it was steered, and once terminal its
+ * stop reason, category and output.
+ */
 export function renderAttempt(view: AnyAttemptView): string {
   const rows: [string, string][] = [
     ['attempt', view.attemptId],
@@ -31,6 +34,8 @@ export function renderAttempt(view: AnyAttemptView): string {
     ['name', view.name],
     ['status', view.cancelRequested ? `${view.status} (cancel requested)` : view.status],
   ]
+  const { accepted, delivered } = view.steering
+  if (accepted > 0) rows.push(['steering', `${accepted} accepted, ${delivered} delivered`])
   if (isTerminalView(view)) {
     rows.push(
       ['stop', view.stopReason],

@@ -18,6 +18,12 @@ const configSchema = z
     REQUEUE_AFTER_MS: ms(10_000),
     SHUTDOWN_DEADLINE_MS: ms(10_000),
     SHUTDOWN_HARD_DEADLINE_MS: z.coerce.number().int().positive().optional(),
+    OUTPUT_MEMORY_BUDGET_BYTES: z.coerce
+      .number()
+      .int()
+      .min(1024 * 1024)
+      .max(2 ** 40)
+      .default(256 * 1024 * 1024),
     WORKSPACE_DIR: z.string().min(1).default(process.cwd()),
     SUBAGENTS_DIR: z.string().min(1).optional(),
     SCRIPTED_ENABLED: z.enum(['true', 'false']).default('true'),
@@ -56,6 +62,8 @@ export interface WorkerConfig {
   readonly shutdownDeadlineMs: number
   /** When set, the drain is given up (exit 1) this long after the stop signal. */
   readonly shutdownHardDeadlineMs: number | undefined
+  /** Child output (UTF-8 bytes) all attempts of this worker may hold at once. */
+  readonly outputMemoryBudgetBytes: number
   readonly workspaceDir: string
   /** Markdown subagent specs (absent: the built-in `scripted` subagent only). */
   readonly subagentsDir: string | undefined
@@ -95,6 +103,7 @@ export function loadConfig(env: Readonly<Record<string, string | undefined>>): W
     requeueAfterMs: c.REQUEUE_AFTER_MS,
     shutdownDeadlineMs: c.SHUTDOWN_DEADLINE_MS,
     shutdownHardDeadlineMs: c.SHUTDOWN_HARD_DEADLINE_MS,
+    outputMemoryBudgetBytes: c.OUTPUT_MEMORY_BUDGET_BYTES,
     workspaceDir: c.WORKSPACE_DIR,
     subagentsDir: c.SUBAGENTS_DIR,
     scriptedEnabled: c.SCRIPTED_ENABLED === 'true',

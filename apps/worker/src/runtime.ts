@@ -9,12 +9,9 @@ import {
   type StreamListener,
 } from '@baton/queue'
 import {
-  claimAttempts,
   commitTerminals,
   createDb,
   createGroupBatcher,
-  isTransientStoreError,
-  type ClaimAttemptOutcome,
   type CommitTerminalInput,
   type CommitTerminalOutcome,
   type CreateDbOptions,
@@ -22,7 +19,9 @@ import {
 } from '@baton/store'
 import type { WorkerConfig } from './config.ts'
 import { createLeaseKeeper } from './lease/lease-keeper.ts'
+import { LEDGER_BATCH, createClaimBatcher, isolateUnexpected } from './ledger-batchers.ts'
 import { createSteeringDelivery } from './steering/steering-delivery.ts'
+import { createOutputBudget } from './output-budget.ts'
 import { createAttemptProcessor } from './processors/attempt.processor.ts'
 import { createReconciler, type Reconciler } from './reconciler/reconciler.ts'
 import { createCheckedShutdown } from './shutdown.ts'
@@ -94,20 +93,15 @@ export function createWorkerRuntime(
     requeueAfterMs: config.requeueAfterMs,
     logger: log.child({ component: 'reconciler' }),
   })
-  // Concurrent claims and commits of this worker share statements (see createGroupBatcher).
-  // Few batches in flight: every statement costs a round trip and a commit, so under load it is
-  // cheaper to let items gather behind one running statement than to run many small ones.
-  const batch = { maxBatch: 500, maxInFlight: 2 }
-  const claims = createGroupBatcher<string, ClaimAttemptOutcome>(
-    (attemptIds) =>
-      claimAttempts(db, { ownerId: config.workerId, leaseTtlMs: config.leaseTtlMs, attemptIds }),
-    batch,
-  )
-  // An unexpected error of one commit (a result the store refuses) must not fail its neighbours:
-  // the batch is run again one commit at a time, so only the offender sees it.
+  // Concurrent claims and commits of this worker share statements; one item the ledger refuses
+  // fails alone, never its neighbours (see ledger-batchers.ts).
+  const claims = createClaimBatcher(db, {
+    ownerId: config.workerId,
+    leaseTtlMs: config.leaseTtlMs,
+  })
   const commits = createGroupBatcher<CommitTerminalInput, CommitTerminalOutcome>(
     (inputs) => commitTerminals(db, inputs),
-    { ...batch, isolate: (error) => !isTransientStoreError(error) },
+    { ...LEDGER_BATCH, isolate: isolateUnexpected },
   )
   const processor = createAttemptProcessor({
     db,
@@ -115,6 +109,7 @@ export function createWorkerRuntime(
     claim: (attemptId) => claims.submit(attemptId),
     commit: (input) => commits.submit(input),
     heartbeatIntervalMs: config.heartbeatIntervalMs,
+    outputBudget: createOutputBudget(config.outputMemoryBudgetBytes),
     workspaceDir: config.workspaceDir,
     leaseKeeper,
     subagents,

@@ -36,6 +36,32 @@ describe('scripted prompt provider', () => {
     await run.dispose()
   })
 
+  it('reserves an outputBytes output in the host budget before it builds it, and builds none that does not fit', async () => {
+    const reserved: number[] = []
+    const budget = (fits: boolean) => ({
+      reserve: (bytes: number) => (reserved.push(bytes), fits),
+    })
+    const fits = await createScriptedPromptProvider().start({
+      ...request('{"outputBytes":5,"output":"é"}'),
+      outputBudget: budget(true),
+    })
+    const built = await fits.result
+    expect(built).toMatchObject({ stopReason: 'completed', output: [{ text: 'ééééé' }] })
+    await fits.dispose()
+    const refused = await createScriptedPromptProvider().start({
+      ...request('{"outputBytes":16777216}'),
+      outputBudget: budget(false),
+    })
+    expect(await refused.result).toEqual({
+      output: [],
+      stopReason: 'error',
+      failureCategory: 'output_budget_exceeded',
+    })
+    await refused.dispose()
+    // Exactly the UTF-8 size of what is (or would have been) built.
+    expect(reserved).toEqual([Buffer.byteLength('ééééé'), 16777216])
+  })
+
   it('outputBytes produces exactly that many bytes', async () => {
     const run = await createScriptedPromptProvider().start(request('{"outputBytes":10000}'))
     const result = await run.result

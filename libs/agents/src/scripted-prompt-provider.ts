@@ -4,6 +4,7 @@ import { FailureCategory, readScript, type Script } from '@baton/contracts'
 import { NO_START_CAPABILITIES } from '@baton/subagents'
 import type {
   ContentBlock,
+  OutputBudget,
   SubagentProvider,
   SubagentResult,
   SubagentRun,
@@ -53,6 +54,7 @@ async function runScript(
   script: Script,
   signal: AbortSignal,
   inbox: SteeringInbox,
+  outputBudget: OutputBudget | undefined,
 ): Promise<SubagentResult> {
   const aborted: SubagentResult = {
     output: [],
@@ -77,15 +79,30 @@ async function runScript(
     // The failure text stays inside the child: the ledger gets a safe category only.
     return { output: [], stopReason: 'error', failureCategory: FailureCategory.ChildFailed }
   }
-  const text =
-    script.awaitSteering !== undefined
-      ? inbox.texts.join('\n')
-      : script.outputBytes !== undefined
-        ? (script.output ?? 'x')
-            .repeat(Math.ceil(script.outputBytes / Math.max(1, (script.output ?? 'x').length)))
-            .slice(0, script.outputBytes)
-        : (script.output ?? '')
+  let text: string
+  if (script.awaitSteering !== undefined) text = inbox.texts.join('\n')
+  else if (script.outputBytes === undefined) text = script.output ?? ''
+  else {
+    const unit = script.output ?? 'x'
+    // Reserved before it is built: an output the host cannot hold is never allocated.
+    if (outputBudget?.reserve(repeatedBytes(unit, script.outputBytes)) === false)
+      return {
+        output: [],
+        stopReason: 'error',
+        failureCategory: FailureCategory.OutputBudgetExceeded,
+      }
+    text = unit
+      .repeat(Math.ceil(script.outputBytes / Math.max(1, unit.length)))
+      .slice(0, script.outputBytes)
+  }
   return { output: text === '' ? [] : [{ type: 'text', text }], stopReason: 'completed' }
+}
+
+/** UTF-8 size of `unit` repeated to `length` UTF-16 code units, without building it. */
+function repeatedBytes(unit: string, length: number): number {
+  if (unit.length === 0) return 0
+  const whole = Math.floor(length / unit.length)
+  return whole * Buffer.byteLength(unit) + Buffer.byteLength(unit.slice(0, length % unit.length))
 }
 
 export function createScriptedPromptProvider(): SubagentProvider {
@@ -104,7 +121,7 @@ export function createScriptedPromptProvider(): SubagentProvider {
       }
       request.signal.addEventListener('abort', forward, { once: true })
       const inbox = new SteeringInbox()
-      const result = runScript(script, controller.signal, inbox).finally(() =>
+      const result = runScript(script, controller.signal, inbox, request.outputBudget).finally(() =>
         request.signal.removeEventListener('abort', forward),
       )
       const run: SubagentRun = {

@@ -9,6 +9,17 @@ export type StopReason = z.infer<typeof stopReasonSchema>
 export const ATTEMPT_STATUSES = ['accepted', 'running', 'terminal'] as const
 export type AttemptStatus = (typeof ATTEMPT_STATUSES)[number]
 
+/**
+ * Which steering messages of an attempt reached its child. `accepted` is the highest sequence
+ * recorded (every `202` of a steer counted); `delivered` the highest sequence handed to the child.
+ * Delivery is in sequence order, so messages 1…delivered reached it and delivered…accepted did not
+ * (yet, or ever: a message recorded as the child finishes is never delivered).
+ */
+export interface SteeringProgress {
+  readonly accepted: number
+  readonly delivered: number
+}
+
 /** What any reader sees of an attempt. Terminal fields are present only when `status` is terminal. */
 export interface AttemptView {
   readonly attemptId: string
@@ -19,6 +30,7 @@ export interface AttemptView {
   readonly createdAt: string
   readonly startedAt: string | null
   readonly cancelRequested: boolean
+  readonly steering: SteeringProgress
 }
 
 export interface TerminalAttemptView extends AttemptView {

@@ -31,6 +31,11 @@ export const FailureCategory = {
    * held the lease; the worker recorded this instead of abandoning the attempt.
    */
   StoreFault: 'store_fault',
+  /**
+   * The child's output did not fit in its worker's output memory budget
+   * (`OUTPUT_MEMORY_BUDGET_BYTES`) at the time: the worker kept none of it.
+   */
+  OutputBudgetExceeded: 'output_budget_exceeded',
 
   // What the child's own run reports (spawn runtime, ACP agents, structured output).
   /** The model refused to answer (content filter or an agent's `refusal`). */

@@ -21,6 +21,7 @@ export type {
   AttemptStatus,
   HistoryEventView,
   AttemptView,
+  SteeringProgress,
   StopReason,
   TerminalAttemptView,
 } from './attempt.ts'

@@ -2,6 +2,7 @@ export type {
   Agent,
   AgentOptions,
   ContentBlock,
+  OutputBudget,
   SessionHeader,
   SessionId,
   StructuredOutputSchema,

@@ -84,6 +84,18 @@ export interface SubagentStartRequest {
    * The provider validates it before creating anything. Requires `capabilities.history`.
    */
   readonly history?: readonly SubagentHistoryEvent[]
+  /**
+   * The host's output memory budget as this run sees it. A provider that knows an output's size
+   * before it builds it reserves that size here first, and does not build an output that does not
+   * fit (it ends `error` with the host's budget category instead). Absent: no budget.
+   */
+  readonly outputBudget?: OutputBudget
+}
+
+/** A share of the host's memory for child output; reservations are the run's until the host ends it. */
+export interface OutputBudget {
+  /** Reserves `bytes` more (UTF-8) for this run's output; false, reserving nothing, when they do not fit. */
+  reserve(bytes: number): boolean
 }
 
 /** Why a run ended. Merge-extensible: consumers treat an unknown reason as a failure. */

@@ -21,6 +21,7 @@ import {
 } from '@baton/subagents'
 import { describe, eventually, expect, historyTurn, test } from '@baton/testing'
 import { duplicateTerminalAttempts } from '@baton/testing/ledger-audit'
+import { createOutputBudget } from '../output-budget.ts'
 import { createLeaseKeeper } from '../lease/lease-keeper.ts'
 import { createSteeringDelivery } from '../steering/steering-delivery.ts'
 import { builtInSubagents, type WorkerSubagents } from '../subagents/subagent-catalog.ts'
@@ -211,6 +212,7 @@ function startProcessor(
     claim: (id) => claimAttempt(db, { attemptId: id, ownerId, leaseTtlMs: 10_000 }),
     commit,
     heartbeatIntervalMs: 200,
+    outputBudget: createOutputBudget(64 * 1024 * 1024),
     workspaceDir: process.cwd(),
     leaseKeeper,
     subagents,

@@ -1,6 +1,6 @@
 import { setTimeout as sleep } from 'node:timers/promises'
 import type { Job } from 'bullmq'
-import { FailureCategory, attemptJobSchema, type AttemptJob } from '@baton/contracts'
+import { FailureCategory, type AttemptJob } from '@baton/contracts'
 import type { Logger } from '@baton/observability'
 import { announceSettled, type SettlementPublisher } from '@baton/queue'
 import type { SubagentHistoryEvent } from '@baton/subagents'
@@ -17,8 +17,10 @@ import {
 } from '@baton/store'
 import { executionAbortOf } from '../lease/execution-abort.ts'
 import type { LeaseKeeper, OwnedExecution } from '../lease/lease-keeper.ts'
+import type { WorkerOutputBudget } from '../output-budget.ts'
 import type { SteeringDelivery } from '../steering/steering-delivery.ts'
 import type { WorkerSubagents } from '../subagents/subagent-catalog.ts'
+import { readAttemptJob } from './attempt-job.ts'
 import { runChild } from './run-child.ts'
 
 export interface AttemptProcessorDeps {
@@ -29,6 +31,8 @@ export interface AttemptProcessorDeps {
   /** Fenced terminal commit (batched with concurrent commits by the runtime). */
   readonly commit: (input: CommitTerminalInput) => Promise<CommitTerminalOutcome>
   readonly heartbeatIntervalMs: number
+  /** Child output held at once by this worker (see output-budget.ts). */
+  readonly outputBudget: WorkerOutputBudget
   readonly workspaceDir: string
   readonly leaseKeeper: LeaseKeeper
   readonly subagents: WorkerSubagents
@@ -49,7 +53,7 @@ export function createAttemptProcessor(deps: AttemptProcessorDeps) {
     _token?: string,
     jobSignal?: AbortSignal,
   ) {
-    const { attemptId } = attemptJobSchema.parse(job.data)
+    const attemptId = readAttemptJob(job, deps.logger)
     const log = deps.logger.child({ attemptId })
     // Before the claim: a steer recorded after it rings its bell before the run is attached.
     const releaseExpectation = deps.steering.expect(attemptId)
@@ -92,6 +96,8 @@ async function claimAndRun(
 
   const entry = deps.subagents.entries.get(claim.attempt.name)
   const execution = deps.leaseKeeper.hold(attemptId, claim.attempt.ownerGeneration)
+  // Held from the child's first output until the terminal commit is over.
+  const outputHold = deps.outputBudget.open()
   const onJobAbort = (): void => execution.abort('cancelled')
   if (jobSignal?.aborted === true) onJobAbort()
   jobSignal?.addEventListener('abort', onJobAbort, { once: true })
@@ -115,6 +121,7 @@ async function claimAndRun(
                 workspaceDir: deps.workspaceDir,
                 history,
                 logger: log,
+                outputHold,
                 onRun: (run) => deps.steering.attach(execution, run, claim.attempt.steeringPending),
               }),
               // Confirmed loss ends the job even if the child ignores its abort: ownership is
@@ -139,6 +146,7 @@ async function claimAndRun(
     jobSignal?.removeEventListener('abort', onJobAbort)
     deps.steering.detach(attemptId)
     deps.leaseKeeper.release(attemptId)
+    outputHold.release()
   }
 }
 

@@ -3,6 +3,7 @@ import { historySuffix } from '@baton/agents'
 import type { SubagentHistoryEvent, SubagentResult, SubagentRun } from '@baton/subagents'
 import type { Logger } from '@baton/observability'
 import type { ClaimedAttempt, HistoryDelta, TerminalResultInput } from '@baton/store'
+import type { OutputHold } from '../output-budget.ts'
 import type { SubagentEntry, WorkerSubagents } from '../subagents/subagent-catalog.ts'
 import { durableOutcome } from './durable-outcome.ts'
 
@@ -16,6 +17,8 @@ export interface RunChildOptions {
   readonly logger: Logger
   /** Called once the run is ready (steering delivery attaches here). */
   readonly onRun?: (run: SubagentRun) => void
+  /** The attempt's share of the worker's output memory budget; the caller releases it. */
+  readonly outputHold: OutputHold
 }
 
 /**
@@ -49,6 +52,7 @@ export async function runChild(
         options: {},
       },
       signal,
+      outputBudget: options.outputHold,
       ...(history.length === 0 ? {} : { history }),
       ...(entry.agentOptions === undefined ? {} : { agentOptions: entry.agentOptions }),
       ...(entry.persona === undefined ? {} : { persona: entry.persona }),
@@ -66,6 +70,18 @@ export async function runChild(
     if (signal.aborted)
       return { stopReason: 'aborted', output: '', failureCategory: FailureCategory.Cancelled }
     return { stopReason: 'error', output: '', failureCategory: FailureCategory.ProviderFault }
+  }
+  const outputBytes = result.output.reduce((sum, b) => sum + Buffer.byteLength(b.text), 0)
+  if (!options.outputHold.holdAtLeast(outputBytes)) {
+    options.logger.warn(
+      { outputBytes, heldBytes: options.outputHold.heldBytes },
+      "the child's output does not fit in the worker's output memory budget; keeping none of it",
+    )
+    return {
+      stopReason: 'error',
+      output: '',
+      failureCategory: FailureCategory.OutputBudgetExceeded,
+    }
   }
   const terminal = {
     output: result.output.map((b) => b.text).join(''),

@@ -1,4 +1,5 @@
-import type { FailureCategory } from '@baton/contracts'
+import { sql } from 'kysely'
+import type { FailureCategory, SteeringProgress } from '@baton/contracts'
 import type { Db } from '../db.ts'
 import { TRANSIENT_READ_RETRY, retryTransient } from '../pg-errors.ts'
 import type { AttemptRow } from '../schema.ts'
@@ -23,6 +24,8 @@ export interface AttemptRecord {
   readonly terminalAt: Date | null
   /** The agent-history span the terminal commit appended, if any. */
   readonly context: { readonly baseSeq: number; readonly eventCount: number } | null
+  /** Steering recorded for it (`steer_sequence`) and the highest sequence delivered to its child. */
+  readonly steering: SteeringProgress
 }
 
 /** Whose rows a read may see: a caller's namespace, or (workers, tests) any. */
@@ -31,8 +34,18 @@ export interface ReadScope {
 }
 
 /**
- * Reads one attempt, or `undefined` — also when it belongs to a namespace other than `scope`'s,
- * so a caller cannot tell another tenant's attempt from a missing one.
+ * The highest steering sequence marked delivered. The worker marks every message up to the one it
+ * handed over last, so this is also how many reached the child. Guarded by `steer_sequence`: an
+ * attempt nobody steered (almost all) never evaluates the subquery, so its read costs nothing more.
+ */
+const STEERING_DELIVERED = sql<number>`case when attempts.steer_sequence = 0 then 0 else coalesce(
+  (select max(m.sequence) from attempt_messages m
+    where m.attempt_id = attempts.id and m.delivered_at is not null), 0) end`
+
+/**
+ * Reads one attempt in one statement, steering progress included, or `undefined` — also when it
+ * belongs to a namespace other than `scope`'s, so a caller cannot tell another tenant's attempt
+ * from a missing one.
  */
 export async function getAttempt(
   db: Db,
@@ -44,6 +57,7 @@ export async function getAttempt(
       db
         .selectFrom('attempts')
         .selectAll()
+        .select(STEERING_DELIVERED.as('steering_delivered'))
         .where('id', '=', attemptId)
         .$if(scope.namespaceId !== undefined, (q) =>
           q.where('namespace_id', '=', scope.namespaceId ?? ''),
@@ -54,7 +68,7 @@ export async function getAttempt(
   return row === undefined ? undefined : toAttemptRecord(row)
 }
 
-function toAttemptRecord(row: AttemptRow): AttemptRecord {
+function toAttemptRecord(row: AttemptRow & { readonly steering_delivered: number }): AttemptRecord {
   return {
     id: row.id,
     agentId: row.agent_id,
@@ -75,5 +89,6 @@ function toAttemptRecord(row: AttemptRow): AttemptRecord {
       row.context_base === null || row.context_event_count === null
         ? null
         : { baseSeq: row.context_base, eventCount: row.context_event_count },
+    steering: { accepted: row.steer_sequence, delivered: row.steering_delivered },
   }
 }

@@ -41,6 +41,44 @@ describe('renewLeases', () => {
     expect((await getAttempt(db, attemptId))?.status).toBe('running')
   })
 
+  test('a lease that cannot name a held attempt is answered lost alone; every other lease renews', async ({
+    db,
+  }) => {
+    const leases = []
+    for (let i = 0; i < 5; i += 1) {
+      const { attemptId } = await accept(db)
+      const claim = await claimAttempt(db, { attemptId, ownerId: 'w1', leaseTtlMs: 10_000 })
+      if (claim.kind !== 'claimed') throw new Error(claim.kind)
+      leases.push({ attemptId, ownerGeneration: claim.attempt.ownerGeneration })
+    }
+    // What the statement's casts would refuse: not a uuid, and generations outside `int`.
+    const poisoned = [
+      { attemptId: 'not-a-uuid', ownerGeneration: 1 },
+      { attemptId: leases[0]!.attemptId, ownerGeneration: 1.5 },
+      { attemptId: leases[1]!.attemptId, ownerGeneration: 2 ** 31 },
+    ]
+    const renewals = await renewLeases(db, {
+      ownerId: 'w1',
+      leases: [...leases.slice(0, 2), ...poisoned, ...leases.slice(2)],
+      leaseTtlMs: 10_000,
+    })
+    expect(renewals.map((r) => r.status)).toEqual([
+      'renewed',
+      'renewed',
+      'lost',
+      'lost',
+      'lost',
+      'renewed',
+      'renewed',
+      'renewed',
+    ])
+    expect(
+      await renewLeases(db, { ownerId: 'w1', leases: poisoned.slice(0, 1), leaseTtlMs: 10_000 }),
+    ).toEqual([
+      { attemptId: 'not-a-uuid', status: 'lost', cancelRequested: false, steeringPending: false },
+    ])
+  })
+
   test('a live lease is renewed and reports a pending cancel request', async ({ db }) => {
     const { attemptId } = await accept(db)
     const claim = await claimAttempt(db, { attemptId, ownerId: 'w1', leaseTtlMs: 10_000 })

@@ -22,6 +22,12 @@ export interface LeaseRenewal {
  * not yet expired on the database clock: an expired owner cannot revive itself.
  * Outcomes per attempt: `renewed` (with any pending cancel request) | `lost` (expired, fenced by a
  * newer generation, terminal, or missing). Retry safety: renewing twice only extends the lease.
+ *
+ * No item can poison the statement: a worker holds only leases its claim statement answered, so
+ * every id is a uuid Postgres printed and every generation an `int` it returned. Should a lease
+ * that cannot name a held attempt reach it anyway (not a canonical uuid, a generation outside
+ * `int`), it is answered `lost` on its own and kept out of the statement, which would otherwise
+ * fail every renewal of the worker with it.
  */
 export async function renewLeases(
   db: Db,
@@ -31,9 +37,10 @@ export async function renewLeases(
     readonly leaseTtlMs: number
   },
 ): Promise<LeaseRenewal[]> {
-  if (input.leases.length === 0) return []
-  const ids = input.leases.map((l) => l.attemptId)
-  const generations = input.leases.map((l) => l.ownerGeneration)
+  const leases = input.leases.filter(isWellFormedLease)
+  if (leases.length === 0) return input.leases.map(lost)
+  const ids = leases.map((l) => l.attemptId)
+  const generations = leases.map((l) => l.ownerGeneration)
   const result = await sql<{ id: string; cancel_requested: boolean; steering_pending: boolean }>`
     update attempts a
     set lease_expires_at = now() + ${input.leaseTtlMs} * interval '1 millisecond'
@@ -49,9 +56,9 @@ export async function renewLeases(
   `.execute(db)
   const renewed = new Map(result.rows.map((r) => [r.id, r]))
   return input.leases.map((l) => {
-    const row = renewed.get(l.attemptId)
+    const row = isWellFormedLease(l) ? renewed.get(l.attemptId) : undefined
     return row === undefined
-      ? { attemptId: l.attemptId, status: 'lost', cancelRequested: false, steeringPending: false }
+      ? lost(l)
       : {
           attemptId: l.attemptId,
           status: 'renewed',
@@ -59,4 +66,26 @@ export async function renewLeases(
           steeringPending: row.steering_pending,
         }
   })
+}
+
+function lost(lease: HeldLease): LeaseRenewal {
+  return {
+    attemptId: lease.attemptId,
+    status: 'lost',
+    cancelRequested: false,
+    steeringPending: false,
+  }
+}
+
+/** How Postgres prints a uuid: the only form a claimed attempt's id can have. */
+const CANONICAL_UUID = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/
+const INT_MAX = 2_147_483_647
+
+function isWellFormedLease(lease: HeldLease): boolean {
+  return (
+    CANONICAL_UUID.test(lease.attemptId) &&
+    Number.isInteger(lease.ownerGeneration) &&
+    lease.ownerGeneration >= 0 &&
+    lease.ownerGeneration <= INT_MAX
+  )
 }

@@ -3,6 +3,7 @@ import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify'
 import { BatonError, ErrorCode } from '@baton/contracts'
 import type { Logger } from '@baton/observability'
 import { findLiveApiKey, looksLikeApiKey, type Db } from '@baton/store'
+import { errorAnswer } from './errors.ts'
 
 /**
  * Who is calling. Every route but `/healthz` and `/readyz` needs `Authorization: Bearer <key>`:
@@ -80,23 +81,24 @@ export function installAuthentication(
     // The route the router matched (its pattern), not the raw URL: an encoded or oddly spelled
     // path cannot slip past the class of the route it reaches. No route: a tenant's 404.
     const path = request.routeOptions.url ?? ''
-    if (PUBLIC_PATHS.has(path)) return
+    if (PUBLIC_PATHS.has(path)) return undefined
     const key = bearerKey(request.headers.authorization)
     const admin = ADMIN_PREFIXES.some((prefix) => path.startsWith(prefix))
     if (admin) {
       if (adminDigest === undefined) {
-        throw unauthorized(reply, 'no admin key is configured on this API (ADMIN_API_KEY)')
+        return refuse(reply, 'no admin key is configured on this API (ADMIN_API_KEY)')
       }
       if (key === undefined || !timingSafeEqual(sha256(key), adminDigest)) {
-        throw unauthorized(reply, 'this route needs the admin key')
+        return refuse(reply, 'this route needs the admin key')
       }
       request.caller = { kind: 'admin' }
-      return
+      return undefined
     }
-    if (key === undefined) throw unauthorized(reply, 'send Authorization: Bearer <API key>')
+    if (key === undefined) return refuse(reply, 'send Authorization: Bearer <API key>')
     const found = looksLikeApiKey(key) ? await deps.keys.resolve(key) : undefined
-    if (found === undefined) throw unauthorized(reply, 'the API key is unknown or revoked')
+    if (found === undefined) return refuse(reply, 'the API key is unknown or revoked')
     request.caller = { kind: 'tenant', ...found }
+    return undefined
   })
 }
 
@@ -107,9 +109,13 @@ export function bearerKey(header: string | undefined): string | undefined {
   return match?.[1]
 }
 
-function unauthorized(reply: FastifyReply, message: string): BatonError {
-  void reply.header('www-authenticate', 'Bearer realm="baton"')
-  return new BatonError(ErrorCode.Unauthorized, message)
+/**
+ * Answers 401 from the hook itself rather than throwing: plugins with error handlers of their own
+ * (the queue dashboard) would otherwise render the refusal in their shape.
+ */
+function refuse(reply: FastifyReply, message: string): FastifyReply {
+  const { status, body } = errorAnswer(new BatonError(ErrorCode.Unauthorized, message))
+  return reply.status(status).header('www-authenticate', 'Bearer realm="baton"').send(body)
 }
 
 function sha256(text: string): Buffer {

@@ -18,7 +18,7 @@ import { Queue, QueueEvents, Worker } from 'bullmq'
 import { Redis } from 'ioredis'
 import pg from 'pg'
 import { createBatonClient } from '@baton/client'
-import { createDb } from '@baton/store'
+import { createDb, issueApiKey } from '@baton/store'
 import { auditLedger } from '@baton/testing/ledger-audit'
 import { startRedisServer } from '@baton/testing/redis-server'
 import { batonLedger } from './lib/bench/baton-ledger.ts'
@@ -171,6 +171,7 @@ async function httpSystem(
   start: () => Promise<RunningService[]>,
   ledger: LedgerReader,
   port: number,
+  apiKey: string,
   accepted: string[],
   after: (client: ReturnType<typeof createBatonClient>) => Promise<void> = async () => {},
 ): Promise<HttpFigures> {
@@ -178,7 +179,7 @@ async function httpSystem(
   const postgresIdleMsPerMs = await postgresIdleRate(bench.postgres, database, BASELINE_MS)
   const services = await start()
   try {
-    const client = createBatonClient({ baseUrl: `http://127.0.0.1:${port}` })
+    const client = createBatonClient({ baseUrl: `http://127.0.0.1:${port}`, apiKey })
     const system: MeasuredSystem = {
       nodePids: services.map((s) => s.pid),
       redis: bench.redis,
@@ -207,6 +208,8 @@ async function httpSystem(
   }
 }
 
+const NAIVE_KEY = `bk_${'0'.repeat(43)}`
+
 async function naive(bench: Bench, prefix: string) {
   await prepareNaiveDatabase(naiveDatabaseUrl)
   const port = randomPort()
@@ -225,6 +228,8 @@ async function naive(bench: Bench, prefix: string) {
       () => startNaiveService(env, WORKERS),
       naiveLedger(pool),
       port,
+      // The hand-rolled service has no keys; it is sent one all the same, so requests match.
+      NAIVE_KEY,
       [],
     )
   } finally {
@@ -248,6 +253,8 @@ async function baton(bench: Bench, prefix: string) {
     maxConnections: 2,
     applicationName: 'baton-bench',
   })
+  const issued = await issueApiKey(db, { namespaceId: 'default', name: 'bench' })
+  if (issued === undefined) throw new Error('the bench database has no default namespace')
   const accepted: string[] = []
   let cancels: Awaited<ReturnType<typeof measureCancels>> | undefined
   let burst: Awaited<ReturnType<typeof measureCancels>> | undefined
@@ -263,6 +270,7 @@ async function baton(bench: Bench, prefix: string) {
       },
       batonLedger(db),
       port,
+      issued.key,
       accepted,
       async (client) => {
         log(`bench: (b) Baton cancels, ${CANCELS} one at a time, then ${BURST} at once …`)

@@ -56,8 +56,13 @@ describe('infra/docker-compose.yml', () => {
   })
 
   it('sets only variables the apps read, with values they accept, pointing at the compose services', () => {
-    const api = service('api').environment ?? {}
-    const worker = service('worker').environment ?? {}
+    // Compose fills `${VAR:-default}` from the shell; with VAR unset, the default is the value.
+    const interpolated = (env: Record<string, string>) =>
+      Object.fromEntries(
+        Object.entries(env).map(([k, v]) => [k, v.replace(/\$\{[A-Z_]+:-([^}]*)\}/g, '$1')]),
+      )
+    const api = interpolated(service('api').environment ?? {})
+    const worker = interpolated(service('worker').environment ?? {})
     for (const key of Object.keys(api)) expect(API_CONFIG_VARIABLES).toContain(key)
     for (const key of Object.keys(worker)) expect(WORKER_CONFIG_VARIABLES).toContain(key)
     for (const key of Object.keys(service('migrate').environment ?? {}))

@@ -1,5 +1,5 @@
 // `npm run up` as a user runs it: a real `node scripts/up.ts` process, its printed URL, Ctrl-C.
-import { spawn } from 'node:child_process'
+import { execFileSync, spawn } from 'node:child_process'
 import { chmodSync, existsSync, mkdtempSync, readdirSync, rmSync } from 'node:fs'
 import { tmpdir } from 'node:os'
 import { join } from 'node:path'
@@ -72,6 +72,10 @@ function launchUp(env: Record<string, string>): UpProcess {
 const apiUrl = async (up: UpProcess): Promise<string> =>
   (await up.waitFor(/^ {2}API +(http:\S+)$/m))[1] ?? ''
 
+/** The API key up printed inside its curl example, as a user would copy it. */
+const printedKey = async (up: UpProcess): Promise<string> =>
+  (await up.waitFor(/^ {2}curl .* -H 'authorization: Bearer (bk_[A-Za-z0-9_-]+)' /m))[1] ?? ''
+
 const workerStarted = (name: string): RegExp =>
   new RegExp(`^up: ${name} started \\(pid (\\d+), WORKER_ID (\\S+)\\)$`, 'm')
 
@@ -94,7 +98,12 @@ async function upServesAndStops(
     for (const line of startedLines) await up.waitFor(line, 90_000)
     const base = await apiUrl(up)
 
-    const client = createBatonClient({ baseUrl: base })
+    // The printed example, pasted into a shell as is, delegates and answers the result.
+    const curl = (await up.waitFor(/^ {2}(curl .*)$/m))[1] ?? ''
+    const pasted = JSON.parse(execFileSync('sh', ['-c', curl], { encoding: 'utf8' })) as unknown
+    expect(pasted).toMatchObject({ status: 'terminal', output: 'hello from a child agent' })
+
+    const client = createBatonClient({ baseUrl: base, apiKey: await printedKey(up) })
     const accepted = await client.delegate({
       sessionId: 'up-own-services',
       name: 'scripted',
@@ -195,7 +204,7 @@ test(
     )
     await up.waitFor(/^up: redis: using the service at/m)
     await up.waitFor(/^up: postgres: using the service at/m)
-    const client = createBatonClient({ baseUrl: await apiUrl(up) })
+    const client = createBatonClient({ baseUrl: await apiUrl(up), apiKey: await printedKey(up) })
     const [, victimPid = '', victimId = ''] = await up.waitFor(workerStarted('worker-1'))
     const [, , survivorId = ''] = await up.waitFor(workerStarted('worker-2'))
 

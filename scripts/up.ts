@@ -10,6 +10,7 @@ import { randomUUID } from 'node:crypto'
 import { existsSync, readFileSync, readdirSync } from 'node:fs'
 import { hostname } from 'node:os'
 import { fileURLToPath } from 'node:url'
+import type { DevKeys } from './lib/dev-keys.ts'
 import type { OwnServer } from './lib/own-service.ts'
 import { runNpm } from './lib/npm.ts'
 
@@ -50,6 +51,7 @@ const { ensureRedis } = await import('./lib/dev-redis.ts')
 const { ensurePostgres } = await import('./lib/dev-postgres.ts')
 const { createSupervisor } = await import('./lib/supervisor.ts')
 const { listenProbe } = await import('./lib/listen-probe.ts')
+const { DEV_NAMESPACE, ensureDevKeys } = await import('./lib/dev-keys.ts')
 
 const redisUrl = process.env.REDIS_URL ?? DEFAULT_REDIS_URL
 const databaseUrl = process.env.DATABASE_URL ?? DEFAULT_DATABASE_URL
@@ -179,6 +181,17 @@ try {
   await stopAll(1)
 }
 
+// The developer's keys: a namespace `dev` with an API key, and the admin key (unless one is set).
+let keys: DevKeys | undefined
+try {
+  keys = await ensureDevKeys(databaseUrl, devDir)
+  say(`up: ${keys.said}`)
+} catch (error) {
+  say(`up: could not prepare the dev keys: ${errorText(error)}`)
+  await stopAll(1)
+}
+const adminKey = process.env.ADMIN_API_KEY ?? keys?.adminKey ?? ''
+
 // 5. The port: a clear message beats an EADDRINUSE stack from the API; PORT=0 picks a free one.
 const requestedPort = Number(process.env.PORT ?? '3000')
 let port = requestedPort
@@ -198,6 +211,7 @@ const env: Record<string, string> = {
   DATABASE_URL: databaseUrl,
   HOST: host,
   PORT: String(port),
+  ADMIN_API_KEY: adminKey,
 }
 const processes = [
   {
@@ -252,12 +266,16 @@ say('')
 say(`Baton is up: the API and ${WORKERS} workers.`)
 say(`  API        ${base}`)
 say(`  docs       ${base}/docs`)
-say(`  dashboard  ${base}/admin/queues`)
+say(`  dashboard  ${base}/admin/queues  (user: admin, password: the admin key below)`)
 say(`  readiness  ${base}/readyz`)
 say('')
 say('Delegate to the `scripted` subagent and wait for its result:')
 say(
-  `  curl -s -X POST ${base}/v1/sessions/demo/delegations -H 'content-type: application/json' -d '${body}'`,
+  `  curl -s -X POST ${base}/v1/sessions/demo/delegations -H 'authorization: Bearer ${keys?.apiKey ?? ''}' -H 'content-type: application/json' -d '${body}'`,
 )
+say('')
+say(`API key (namespace ${DEV_NAMESPACE}):  ${keys?.apiKey ?? ''}`)
+say(`Admin key:                ${adminKey}`)
+say(`The CLI:  BATON_URL=${base} BATON_API_KEY=${keys?.apiKey ?? ''} npm run -s baton -- --help`)
 say('')
 say('A process that exits unexpectedly is restarted. Ctrl-C stops everything.')

@@ -17,12 +17,16 @@ const configSchema = z.object({
   DB_POOL_SIZE: z.coerce.number().int().min(2).max(200).default(20),
   BATCH_MAX_ITEMS: z.coerce.number().int().min(1).max(10_000).default(1000),
   LOG_LEVEL: z.enum(['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent']).default('info'),
-  ADMIN_API_KEY: z
-    .string()
-    .min(32, 'use at least 32 random characters')
-    .max(512)
-    .regex(/^[\x21-\x7e]+$/, 'printable ASCII without spaces')
-    .optional(),
+  // Empty counts as unset (compose passes `${BATON_ADMIN_API_KEY:-}`).
+  ADMIN_API_KEY: z.preprocess(
+    (value) => (value === '' ? undefined : value),
+    z
+      .string()
+      .min(32, 'use at least 32 random characters')
+      .max(512)
+      .regex(/^[\x21-\x7e]+$/, 'printable ASCII without spaces')
+      .optional(),
+  ),
   API_KEY_CACHE_MS: z.coerce.number().int().min(0).max(300_000).default(5000),
   RATE_LIMIT_MAX: z.coerce.number().int().min(0).max(1_000_000).default(0),
   RATE_LIMIT_WINDOW_MS: z.coerce.number().int().min(100).max(86_400_000).default(60_000),

@@ -185,6 +185,18 @@ describe('namespaces: isolation on every route', () => {
         })
         expect((await h.get('/admin/queues', headers)).status).toBe(401)
       }
+      // A browser opens the dashboard with Basic credentials: any user, the admin key as password.
+      const basic = (password: string) => ({
+        authorization: `Basic ${Buffer.from(`admin:${password}`).toString('base64')}`,
+      })
+      const challenged = await fetch(`${h.base}/admin/queues`)
+      expect(challenged.status).toBe(401)
+      expect(challenged.headers.get('www-authenticate')).toMatch(/^Basic /)
+      expect((await fetch(`${h.base}/admin/queues`, { headers: basic('wrong') })).status).toBe(401)
+      expect((await fetch(`${h.base}/admin/queues`, { headers: basic(ADMIN_KEY) })).status).toBe(
+        200,
+      )
+      expect((await h.get('/v1/admin/namespaces', bearer(ADMIN_KEY))).status).toBe(200)
       expect(await rowCounts(db)).toEqual(before)
       // The probes stay open.
       expect((await h.get('/healthz', { authorization: '' })).status).toBe(200)

@@ -81,7 +81,7 @@ export interface ChaosRun {
 
 export function createRun(
   options: ChaosOptions,
-  services: { redisUrl: string; databaseUrl: string; port: number },
+  services: { redisUrl: string; databaseUrl: string; port: number; apiKey: string },
 ): ChaosRun {
   const redisDb = 9
   const redisUrl = new URL(services.redisUrl)
@@ -101,7 +101,10 @@ export function createRun(
     prefix,
     port: services.port,
     logDir: join(tmpdir(), prefix),
-    client: createBatonClient({ baseUrl: `http://127.0.0.1:${services.port}` }),
+    client: createBatonClient({
+      baseUrl: `http://127.0.0.1:${services.port}`,
+      apiKey: services.apiKey,
+    }),
     submitted: new Map(),
     continuations: new Map(),
     stats: {

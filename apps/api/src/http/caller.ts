@@ -24,7 +24,10 @@ declare module 'fastify' {
 
 /** Paths anyone may call: the probes a load balancer or orchestrator uses. */
 const PUBLIC_PATHS: ReadonlySet<string> = new Set(['/healthz', '/readyz'])
-/** Paths only the admin key opens: key and namespace management, the queue dashboard. */
+/**
+ * Paths only the admin key opens: key and namespace management (Bearer), and the queue dashboard
+ * (Bearer, or Basic with the admin key as password, so a browser can open it).
+ */
 const ADMIN_PREFIXES = ['/v1/admin/', '/admin/']
 
 export function callerNamespace(request: FastifyRequest): string {
@@ -85,11 +88,14 @@ export function installAuthentication(
     const key = bearerKey(request.headers.authorization)
     const admin = ADMIN_PREFIXES.some((prefix) => path.startsWith(prefix))
     if (admin) {
+      // A browser opening the dashboard answers a Basic challenge: the admin key as its password.
+      const browser = path.startsWith('/admin/')
+      const presented = key ?? basicPassword(request.headers.authorization)
       if (adminDigest === undefined) {
-        return refuse(reply, 'no admin key is configured on this API (ADMIN_API_KEY)')
+        return refuse(reply, 'no admin key is configured on this API (ADMIN_API_KEY)', browser)
       }
-      if (key === undefined || !timingSafeEqual(sha256(key), adminDigest)) {
-        return refuse(reply, 'this route needs the admin key')
+      if (presented === undefined || !timingSafeEqual(sha256(presented), adminDigest)) {
+        return refuse(reply, 'this route needs the admin key', browser)
       }
       request.caller = { kind: 'admin' }
       return undefined
@@ -113,9 +119,19 @@ export function bearerKey(header: string | undefined): string | undefined {
  * Answers 401 from the hook itself rather than throwing: plugins with error handlers of their own
  * (the queue dashboard) would otherwise render the refusal in their shape.
  */
-function refuse(reply: FastifyReply, message: string): FastifyReply {
+function refuse(reply: FastifyReply, message: string, basic = false): FastifyReply {
   const { status, body } = errorAnswer(new BatonError(ErrorCode.Unauthorized, message))
-  return reply.status(status).header('www-authenticate', 'Bearer realm="baton"').send(body)
+  const challenge = basic ? 'Basic realm="baton-admin", charset="UTF-8"' : 'Bearer realm="baton"'
+  return reply.status(status).header('www-authenticate', challenge).send(body)
+}
+
+/** The password of an `Authorization: Basic …` header (any user name), or undefined. */
+function basicPassword(header: string | undefined): string | undefined {
+  const match = /^Basic +([A-Za-z0-9+/]+={0,2}) *$/i.exec(header ?? '')
+  if (match?.[1] === undefined) return undefined
+  const decoded = Buffer.from(match[1], 'base64').toString('utf8')
+  const colon = decoded.indexOf(':')
+  return colon < 0 ? undefined : decoded.slice(colon + 1)
 }
 
 function sha256(text: string): Buffer {

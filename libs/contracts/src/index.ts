@@ -2,6 +2,7 @@ export { BatonError, ErrorCode } from './errors.ts'
 export type { BatonErrorOptions, ErrorBody } from './errors.ts'
 export {
   canonicalJson,
+  continuationDigest,
   historyDigest,
   requestDigest,
   resultDigest,

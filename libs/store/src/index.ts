@@ -38,3 +38,23 @@ export {
   recordSteering,
 } from './attempts/steering.ts'
 export type { RecordSteeringOutcome, SteeringMessage } from './attempts/steering.ts'
+export { admitContinuations, durableResultInput } from './continuations/admit-continuation.ts'
+export { reconcileDeliveries } from './continuations/reconcile-deliveries.ts'
+export type { DeliveryAction, DeliveryScope } from './continuations/reconcile-deliveries.ts'
+export { claimContinuation, renewContinuationClaim } from './continuations/claim-continuation.ts'
+export type {
+  ClaimContinuationInput,
+  ClaimFence,
+  ClaimedContinuation,
+  RenewClaimOutcome,
+} from './continuations/claim-continuation.ts'
+export { getContinuation } from './continuations/get-continuation.ts'
+export type { ContinuationRecord } from './continuations/get-continuation.ts'
+export { deleteSession } from './continuations/delete-session.ts'
+export { createRun } from './runs/create-run.ts'
+export type { CreateRunInput, CreateRunOutcome } from './runs/create-run.ts'
+export { settleRun } from './runs/settle-run.ts'
+export type { RunSettlement, SettleRunInput, SettleRunOutcome } from './runs/settle-run.ts'
+export { getRun } from './runs/get-run.ts'
+export type { RunRecord } from './runs/get-run.ts'
+export type { DeliveryState, RunStatus, RunTrigger, SuppressionReason } from './schema.ts'

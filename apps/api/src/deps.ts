@@ -5,6 +5,7 @@ import type { SubagentCatalog } from '@baton/subagents'
 import type { Redis } from 'ioredis'
 import type { ApiConfig } from './config.ts'
 import type { AttemptCommands } from './services/attempt-commands.ts'
+import type { RunCommands } from './services/run-commands.ts'
 
 /**
  * The port the API asks before it records anything that names a subagent: the shared catalog
@@ -20,4 +21,5 @@ export interface ApiDeps {
   readonly redis: Redis
   readonly queue: AttemptQueue
   readonly commands: AttemptCommands
+  readonly runs: RunCommands
 }

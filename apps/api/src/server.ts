@@ -20,8 +20,10 @@ import {
 } from './http/errors.ts'
 import { agentRoutes } from './routes/agents.routes.ts'
 import { attemptRoutes } from './routes/attempts.routes.ts'
+import { continuationRoutes } from './routes/continuations.routes.ts'
 import { delegationRoutes } from './routes/delegations.routes.ts'
 import { healthRoutes } from './routes/health.routes.ts'
+import { runRoutes } from './routes/runs.routes.ts'
 
 export const DASHBOARD_PATH = '/admin/queues'
 export const DOCS_PATH = '/docs'
@@ -65,5 +67,7 @@ export async function buildServer(deps: ApiDeps): Promise<BatonServer> {
   await app.register(delegationRoutes(deps))
   await app.register(attemptRoutes(deps))
   await app.register(agentRoutes(deps))
+  await app.register(runRoutes(deps))
+  await app.register(continuationRoutes(deps))
   return app
 }

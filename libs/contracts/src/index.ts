@@ -62,3 +62,27 @@ export type { AttemptJob, AttemptSettlement, WorkerCommand, WorkerCommandName } 
 export { isStorableText, storableText } from './storable-text.ts'
 export { SCRIPT_OUTPUT_BYTES_MAX, readScript, scriptSchema } from './scripted-script.ts'
 export type { Script, ScriptReading } from './scripted-script.ts'
+export {
+  ContinuationLimits,
+  DELIVERY_STATES,
+  RUN_STATUSES,
+  RUN_TRIGGERS,
+  SUPPRESSION_REASONS,
+  claimFenceSchema,
+  claimRequestSchema,
+  completeRunRequestSchema,
+  createRunRequestSchema,
+  heartbeatRequestSchema,
+} from './continuation.ts'
+export type {
+  ClaimFence,
+  ContinuationClaim,
+  ContinuationSettled,
+  CreateRunRequest,
+  DeliveryState,
+  DeliveryView,
+  RunStatus,
+  RunTrigger,
+  RunView,
+  SuppressionReason,
+} from './continuation.ts'

@@ -25,7 +25,7 @@ export type { RequestCancelInput, RequestCancelOutcome } from './attempts/reques
 export { commitProcessLoss, findExpiredRunning } from './attempts/reconcile-process-loss.ts'
 export { findStaleAccepted } from './attempts/find-stale-accepted.ts'
 export { getAttempt } from './attempts/get-attempt.ts'
-export type { AttemptRecord } from './attempts/get-attempt.ts'
+export type { AttemptDelivery, AttemptRecord } from './attempts/get-attempt.ts'
 export { INLINE_PREVIEW_CHARS, buildTerminalProjection } from './attempts/terminal-record.ts'
 export type { HistoryDelta, TerminalResultInput } from './attempts/terminal-record.ts'
 export { getAgentHistory } from './attempts/agent-history.ts'

@@ -2,7 +2,7 @@ import { sql } from 'kysely'
 import type { Db } from '../db.ts'
 import { NotConsumable } from './not-consumable.ts'
 import type { ClaimFence } from '../continuations/claim-continuation.ts'
-import { reconcileDeliveries } from '../continuations/reconcile-deliveries.ts'
+import { reconcileDeliveries, type DeliveryAction } from '../continuations/reconcile-deliveries.ts'
 import type { RunRow } from '../schema.ts'
 import { toRunRecord, type RunRecord } from './get-run.ts'
 
@@ -19,7 +19,13 @@ export interface SettleRunInput {
 }
 
 export type SettleRunOutcome =
-  | { readonly kind: 'settled' | 'replayed'; readonly run: RunRecord }
+  | {
+      readonly kind: 'settled'
+      readonly run: RunRecord
+      /** What reconciliation did to the deliveries the run held or claimed. */
+      readonly deliveries: readonly { attemptId: string; action: DeliveryAction }[]
+    }
+  | { readonly kind: 'replayed'; readonly run: RunRecord }
   | { readonly kind: 'missing' }
   /** Already settled otherwise, or (without a fence) still pending. */
   | { readonly kind: 'not_active'; readonly run: RunRecord }
@@ -68,8 +74,8 @@ export async function settleRun(db: Db, input: SettleRunInput): Promise<SettleRu
         const refused = consumed.filter((id) => !got.has(id))
         if (refused.length > 0 || input.status !== 'completed') throw new NotConsumable(refused)
       }
-      await reconcileDeliveries(trx, { consumerRunId: input.runId })
-      return { kind: 'settled', run: toRunRecord(row) }
+      const deliveries = await reconcileDeliveries(trx, { consumerRunId: input.runId })
+      return { kind: 'settled', run: toRunRecord(row), deliveries }
     })
   } catch (error) {
     if (error instanceof NotConsumable)

@@ -11,6 +11,7 @@ import {
   findStaleAccepted,
   reconcileDeliveries,
   type Db,
+  type DeliveryAction,
 } from '@baton/store'
 
 export interface ReconcileReport {
@@ -28,6 +29,9 @@ export interface Reconciler {
 }
 
 const BATCH = 500
+
+/** Reconciliation answers that changed nothing (another reconciler may have decided instead). */
+const UNMOVED: ReadonlySet<DeliveryAction> = new Set(['retained', 'busy', 'settled', 'missing'])
 
 /**
  * Finishes what crashes and Redis losses leave behind, from the ledger's point of view:
@@ -67,7 +71,7 @@ export function createReconciler(deps: {
 
   async function reconcileContinuations(): Promise<number> {
     const actions = await reconcileDeliveries(deps.db, { due: true, limit: BATCH })
-    const moved = actions.filter((a) => a.action !== 'retained' && a.action !== 'busy')
+    const moved = actions.filter((a) => !UNMOVED.has(a.action))
     for (const { attemptId, action } of moved) {
       deps.logger.info({ attemptId, action }, 'continuation delivery reconciled')
       if (action === 'released' || action === 'admitted')

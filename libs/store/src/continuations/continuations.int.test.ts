@@ -6,6 +6,7 @@ import { acceptDelegations } from '../attempts/accept-delegations.ts'
 import { commitProcessLoss } from '../attempts/reconcile-process-loss.ts'
 import { requestCancel } from '../attempts/request-cancel.ts'
 import { createRun } from '../runs/create-run.ts'
+import { getRun } from '../runs/get-run.ts'
 import { settleRun } from '../runs/settle-run.ts'
 import { admitContinuations, durableResultInput } from './admit-continuation.ts'
 import { claimContinuation, renewContinuationClaim } from './claim-continuation.ts'
@@ -448,5 +449,38 @@ describe('delivery claims', () => {
       { attemptId: child.attemptId, action: 'acknowledged' },
     ])
     expect(await reconcileDeliveries(db, { due: true, limit: 100 })).toEqual([])
+  })
+})
+
+describe('namespaces', () => {
+  test('another namespace sees none of a run or its continuation, and cannot settle, claim or delete them', async ({
+    db,
+  }) => {
+    const parent = await sessionWithRun(db)
+    await settleRun(db, { namespaceId: NS, runId: parent.runId, status: 'completed' })
+    const child = await delegateFrom(db, parent)
+    await finish(db, child)
+    const other = 'another-namespace'
+    expect(await getRun(db, other, parent.runId)).toBeUndefined()
+    expect(await getContinuation(db, other, { attemptId: child.attemptId })).toBeUndefined()
+    expect(
+      await settleRun(db, { namespaceId: other, runId: parent.runId, status: 'failed' }),
+    ).toEqual({
+      kind: 'missing',
+    })
+    expect(
+      await claimContinuation(db, {
+        namespaceId: other,
+        sessionId: parent.sessionId,
+        ownerId: 'h',
+        leaseMs: 1000,
+      }),
+    ).toBeUndefined()
+    expect(await deleteSession(db, { namespaceId: other, sessionId: parent.sessionId })).toBe(
+      'missing',
+    )
+    expect(await getContinuation(db, NS, { attemptId: child.attemptId })).toMatchObject({
+      state: 'pending',
+    })
   })
 })

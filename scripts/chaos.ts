@@ -36,6 +36,7 @@ import { failuresOf, printDetails, printTables, summarize } from './lib/chaos/re
 import { createRun, settleFollowUps, type ChaosOptions } from './lib/chaos/run.ts'
 import { writeWitnessSpec } from './lib/chaos/witness.ts'
 import { submitWorkload } from './lib/chaos/workload.ts'
+import { createParentRuns } from './lib/chaos/parent-runs.ts'
 import {
   DEFAULT_DATABASE_URL,
   DEFAULT_REDIS_URL,
@@ -179,7 +180,8 @@ async function main(): Promise<number> {
       )
     }, 5_000)
     const faultsDone = faultLoop(run, fleet, redis, () => submissionDone)
-    await submitWorkload(run)
+    const parents = createParentRuns(run)
+    await submitWorkload(run, parents)
     submissionDone = true
     const submitSeconds = (performance.now() - submitStarted) / 1000
     run.note(`submission ended: ${run.submitted.size} accepted in ${submitSeconds.toFixed(1)}s`)
@@ -192,6 +194,10 @@ async function main(): Promise<number> {
     const quiesceStarted = performance.now()
     const open = await waitForQuiescence(run, db)
     await settleFollowUps(run)
+    const finished = await parents.finish()
+    run.note(
+      `parent runs completed: ${finished.parents}; continuations consumed: ${finished.consumed}`,
+    )
     const quiesceSeconds = (performance.now() - quiesceStarted) / 1000
     run.note(
       `${open === 0 ? 'quiescent' : `NOT quiescent (${open} open)`} after ${quiesceSeconds.toFixed(1)}s; auditing`,

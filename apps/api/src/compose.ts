@@ -15,6 +15,7 @@ import { buildServer } from './server.ts'
 import { createAdmission } from './services/admission.ts'
 import { createAttemptCommands } from './services/attempt-commands.ts'
 import { createSettledDoorbell } from './services/bounded-wait.ts'
+import { CLAIMABLE, createRunCommands } from './services/run-commands.ts'
 
 /** Observation hooks for tests; production passes none. */
 export interface ApiOptions {
@@ -62,10 +63,15 @@ export async function composeApi(
   })
   const settlements = createSettlementPublisher({ connection: redis, prefix: config.queuePrefix })
   const doorbell = createSettledDoorbell()
+  // Any settlement may have admitted a continuation: it also wakes every bounded claim.
+  const claimBell = createSettledDoorbell()
   const listener = createSettlementListener({
     redisUrl: config.redisUrl,
     prefix: config.queuePrefix,
-    onEvent: (settlement) => doorbell.ring(settlement.attemptId),
+    onEvent: (settlement) => {
+      doorbell.ring(settlement.attemptId)
+      claimBell.ring(CLAIMABLE)
+    },
   })
   await listener.ready()
   const commands = createAttemptCommands({
@@ -78,7 +84,8 @@ export async function composeApi(
     logger,
   })
   const keys = createKeyResolver(db, config.apiKeyCacheMs)
-  const app = await buildServer({ config, logger, db, redis, queue, commands, keys })
+  const runs = createRunCommands({ db, claimBell, settlements, logger })
+  const app = await buildServer({ config, logger, db, redis, queue, commands, keys, runs })
   let closed = false
   return {
     app,

@@ -6,6 +6,7 @@ import type { Redis } from 'ioredis'
 import type { ApiConfig } from './config.ts'
 import type { KeyResolver } from './http/caller.ts'
 import type { AttemptCommands } from './services/attempt-commands.ts'
+import type { RunCommands } from './services/run-commands.ts'
 
 /**
  * The port the API asks before it records anything that names a subagent: the shared catalog
@@ -23,4 +24,5 @@ export interface ApiDeps {
   readonly commands: AttemptCommands
   /** Verifies tenants' API keys (with a short cache). */
   readonly keys: KeyResolver
+  readonly runs: RunCommands
 }

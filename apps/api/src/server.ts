@@ -23,8 +23,10 @@ import {
 import { adminRoutes } from './routes/admin.routes.ts'
 import { agentRoutes } from './routes/agents.routes.ts'
 import { attemptRoutes } from './routes/attempts.routes.ts'
+import { continuationRoutes } from './routes/continuations.routes.ts'
 import { delegationRoutes } from './routes/delegations.routes.ts'
 import { healthRoutes } from './routes/health.routes.ts'
+import { runRoutes } from './routes/runs.routes.ts'
 
 export const DASHBOARD_PATH = '/admin/queues'
 export const DOCS_PATH = '/docs'
@@ -75,6 +77,8 @@ export async function buildServer(deps: ApiDeps): Promise<BatonServer> {
   await app.register(attemptRoutes(deps))
   await app.register(agentRoutes(deps))
   await app.register(adminRoutes(deps))
+  await app.register(runRoutes(deps))
+  await app.register(continuationRoutes(deps))
   return app
 }
 

@@ -7,9 +7,13 @@ import type {
   DelegationAccepted,
   DelegationMetadata,
   BatchItem,
+  ClaimFence,
+  ContinuationClaim,
+  ContinuationSettled,
   ErrorBody,
   ErrorCode,
   Prompt,
+  RunView,
 } from '@baton/contracts'
 
 /** An error answer of the Baton API, with its HTTP status, typed code and raw body. */
@@ -41,6 +45,8 @@ export interface DelegateInput {
   readonly prompt: Prompt
   /** Continue a known agent (its last attempt must be terminal). */
   readonly agentId?: string
+  /** The run that makes the delegation: its result is handed back to it (or a continuation). */
+  readonly parentRunId?: string
   readonly metadata?: DelegationMetadata
 }
 
@@ -95,6 +101,49 @@ export interface BatonClient {
   ): Promise<{ attemptId: string; sequence: number }>
   /** The agent's durable history: only what its attempts' terminal commits appended. */
   getAgentHistory(agentId: string, options?: CallOptions): Promise<AgentHistoryView>
+  /** Start a run of a session; with `consume`, an explicit run of suppressed results. */
+  createRun(
+    sessionId: string,
+    input?: { readonly consume?: readonly string[] },
+    options?: CallOptions,
+  ): Promise<RunView>
+  getRun(runId: string, options?: CallOptions): Promise<RunView>
+  /** Complete a run; `consumed` names results held for it that it consumed itself. */
+  completeRun(
+    runId: string,
+    input?: { readonly consumed?: readonly string[] },
+    options?: CallOptions,
+  ): Promise<RunView>
+  failRun(runId: string, options?: CallOptions): Promise<RunView>
+  cancelRun(runId: string, options?: CallOptions): Promise<RunView>
+  /** The session's deletion fence: nothing new is admitted; the evidence stays. */
+  deleteSession(sessionId: string, options?: CallOptions): Promise<void>
+  /**
+   * One bounded wait for the session's next continuation: the claim, or `undefined` when none
+   * arrived within `timeoutMs`.
+   */
+  claimContinuation(
+    sessionId: string,
+    input: { readonly timeoutMs: number; readonly leaseMs: number },
+    options?: CallOptions,
+  ): Promise<ContinuationClaim | undefined>
+  heartbeatContinuation(
+    runId: string,
+    fence: ClaimFence,
+    leaseMs: number,
+    options?: CallOptions,
+  ): Promise<{ runId: string; leaseExpiresAt: string }>
+  /** Settle a claimed continuation; an exact retry answers the same receipt. */
+  completeContinuation(
+    runId: string,
+    fence: ClaimFence,
+    options?: CallOptions,
+  ): Promise<ContinuationSettled>
+  failContinuation(
+    runId: string,
+    fence: ClaimFence,
+    options?: CallOptions,
+  ): Promise<ContinuationSettled>
   /** Administration: these calls need a client made with the admin key as its `apiKey`. */
   readonly admin: BatonAdmin
 }
@@ -133,13 +182,18 @@ function callSignal(options: CallOptions): AbortSignal | undefined {
   return signals.length <= 1 ? signals[0] : AbortSignal.any(signals)
 }
 
+/** Only the fence of a claim (a claim's `claim` also carries its lease's end). */
+function fenceOf(fence: ClaimFence): ClaimFence {
+  return { claimToken: fence.claimToken, generation: fence.generation }
+}
+
 /** A typed client for host applications, the CLI, tests, and the bench and chaos scripts. */
 export function createBatonClient(options: CreateClientOptions): BatonClient {
   const base = options.baseUrl.replace(/\/+$/, '')
   const doFetch = options.fetch ?? fetch
 
   async function call<T>(
-    method: 'GET' | 'POST',
+    method: 'GET' | 'POST' | 'DELETE',
     path: string,
     body: unknown,
     callOptions: CallOptions = {},
@@ -157,6 +211,8 @@ export function createBatonClient(options: CreateClientOptions): BatonClient {
       ...(signal === undefined ? {} : { signal }),
     })
     const text = await response.text()
+    // 204: nothing to answer (a deleted session, a claim that found nothing in time).
+    if (response.status === 204) return undefined as T
     let payload: unknown
     try {
       payload = JSON.parse(text)
@@ -187,11 +243,15 @@ export function createBatonClient(options: CreateClientOptions): BatonClient {
     name: input.name,
     prompt: input.prompt,
     ...(input.agentId === undefined ? {} : { agentId: input.agentId }),
+    ...(input.parentRunId === undefined ? {} : { parentRunId: input.parentRunId }),
     ...(input.metadata === undefined ? {} : { metadata: input.metadata }),
   })
   const delegationsPath = (sessionId: string) =>
     `/v1/sessions/${encodeURIComponent(sessionId)}/delegations`
   const attemptPath = (attemptId: string) => `/v1/attempts/${encodeURIComponent(attemptId)}`
+  const sessionPath = (sessionId: string) => `/v1/sessions/${encodeURIComponent(sessionId)}`
+  const runPath = (runId: string) => `/v1/runs/${encodeURIComponent(runId)}`
+  const continuationPath = (runId: string) => `/v1/continuations/${encodeURIComponent(runId)}`
 
   return {
     delegate: (input, o) => call('POST', delegationsPath(input.sessionId), body(input), o),
@@ -208,6 +268,21 @@ export function createBatonClient(options: CreateClientOptions): BatonClient {
       call('POST', `${attemptPath(attemptId)}/steer`, { content }, o),
     getAgentHistory: (agentId, o) =>
       call('GET', `/v1/agents/${encodeURIComponent(agentId)}/context`, undefined, o),
+    createRun: (sessionId, input = {}, o) =>
+      call('POST', `${sessionPath(sessionId)}/runs`, input, o),
+    getRun: (runId, o) => call('GET', runPath(runId), undefined, o),
+    completeRun: (runId, input = {}, o) => call('POST', `${runPath(runId)}/complete`, input, o),
+    failRun: (runId, o) => call('POST', `${runPath(runId)}/fail`, {}, o),
+    cancelRun: (runId, o) => call('POST', `${runPath(runId)}/cancel`, {}, o),
+    deleteSession: (sessionId, o) => call('DELETE', sessionPath(sessionId), undefined, o),
+    claimContinuation: (sessionId, input, o) =>
+      call('POST', `${sessionPath(sessionId)}/continuations/claim`, input, o),
+    heartbeatContinuation: (runId, fence, leaseMs, o) =>
+      call('POST', `${continuationPath(runId)}/heartbeat`, { ...fenceOf(fence), leaseMs }, o),
+    completeContinuation: (runId, fence, o) =>
+      call('POST', `${continuationPath(runId)}/complete`, fenceOf(fence), o),
+    failContinuation: (runId, fence, o) =>
+      call('POST', `${continuationPath(runId)}/fail`, fenceOf(fence), o),
     admin: {
       createNamespace: (namespaceId, description, o) =>
         call(

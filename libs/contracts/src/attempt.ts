@@ -1,4 +1,5 @@
 import { z } from 'zod'
+import type { DeliveryView } from './continuation.ts'
 import type { FailureCategory } from './failure-category.ts'
 
 /** The stop reasons of seed 003. Consumers treat an unknown reason as a failure. */
@@ -46,6 +47,8 @@ export interface TerminalAttemptView extends AttemptView {
   readonly terminalAt: string
   /** The events this attempt appended to its agent's history, or null when it appended none. */
   readonly context: { readonly baseSeq: number; readonly eventCount: number } | null
+  /** Present when the delegation named a parent run: how the result is handed back to it. */
+  readonly delivery?: DeliveryView
 }
 
 export type AnyAttemptView = AttemptView | TerminalAttemptView

@@ -68,6 +68,8 @@ export const delegationRequestSchema = z.strictObject({
   name: subagentNameSchema,
   prompt: promptSchema,
   agentId: uuidSchema.optional(),
+  /** The run that makes this delegation (a run of the same session): its result comes back to it. */
+  parentRunId: uuidSchema.optional(),
   metadata: delegationMetadataSchema.optional(),
   wait: waitOptionsSchema.optional(),
 })
@@ -81,6 +83,7 @@ export const batchItemSchema = z.strictObject({
   name: subagentNameSchema,
   prompt: promptSchema,
   agentId: uuidSchema.optional(),
+  parentRunId: uuidSchema.optional(),
   metadata: delegationMetadataSchema.optional(),
   idempotencyKey: idempotencyKeySchema.optional(),
 })

@@ -9,6 +9,7 @@ const RESULT_DOMAIN = 'baton.result.v1'
 const TERMINAL_DOMAIN = 'baton.terminal.v1'
 const REQUEST_DOMAIN = 'baton.request.v1'
 const CONTEXT_DOMAIN = 'baton.context.v1'
+const CONTINUATION_DOMAIN = 'baton.continuation.v1'
 
 function domainDigest(domain: string, payload: string | Uint8Array): string {
   const hash = createHash('sha256')
@@ -86,4 +87,13 @@ export function historyDigest(events: readonly unknown[]): string {
 /** Digest of what a delegation request asks for, to recognise an idempotent retry. */
 export function requestDigest(request: unknown): string {
   return domainDigest(REQUEST_DOMAIN, canonicalJson(request))
+}
+
+/**
+ * Digest of a continuation's canonical durable input (RFC 8785 JSON text, hashed as its UTF-8
+ * bytes). The ledger derives the input and computes this digest itself (migration 0007); a host
+ * that receives the input verifies the receipt's `inputDigest` with this.
+ */
+export function continuationDigest(canonicalInput: string): string {
+  return domainDigest(CONTINUATION_DOMAIN, canonicalInput)
 }

@@ -14,6 +14,16 @@ export const ErrorCode = {
   AttemptTerminal: 'ATTEMPT_TERMINAL',
   SteeringUnsupported: 'STEERING_UNSUPPORTED',
   IdempotencyKeyReused: 'IDEMPOTENCY_KEY_REUSED',
+  RunNotFound: 'RUN_NOT_FOUND',
+  /** The run is not active (settled already, or a continuation run nobody claimed). */
+  RunNotActive: 'RUN_NOT_ACTIVE',
+  /** The claim sent is not the current claim of the continuation, or its lease expired. */
+  StaleClaim: 'STALE_CLAIM',
+  /** A named result cannot be consumed by this run (`details.attemptIds`). */
+  ResultNotConsumable: 'RESULT_NOT_CONSUMABLE',
+  SessionNotFound: 'SESSION_NOT_FOUND',
+  /** The session is behind its deletion fence: it admits nothing new. */
+  SessionDeleted: 'SESSION_DELETED',
   PayloadTooLarge: 'PAYLOAD_TOO_LARGE',
   UriTooLong: 'URI_TOO_LONG',
   UnsupportedMediaType: 'UNSUPPORTED_MEDIA_TYPE',

@@ -2,6 +2,7 @@ export { BatonError, ErrorCode } from './errors.ts'
 export type { BatonErrorOptions, ErrorBody } from './errors.ts'
 export {
   canonicalJson,
+  continuationDigest,
   historyDigest,
   requestDigest,
   resultDigest,
@@ -71,3 +72,27 @@ export {
   namespaceViewSchema,
 } from './tenants.ts'
 export type { ApiKeyView, IssuedApiKeyView, NamespaceView } from './tenants.ts'
+export {
+  ContinuationLimits,
+  DELIVERY_STATES,
+  RUN_STATUSES,
+  RUN_TRIGGERS,
+  SUPPRESSION_REASONS,
+  claimFenceSchema,
+  claimRequestSchema,
+  completeRunRequestSchema,
+  createRunRequestSchema,
+  heartbeatRequestSchema,
+} from './continuation.ts'
+export type {
+  ClaimFence,
+  ContinuationClaim,
+  ContinuationSettled,
+  CreateRunRequest,
+  DeliveryState,
+  DeliveryView,
+  RunStatus,
+  RunTrigger,
+  RunView,
+  SuppressionReason,
+} from './continuation.ts'

@@ -25,7 +25,7 @@ export type { RequestCancelInput, RequestCancelOutcome } from './attempts/reques
 export { commitProcessLoss, findExpiredRunning } from './attempts/reconcile-process-loss.ts'
 export { findStaleAccepted } from './attempts/find-stale-accepted.ts'
 export { getAttempt } from './attempts/get-attempt.ts'
-export type { AttemptRecord, ReadScope } from './attempts/get-attempt.ts'
+export type { AttemptDelivery, AttemptRecord, ReadScope } from './attempts/get-attempt.ts'
 export { INLINE_PREVIEW_CHARS, buildTerminalProjection } from './attempts/terminal-record.ts'
 export type { HistoryDelta, TerminalResultInput } from './attempts/terminal-record.ts'
 export { getAgentHistory } from './attempts/agent-history.ts'
@@ -49,3 +49,23 @@ export {
   revokeApiKey,
 } from './tenants/api-keys.ts'
 export type { ApiKeyRecord, IssuedApiKey, NamespaceRecord } from './tenants/api-keys.ts'
+export { admitContinuations, durableResultInput } from './continuations/admit-continuation.ts'
+export { reconcileDeliveries } from './continuations/reconcile-deliveries.ts'
+export type { DeliveryAction, DeliveryScope } from './continuations/reconcile-deliveries.ts'
+export { claimContinuation, renewContinuationClaim } from './continuations/claim-continuation.ts'
+export type {
+  ClaimContinuationInput,
+  ClaimFence,
+  ClaimedContinuation,
+  RenewClaimOutcome,
+} from './continuations/claim-continuation.ts'
+export { getContinuation } from './continuations/get-continuation.ts'
+export type { ContinuationRecord } from './continuations/get-continuation.ts'
+export { deleteSession } from './continuations/delete-session.ts'
+export { createRun } from './runs/create-run.ts'
+export type { CreateRunInput, CreateRunOutcome } from './runs/create-run.ts'
+export { settleRun } from './runs/settle-run.ts'
+export type { RunSettlement, SettleRunInput, SettleRunOutcome } from './runs/settle-run.ts'
+export { getRun } from './runs/get-run.ts'
+export type { RunRecord } from './runs/get-run.ts'
+export type { DeliveryState, RunStatus, RunTrigger, SuppressionReason } from './schema.ts'

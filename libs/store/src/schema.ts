@@ -27,6 +27,8 @@ export interface SessionTable {
   id: string
   namespace_id: string
   created_at: CreatedAt
+  /** The deletion fence: set once, never cleared; the session's rows stay as evidence. */
+  deleted_at: Date | null
 }
 
 export interface AgentTable {
@@ -68,6 +70,8 @@ export interface AttemptTable {
   context_base: number | null
   context_event_count: number | null
   context_digest: string | null
+  /** The run that made the delegation; its terminal result is admitted as a continuation. */
+  parent_run_id: string | null
 }
 export type AttemptRow = Selectable<AttemptTable>
 
@@ -97,6 +101,48 @@ export interface AgentContextEventTable {
   event: ColumnType<unknown, string, never>
 }
 
+export type RunTrigger = 'user' | 'async_subagent_result' | 'explicit'
+export type RunStatus = 'pending' | 'active' | 'completed' | 'failed' | 'cancelled'
+
+export interface RunTable {
+  id: string
+  namespace_id: string
+  session_id: string
+  trigger_type: RunTrigger
+  status: RunStatus
+  cause_attempt_id: string | null
+  owner_id: string | null
+  owner_generation: Generated<number>
+  lease_expires_at: Date | null
+  created_at: CreatedAt
+  settled_at: Date | null
+}
+export type RunRow = Selectable<RunTable>
+
+export type DeliveryState = 'held' | 'pending' | 'claimed' | 'delivered' | 'suppressed'
+export type SuppressionReason =
+  'parent_cancelled' | 'session_deleted' | 'shutdown' | 'consumer_failed' | 'consumer_cancelled'
+
+/** Written only by the admission and reconciliation functions of migration 0007 (and claims). */
+export interface ContinuationTable {
+  attempt_id: string
+  namespace_id: string
+  session_id: string
+  parent_run_id: string
+  state: DeliveryState
+  consumer_run_id: string | null
+  claim_generation: number | null
+  claim_deadline: Date | null
+  suppression_reason: SuppressionReason | null
+  suppression_run_id: string | null
+  input: string
+  input_digest: string
+  receipt: string
+  admitted_at: CreatedAt
+  delivered_at: Date | null
+}
+export type ContinuationRow = Selectable<ContinuationTable>
+
 export interface DB {
   namespaces: NamespaceTable
   api_keys: ApiKeyTable
@@ -106,4 +152,6 @@ export interface DB {
   attempt_transitions: AttemptTransitionTable
   attempt_messages: AttemptMessageTable
   agent_context_events: AgentContextEventTable
+  runs: RunTable
+  continuations: ContinuationTable
 }

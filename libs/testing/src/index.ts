@@ -17,6 +17,7 @@ export type { RedisServer } from './redis-server.ts'
 export {
   WITNESS_CHECKS,
   violationTally,
+  auditContinuations,
   auditExecutionWitness,
   auditLedger,
   describeAttempts,
@@ -25,5 +26,11 @@ export {
   lostAttempts,
   stuckAttempts,
 } from './ledger-audit.ts'
-export type { CheckResults, LedgerInvariants, WitnessAudit, WitnessCheck } from './ledger-audit.ts'
+export type {
+  CheckResults,
+  ContinuationAudit,
+  LedgerInvariants,
+  WitnessAudit,
+  WitnessCheck,
+} from './ledger-audit.ts'
 export { tenantKey } from './tenants.ts'

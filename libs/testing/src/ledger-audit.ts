@@ -179,3 +179,68 @@ export async function auditExecutionWitness(
     samples,
   }
 }
+
+/**
+ * The continuation ledger, for the kill tests and chaos: over every terminal attempt whose parent
+ * run has ended, how many continuations were admitted, delivered and suppressed, and the
+ * violations — `duplicate`: attempts with more than one continuation run; `missing`: attempts with
+ * neither a continuation nor a recorded suppression (no row, still held for an ended run, or a
+ * suppression without its reason). Both must be 0.
+ */
+export interface ContinuationAudit {
+  readonly admitted: number
+  readonly delivered: number
+  readonly suppressed: number
+  readonly duplicate: number
+  readonly missing: number
+  /** The offending attempt ids (duplicates first), at most ten. */
+  readonly samples: readonly string[]
+}
+
+export async function auditContinuations(
+  db: Db,
+  /** Only these sessions (a test's own); all when absent. */
+  sessionIds?: readonly string[],
+): Promise<ContinuationAudit> {
+  const inScope = (column: RawBuilder<unknown>) =>
+    sessionIds === undefined ? sql`true` : sql`${column} = any(${[...sessionIds]}::text[])`
+  const counts = await sql<{ admitted: number; delivered: number; suppressed: number }>`
+    select count(c.attempt_id)::int as admitted,
+           count(*) filter (where c.state = 'delivered')::int as delivered,
+           count(*) filter (where c.state = 'suppressed')::int as suppressed
+    from attempts a
+    join runs p on p.id = a.parent_run_id and p.status in ('completed', 'failed', 'cancelled')
+    join continuations c on c.attempt_id = a.id
+    where a.status = 'terminal' and ${inScope(sql.ref('a.session_id'))}
+  `.execute(db)
+  const duplicate = await ids(
+    db,
+    sql`
+      select cause_attempt_id as id from runs
+      where cause_attempt_id is not null and ${inScope(sql.ref('session_id'))}
+      group by cause_attempt_id having count(*) > 1
+      union all
+      select attempt_id from continuations where ${inScope(sql.ref('session_id'))}
+      group by attempt_id having count(*) > 1
+    `,
+  )
+  const missing = await ids(
+    db,
+    sql`
+      select a.id from attempts a
+      join runs p on p.id = a.parent_run_id and p.status in ('completed', 'failed', 'cancelled')
+      left join continuations c on c.attempt_id = a.id
+      where a.status = 'terminal' and ${inScope(sql.ref('a.session_id'))}
+        and (c.attempt_id is null
+             or (c.state = 'held' and c.consumer_run_id = p.id)
+             or (c.state = 'suppressed' and c.suppression_reason is null))
+    `,
+  )
+  const row = counts.rows[0] ?? { admitted: 0, delivered: 0, suppressed: 0 }
+  return {
+    ...row,
+    duplicate: duplicate.length,
+    missing: missing.length,
+    samples: [...duplicate, ...missing].slice(0, 10),
+  }
+}

@@ -5,8 +5,10 @@ import { setTimeout as sleep } from 'node:timers/promises'
 import { CompiledQuery, sql } from 'kysely'
 import { isTransientStoreError, type Db } from '@baton/store'
 import {
+  auditContinuations,
   auditExecutionWitness,
   auditLedger,
+  type ContinuationAudit,
   type LedgerInvariants,
   type WitnessAudit,
 } from '@baton/testing/ledger-audit'
@@ -80,6 +82,8 @@ export interface Audit {
   readonly outcomes: ReadonlyMap<string, number>
   readonly byKind: ReadonlyMap<Kind, ReadonlyMap<string, number>>
   readonly mismatchedOutput: number
+  /** Results of delegations with a parent run: one continuation or a recorded suppression each. */
+  readonly continuations: ContinuationAudit
 }
 
 export async function audit(run: ChaosRun, db: Db, witnessFile: string): Promise<Audit> {
@@ -136,6 +140,7 @@ export async function audit(run: ChaosRun, db: Db, witnessFile: string): Promise
   const query: Query = async (text, values) =>
     (await db.executeQuery(CompiledQuery.raw(text, values ?? []))).rows as never
   const context = await readLedger(() => auditHistory(query, [...run.continuations.values()]))
+  const continuations = await readLedger(() => auditContinuations(db))
   return {
     invariants,
     witness,
@@ -148,5 +153,6 @@ export async function audit(run: ChaosRun, db: Db, witnessFile: string): Promise
     outcomes,
     byKind,
     mismatchedOutput,
+    continuations,
   }
 }

@@ -16,6 +16,13 @@ export interface Summary {
   readonly faults: Readonly<Record<string, number>>
   readonly context: { readonly agents: number; readonly events: number; readonly bad: number }
   readonly witness: { readonly attempts: number; readonly starts: number; readonly bad: number }
+  readonly continuations: {
+    readonly admitted: number
+    readonly delivered: number
+    readonly suppressed: number
+    readonly duplicate: number
+    readonly missing: number
+  }
 }
 
 export function summarize(run: ChaosRun, a: Audit): Summary {
@@ -29,6 +36,13 @@ export function summarize(run: ChaosRun, a: Audit): Summary {
     faults: { ...run.faults },
     context: { agents: a.context.agents, events: a.context.events, bad: a.context.bad },
     witness: { attempts: a.witness.attempts, starts: a.witness.starts, bad: a.witness.bad },
+    continuations: {
+      admitted: a.continuations.admitted,
+      delivered: a.continuations.delivered,
+      suppressed: a.continuations.suppressed,
+      duplicate: a.continuations.duplicate,
+      missing: a.continuations.missing,
+    },
   }
 }
 
@@ -42,6 +56,9 @@ export function failuresOf(run: ChaosRun, summary: Summary, crashes: readonly Cr
     failures.push(`only ${run.submitted.size} of ${run.options.count} accepted`)
   if (summary.context.bad !== 0) failures.push(`context bad = ${summary.context.bad}`)
   if (summary.witness.bad !== 0) failures.push(`witness bad = ${summary.witness.bad}`)
+  for (const key of ['duplicate', 'missing'] as const)
+    if (summary.continuations[key] !== 0)
+      failures.push(`continuations ${key} = ${summary.continuations[key]}`)
   const continued = [...run.submitted.values()].filter((s) => s.kind === 'continued').length
   if (run.continuations.size < continued)
     failures.push(`only ${run.continuations.size} of ${continued} continuations accepted`)
@@ -76,6 +93,13 @@ export function printTables(run: ChaosRun, summary: Summary, a: Audit, crashes: 
     ['stuck', summary.stuck],
     ['context bad', a.context.bad],
     ['witness bad', a.witness.bad],
+    ['continuations duplicate', a.continuations.duplicate],
+    ['continuations missing', a.continuations.missing],
+  ])
+  table(run, 'continuations (results of parent runs)', [
+    ['admitted', a.continuations.admitted],
+    ['delivered', a.continuations.delivered],
+    ['suppressed', a.continuations.suppressed],
   ])
   table(
     run,
@@ -148,5 +172,9 @@ export function printDetails(run: ChaosRun, a: Audit, crashes: readonly Crash[])
   if (a.invariants.samples.length > 0) {
     run.log('offending attempts (first 10):')
     for (const line of a.invariants.samples) run.log(`  ${line}`)
+  }
+  if (a.continuations.samples.length > 0) {
+    run.log('attempts with a duplicate or missing continuation (first 10):')
+    for (const id of a.continuations.samples) run.log(`  ${id}`)
   }
 }

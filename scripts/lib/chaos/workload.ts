@@ -3,6 +3,7 @@
 import { BatonApiError } from '@baton/client'
 import { REMEMBERER, turnPrompt } from './history.ts'
 import { scheduleFollowUps } from './follow-ups.ts'
+import type { ParentRuns } from './parent-runs.ts'
 import { GaveUp, retryCall } from './retry.ts'
 import {
   POST_TIMEOUT_MS,
@@ -62,7 +63,7 @@ function delegationFor(kind: Kind, i: number): { name: string; prompt: string; e
 }
 
 /** One submitting client: takes the next index until N are taken or submission's deadline fires. */
-async function submitter(run: ChaosRun, next: () => number): Promise<void> {
+async function submitter(run: ChaosRun, parents: ParentRuns, next: () => number): Promise<void> {
   const { stats } = run
   for (;;) {
     const i = next()
@@ -70,12 +71,18 @@ async function submitter(run: ChaosRun, next: () => number): Promise<void> {
     const kind = pickKind()
     const { name, prompt, expect } = delegationFor(kind, i)
     try {
+      const parentRunId = await parents.parentFor(i, kind)
       // One key per logical delegation: a retry after a lost answer (connection cut by an API
       // restart, timeout) gets the first attempt back instead of creating a second delegation.
       const answer = await retryCall(
         () =>
           run.client.delegate(
-            { sessionId: sessionOf(i), name, prompt },
+            {
+              sessionId: sessionOf(i),
+              name,
+              prompt,
+              ...(parentRunId === undefined ? {} : { parentRunId }),
+            },
             { idempotencyKey: `${run.prefix}-${i}`, timeoutMs: POST_TIMEOUT_MS },
           ),
         {
@@ -102,9 +109,9 @@ async function submitter(run: ChaosRun, next: () => number): Promise<void> {
 }
 
 /** Runs `--clients` submitters until N delegations were accepted or the deadline fired. */
-export async function submitWorkload(run: ChaosRun): Promise<void> {
+export async function submitWorkload(run: ChaosRun, parents: ParentRuns): Promise<void> {
   let nextIndex = 0
   await Promise.all(
-    Array.from({ length: run.options.clients }, () => submitter(run, () => nextIndex++)),
+    Array.from({ length: run.options.clients }, () => submitter(run, parents, () => nextIndex++)),
   )
 }

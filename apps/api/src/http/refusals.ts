@@ -18,6 +18,12 @@ export type Refusal =
     }
   | { readonly kind: 'agent_busy'; readonly agentId: string }
   | { readonly kind: 'key_reused' }
+  | { readonly kind: 'run_not_found'; readonly runId: string }
+  | { readonly kind: 'run_not_active'; readonly runId: string; readonly status: string }
+  | { readonly kind: 'stale_claim'; readonly runId: string }
+  | { readonly kind: 'not_consumable'; readonly attemptIds: readonly string[] }
+  | { readonly kind: 'session_not_found'; readonly sessionId: string }
+  | { readonly kind: 'session_deleted'; readonly sessionId: string }
   | {
       readonly kind: 'invalid_script'
       readonly issues: readonly { readonly path: string; readonly message: string }[]
@@ -35,6 +41,12 @@ const REFUSAL_KINDS: ReadonlySet<string> = new Set<RefusalKind>([
   'agent_busy',
   'key_reused',
   'invalid_script',
+  'run_not_found',
+  'run_not_active',
+  'stale_claim',
+  'not_consumable',
+  'session_not_found',
+  'session_deleted',
 ])
 
 export function isRefusal<T extends { readonly kind: string }>(
@@ -88,6 +100,31 @@ export function refusalError(refusal: Refusal): BatonError {
         {
           details: { issues: refusal.issues.map((i) => ({ ...i, path: `body/prompt/${i.path}` })) },
         },
+      )
+    case 'run_not_found':
+      return new BatonError(ErrorCode.RunNotFound, `no run ${refusal.runId}`)
+    case 'run_not_active':
+      return new BatonError(ErrorCode.RunNotActive, `the run is ${refusal.status}, not active`, {
+        details: { runId: refusal.runId, status: refusal.status },
+      })
+    case 'stale_claim':
+      return new BatonError(
+        ErrorCode.StaleClaim,
+        'this claim is not the current claim of the continuation, or its lease expired',
+        { details: { runId: refusal.runId } },
+      )
+    case 'not_consumable':
+      return new BatonError(
+        ErrorCode.ResultNotConsumable,
+        'these results cannot be consumed by this run',
+        { details: { attemptIds: [...refusal.attemptIds] } },
+      )
+    case 'session_not_found':
+      return new BatonError(ErrorCode.SessionNotFound, `no session "${refusal.sessionId}"`)
+    case 'session_deleted':
+      return new BatonError(
+        ErrorCode.SessionDeleted,
+        `session "${refusal.sessionId}" is deleted and admits nothing new`,
       )
     default: {
       const unexpected: never = refusal

@@ -137,6 +137,7 @@ export function createAttemptCommands(deps: {
         attemptId: randomUUID(),
         newAgentId: randomUUID(),
         agentId: request.agentId,
+        parentRunId: request.parentRunId,
         ...(idempotencyKey === undefined
           ? {}
           : {
@@ -146,6 +147,7 @@ export function createAttemptCommands(deps: {
                 prompt,
                 agentId: request.agentId ?? null,
                 metadata,
+                ...(request.parentRunId === undefined ? {} : { parentRunId: request.parentRunId }),
               }),
             }),
       },
@@ -169,6 +171,10 @@ export function createAttemptCommands(deps: {
         return { kind: 'agent_busy', agentId: input.agentId ?? '' } as const
       case 'key_reused':
         return outcome
+      case 'run_not_found':
+        return { kind: 'run_not_found', runId: input.parentRunId ?? '' } as const
+      case 'session_deleted':
+        return { kind: 'session_deleted', sessionId: input.sessionId } as const
       case 'accepted':
       case 'replayed':
         log.debug(

@@ -1,5 +1,11 @@
-import type { AnyAttemptView, StopReason } from '@baton/contracts'
-import { getAttempt, type AttemptRecord, type Db, type ReadScope } from '@baton/store'
+import type { AnyAttemptView, DeliveryView, StopReason } from '@baton/contracts'
+import {
+  getAttempt,
+  type AttemptDelivery,
+  type AttemptRecord,
+  type Db,
+  type ReadScope,
+} from '@baton/store'
 
 /** The public view of an attempt: what a caller may see, with dates as ISO strings. */
 export function toAttemptView(record: AttemptRecord): AnyAttemptView {
@@ -26,6 +32,20 @@ export function toAttemptView(record: AttemptRecord): AnyAttemptView {
     failureCategory: record.failureCategory,
     terminalAt: (record.terminalAt ?? record.createdAt).toISOString(),
     context: record.context,
+    ...(record.delivery === null ? {} : { delivery: toDeliveryView(record.delivery) }),
+  }
+}
+
+/** A delivery as callers see it: a result held for its still-active parent run is `pending`. */
+export function toDeliveryView(delivery: AttemptDelivery): DeliveryView {
+  return {
+    state: delivery.state === 'held' ? 'pending' : delivery.state,
+    receiptDigest: delivery.inputDigest,
+    consumingRunId: delivery.consumerRunId,
+    suppression:
+      delivery.suppressionReason === null
+        ? null
+        : { reason: delivery.suppressionReason, runId: delivery.suppressionRunId },
   }
 }
 

@@ -5,11 +5,20 @@ import {
   type AttemptQueue,
   type SettlementPublisher,
 } from '@baton/queue'
-import { commitProcessLoss, findExpiredRunning, findStaleAccepted, type Db } from '@baton/store'
+import {
+  commitProcessLoss,
+  findExpiredRunning,
+  findStaleAccepted,
+  reconcileDeliveries,
+  type Db,
+  type DeliveryAction,
+} from '@baton/store'
 
 export interface ReconcileReport {
   readonly processLost: number
   readonly requeued: number
+  /** Continuation deliveries acknowledged, released, admitted or suppressed by this pass. */
+  readonly deliveries: number
 }
 
 export interface Reconciler {
@@ -21,10 +30,16 @@ export interface Reconciler {
 
 const BATCH = 500
 
+/** Reconciliation answers that changed nothing (another reconciler may have decided instead). */
+const UNMOVED: ReadonlySet<DeliveryAction> = new Set(['retained', 'busy', 'settled', 'missing'])
+
 /**
  * Finishes what crashes and Redis losses leave behind, from the ledger's point of view:
  * - running attempts whose lease expired (owner dead) get the process-loss terminal outcome;
- * - accepted attempts older than `requeueAfterMs` whose job is gone are enqueued again.
+ * - accepted attempts older than `requeueAfterMs` whose job is gone are enqueued again;
+ * - continuation deliveries with something due are retained, acknowledged, released, admitted or
+ *   suppressed (`reconcileDeliveries`); one that became claimable rings its attempt's bell, which
+ *   wakes the API's bounded claims.
  */
 export function createReconciler(deps: {
   db: Db
@@ -50,7 +65,19 @@ export function createReconciler(deps: {
     })
     const requeued = stale.length === 0 ? 0 : await ensureAttemptsEnqueued(deps.queue, stale)
     if (requeued > 0) deps.logger.warn({ requeued }, 'accepted attempts had no job; re-enqueued')
-    return { processLost: lost.length, requeued }
+    const deliveries = await reconcileContinuations()
+    return { processLost: lost.length, requeued, deliveries }
+  }
+
+  async function reconcileContinuations(): Promise<number> {
+    const actions = await reconcileDeliveries(deps.db, { due: true, limit: BATCH })
+    const moved = actions.filter((a) => !UNMOVED.has(a.action))
+    for (const { attemptId, action } of moved) {
+      deps.logger.info({ attemptId, action }, 'continuation delivery reconciled')
+      if (action === 'released' || action === 'admitted')
+        await announceSettled(deps.publisher, attemptId, deps.logger)
+    }
+    return moved.length
   }
 
   function runOnce(): Promise<ReconcileReport> {

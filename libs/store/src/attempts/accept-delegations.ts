@@ -17,6 +17,8 @@ export interface AcceptDelegationInput {
   readonly idempotencyKey?: string | undefined
   /** Digest of the request the key came with; the key reused with another request is refused. */
   readonly requestDigest?: string | undefined
+  /** The run that makes the delegation: a run of the same namespace and session. */
+  readonly parentRunId?: string | undefined
 }
 
 export type AcceptDelegationOutcome =
@@ -29,6 +31,10 @@ export type AcceptDelegationOutcome =
   | { readonly kind: 'agent_not_found' }
   /** The agent has an attempt that is not terminal. Nothing written. */
   | { readonly kind: 'agent_busy' }
+  /** No run with that id in this session. Nothing written. */
+  | { readonly kind: 'run_not_found' }
+  /** The session is behind its deletion fence. Nothing written. */
+  | { readonly kind: 'session_deleted' }
 
 /**
  * Accept delegations, many per statement (one round trip, one commit), answered per input.
@@ -36,7 +42,8 @@ export type AcceptDelegationOutcome =
  * optionally the agent it continues, optionally an idempotency key and request digest.
  * The attempt insert is arbitrated by the unique indexes: (namespace, session, key) for keyed inputs and
  * `attempts_one_active_per_agent` for continuations; a continuation is inserted only if its agent
- * exists in its session under its name. The session, agent (new delegations only) and audit rows
+ * exists in its session under its name, one naming a parent run only if that run is of its session, and
+ * none into a deleted session (both checked in the same statement). The session, agent (new delegations only) and audit rows
  * are written for the attempts actually inserted. An input that was not inserted — its key taken
  * (by an earlier request, a concurrent one whose commit the insert waited for, or an earlier input
  * of the same batch), its agent busy or missing — writes nothing and is classified by a second
@@ -62,20 +69,28 @@ export async function acceptDelegations(
         ${inputs.map((i) => JSON.stringify(i.prompt))}::jsonb[],
         ${inputs.map((i) => JSON.stringify(i.metadata))}::jsonb[],
         ${inputs.map((i) => i.idempotencyKey ?? null)}::text[],
-        ${inputs.map((i) => i.requestDigest ?? null)}::text[]
+        ${inputs.map((i) => i.requestDigest ?? null)}::text[],
+        ${inputs.map((i) => i.parentRunId ?? null)}::uuid[]
       ) with ordinality as i(attempt_id, new_agent_id, continued_agent_id, namespace_id, session_id, name,
-                             prompt, metadata, idempotency_key, request_digest, ord)
+                             prompt, metadata, idempotency_key, request_digest, parent_run_id, ord)
     ), ins as (
       insert into attempts (id, namespace_id, agent_id, session_id, name, prompt, metadata, status,
-                            idempotency_key, request_digest)
+                            idempotency_key, request_digest, parent_run_id)
       select i.attempt_id, i.namespace_id, coalesce(i.continued_agent_id, i.new_agent_id),
              i.session_id, i.name, i.prompt, i.metadata, 'accepted', i.idempotency_key,
-             i.request_digest
+             i.request_digest, i.parent_run_id
       from input i
-      where i.continued_agent_id is null
-         or exists (select 1 from agents ag
-                    where ag.id = i.continued_agent_id and ag.namespace_id = i.namespace_id
-                      and ag.session_id = i.session_id and ag.name = i.name)
+      where (i.continued_agent_id is null
+             or exists (select 1 from agents ag
+                        where ag.id = i.continued_agent_id and ag.namespace_id = i.namespace_id
+                          and ag.session_id = i.session_id and ag.name = i.name))
+        and (i.parent_run_id is null
+             or exists (select 1 from runs r
+                        where r.id = i.parent_run_id and r.namespace_id = i.namespace_id
+                          and r.session_id = i.session_id))
+        and not exists (select 1 from sessions s
+                        where s.namespace_id = i.namespace_id and s.id = i.session_id
+                          and s.deleted_at is not null)
       order by i.ord
       on conflict do nothing
       returning id
@@ -113,6 +128,8 @@ export async function acceptDelegations(
         ? { kind: 'replayed', agentId: owner.agent_id, attemptId: owner.id }
         : { kind: 'key_reused' }
     }
+    const fenced = refusedBySession(input, why)
+    if (fenced !== undefined) return fenced
     if (input.agentId === undefined)
       throw new Error('accept: a new delegation was neither inserted nor refused by its key')
     // The agent exists in this session under this name, so only its active attempt stood in the way.
@@ -125,10 +142,28 @@ export async function acceptDelegations(
 interface Findings {
   readonly keyOwners: Map<string, { id: string; agent_id: string; request_digest: string | null }>
   readonly agents: Set<string>
+  /** Runs named as parents, and sessions behind their deletion fence. */
+  readonly runs: Set<string>
+  readonly deletedSessions: Set<string>
 }
 
 function emptyFindings(): Findings {
-  return { keyOwners: new Map(), agents: new Set() }
+  return { keyOwners: new Map(), agents: new Set(), runs: new Set(), deletedSessions: new Set() }
+}
+
+/** A refusal by the session's deletion fence or a parent run outside the session, if either. */
+function refusedBySession(
+  input: AcceptDelegationInput,
+  why: Findings,
+): { readonly kind: 'run_not_found' | 'session_deleted' } | undefined {
+  if (why.deletedSessions.has(JSON.stringify([input.namespaceId, input.sessionId])))
+    return { kind: 'session_deleted' }
+  if (
+    input.parentRunId !== undefined &&
+    !why.runs.has(agentKeyOf(input.namespaceId, input.sessionId, '', input.parentRunId))
+  )
+    return { kind: 'run_not_found' }
+  return undefined
 }
 
 /**
@@ -140,7 +175,7 @@ async function classifyRefused(
   refused: readonly AcceptDelegationInput[],
 ): Promise<Findings> {
   const result = await sql<{
-    kind: 'key' | 'agent'
+    kind: 'key' | 'agent' | 'run' | 'deleted'
     namespace_id: string
     session_id: string
     lookup: string
@@ -154,8 +189,9 @@ async function classifyRefused(
         ${refused.map((i) => i.sessionId)}::text[],
         ${refused.map((i) => i.idempotencyKey ?? null)}::text[],
         ${refused.map((i) => i.agentId ?? null)}::uuid[],
-        ${refused.map((i) => i.name)}::text[]
-      ) as k(namespace_id, session_id, idempotency_key, agent_id, name)
+        ${refused.map((i) => i.name)}::text[],
+        ${refused.map((i) => i.parentRunId ?? null)}::uuid[]
+      ) as k(namespace_id, session_id, idempotency_key, agent_id, name, parent_run_id)
     )
     select 'key' as kind, a.namespace_id, a.session_id, a.idempotency_key as lookup, a.id,
            a.agent_id, a.request_digest
@@ -167,11 +203,23 @@ async function classifyRefused(
     from agents ag join k
       on ag.id = k.agent_id and ag.namespace_id = k.namespace_id
          and ag.session_id = k.session_id and ag.name = k.name
+    union all
+    select 'run', r.namespace_id, r.session_id, '', r.id, r.id, null
+    from runs r join k
+      on r.id = k.parent_run_id and r.namespace_id = k.namespace_id and r.session_id = k.session_id
+    union all
+    select distinct 'deleted', s.namespace_id, s.id, '', null::uuid, null::uuid, null
+    from sessions s join k on s.namespace_id = k.namespace_id and s.id = k.session_id
+    where s.deleted_at is not null
   `.execute(db)
   const findings = emptyFindings()
   for (const row of result.rows) {
     if (row.kind === 'key')
       findings.keyOwners.set(keyOf(row.namespace_id, row.session_id, row.lookup), row)
+    else if (row.kind === 'deleted')
+      findings.deletedSessions.add(JSON.stringify([row.namespace_id, row.session_id]))
+    else if (row.kind === 'run')
+      findings.runs.add(agentKeyOf(row.namespace_id, row.session_id, '', row.id))
     else findings.agents.add(agentKeyOf(row.namespace_id, row.session_id, row.lookup, row.agent_id))
   }
   return findings

@@ -2,7 +2,7 @@ import { sql } from 'kysely'
 import type { FailureCategory, SteeringProgress } from '@baton/contracts'
 import type { Db } from '../db.ts'
 import { TRANSIENT_READ_RETRY, retryTransient } from '../pg-errors.ts'
-import type { AttemptRow } from '../schema.ts'
+import type { AttemptRow, ContinuationRow } from '../schema.ts'
 
 /** One attempt as the ledger holds it (no lease fields); the public view is the API's to shape. */
 export interface AttemptRecord {
@@ -26,6 +26,24 @@ export interface AttemptRecord {
   readonly context: { readonly baseSeq: number; readonly eventCount: number } | null
   /** Steering recorded for it (`steer_sequence`) and the highest sequence delivered to its child. */
   readonly steering: SteeringProgress
+  /** The delivery of a result to its parent run; null without a parent run or before terminal. */
+  readonly delivery: AttemptDelivery | null
+}
+
+export interface AttemptDelivery {
+  readonly state: ContinuationRow['state']
+  readonly inputDigest: string
+  readonly consumerRunId: string | null
+  readonly suppressionReason: ContinuationRow['suppression_reason']
+  readonly suppressionRunId: string | null
+}
+
+type DeliveryColumns = {
+  readonly delivery_state: ContinuationRow['state'] | null
+  readonly delivery_digest: string | null
+  readonly delivery_consumer: string | null
+  readonly delivery_suppression: ContinuationRow['suppression_reason']
+  readonly delivery_suppression_run: string | null
 }
 
 /** Whose rows a read may see: a caller's namespace, or (workers, tests) any. */
@@ -38,9 +56,9 @@ export interface ReadScope {
  * handed over last, so this is also how many reached the child. Guarded by `steer_sequence`: an
  * attempt nobody steered (almost all) never evaluates the subquery, so its read costs nothing more.
  */
-const STEERING_DELIVERED = sql<number>`case when attempts.steer_sequence = 0 then 0 else coalesce(
+const STEERING_DELIVERED = sql<number>`case when a.steer_sequence = 0 then 0 else coalesce(
   (select max(m.sequence) from attempt_messages m
-    where m.attempt_id = attempts.id and m.delivered_at is not null), 0) end`
+    where m.attempt_id = a.id and m.delivered_at is not null), 0) end`
 
 /**
  * Reads one attempt in one statement, steering progress included, or `undefined` — also when it
@@ -55,12 +73,20 @@ export async function getAttempt(
   const row = await retryTransient(
     () =>
       db
-        .selectFrom('attempts')
-        .selectAll()
+        .selectFrom('attempts as a')
+        .leftJoin('continuations as c', 'c.attempt_id', 'a.id')
+        .selectAll('a')
         .select(STEERING_DELIVERED.as('steering_delivered'))
-        .where('id', '=', attemptId)
+        .select([
+          'c.state as delivery_state',
+          'c.input_digest as delivery_digest',
+          'c.consumer_run_id as delivery_consumer',
+          'c.suppression_reason as delivery_suppression',
+          'c.suppression_run_id as delivery_suppression_run',
+        ])
+        .where('a.id', '=', attemptId)
         .$if(scope.namespaceId !== undefined, (q) =>
-          q.where('namespace_id', '=', scope.namespaceId ?? ''),
+          q.where('a.namespace_id', '=', scope.namespaceId ?? ''),
         )
         .executeTakeFirst(),
     TRANSIENT_READ_RETRY,
@@ -68,7 +94,9 @@ export async function getAttempt(
   return row === undefined ? undefined : toAttemptRecord(row)
 }
 
-function toAttemptRecord(row: AttemptRow & { readonly steering_delivered: number }): AttemptRecord {
+function toAttemptRecord(
+  row: AttemptRow & DeliveryColumns & { readonly steering_delivered: number },
+): AttemptRecord {
   return {
     id: row.id,
     agentId: row.agent_id,
@@ -90,5 +118,15 @@ function toAttemptRecord(row: AttemptRow & { readonly steering_delivered: number
         ? null
         : { baseSeq: row.context_base, eventCount: row.context_event_count },
     steering: { accepted: row.steer_sequence, delivered: row.steering_delivered },
+    delivery:
+      row.delivery_state === null || row.delivery_digest === null
+        ? null
+        : {
+            state: row.delivery_state,
+            inputDigest: row.delivery_digest,
+            consumerRunId: row.delivery_consumer,
+            suppressionReason: row.delivery_suppression,
+            suppressionRunId: row.delivery_suppression_run,
+          },
   }
 }

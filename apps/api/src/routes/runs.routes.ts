@@ -1,0 +1,105 @@
+import type { FastifyPluginAsyncZod } from 'fastify-type-provider-zod'
+import { z } from 'zod'
+import {
+  completeRunRequestSchema,
+  createRunRequestSchema,
+  sessionIdSchema,
+  uuidSchema,
+} from '@baton/contracts'
+import type { ApiDeps } from '../deps.ts'
+import { callerNamespace } from '../http/caller.ts'
+import { unlessRefused } from '../http/refusals.ts'
+
+const runParams = z.strictObject({ runId: uuidSchema })
+const sessionParams = z.strictObject({ sessionId: sessionIdSchema })
+
+/**
+ * A session's parent runs, for hosts that keep their parent agent in their own application:
+ * create (optionally consuming suppressed results: an explicit run), read, settle; and the
+ * session's deletion fence.
+ */
+export function runRoutes(deps: ApiDeps): FastifyPluginAsyncZod {
+  return async (app) => {
+    app.post(
+      '/v1/sessions/:sessionId/runs',
+      {
+        schema: {
+          summary:
+            'Start a run of a session; with `consume`, an explicit run of suppressed results',
+          params: sessionParams,
+          body: createRunRequestSchema.nullish(),
+        },
+      },
+      async (request, reply) => {
+        const outcome = unlessRefused(
+          await deps.runs.create(
+            callerNamespace(request),
+            request.params.sessionId,
+            request.body?.consume ?? [],
+          ),
+        )
+        return reply.status(201).send(outcome.view)
+      },
+    )
+
+    app.get(
+      '/v1/runs/:runId',
+      { schema: { summary: 'Read a run', params: runParams } },
+      async (request) =>
+        unlessRefused(await deps.runs.read(callerNamespace(request), request.params.runId)).view,
+    )
+
+    app.post(
+      '/v1/runs/:runId/complete',
+      {
+        schema: {
+          summary: 'Complete a run; `consumed` names held results it consumed itself',
+          params: runParams,
+          body: completeRunRequestSchema.nullish(),
+        },
+      },
+      async (request) =>
+        unlessRefused(
+          await deps.runs.settle(
+            callerNamespace(request),
+            request.params.runId,
+            'completed',
+            request.body?.consumed,
+          ),
+        ).view,
+    )
+
+    for (const status of ['failed', 'cancelled'] as const) {
+      app.post(
+        `/v1/runs/:runId/${status === 'failed' ? 'fail' : 'cancel'}`,
+        {
+          schema: {
+            summary: `Settle a run as ${status}`,
+            params: runParams,
+            body: z.strictObject({}).nullish(),
+          },
+        },
+        async (request) =>
+          unlessRefused(
+            await deps.runs.settle(callerNamespace(request), request.params.runId, status),
+          ).view,
+      )
+    }
+
+    app.delete(
+      '/v1/sessions/:sessionId',
+      {
+        schema: {
+          summary: 'Delete a session: a fence that admits nothing new and keeps the evidence',
+          params: sessionParams,
+        },
+      },
+      async (request, reply) => {
+        unlessRefused(
+          await deps.runs.deleteSession(callerNamespace(request), request.params.sessionId),
+        )
+        return reply.status(204).send()
+      },
+    )
+  }
+}

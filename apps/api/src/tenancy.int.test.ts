@@ -23,6 +23,15 @@ const apiTest = baseTest.extend<{ adminApi: ApiHarness }>({
 
 const bearer = (key: string) => ({ authorization: `Bearer ${key}` })
 
+async function deleteSession(
+  h: ApiHarness,
+  sessionId: string,
+  headers: Record<string, string>,
+): Promise<{ status: number; body: unknown }> {
+  const response = await fetch(`${h.base}/v1/sessions/${sessionId}`, { method: 'DELETE', headers })
+  return { status: response.status, body: await response.json() }
+}
+
 /** The same request's answer with every occurrence of `from` written as `to`. */
 function renamed(body: unknown, from: string, to: string): unknown {
   return JSON.parse(JSON.stringify(body).replaceAll(from, to))
@@ -40,9 +49,14 @@ describe('namespaces: isolation on every route', () => {
       })
       expect(a.status).toBe(202)
       const { attemptId, agentId } = a.body as { attemptId: string; agentId: string }
+      const run = await h.post('/v1/sessions/shared-session/runs', {})
+      expect(run.status).toBe(201)
+      const runId = run.body.runId as string
       const missingAttempt = randomUUID()
       const missingAgent = randomUUID()
+      const missingRun = randomUUID()
       const before = await rowCounts(db)
+      const fence = { claimToken: randomUUID(), generation: 1 }
 
       // Each probe: the request on A's object with B's key, and the same request on a missing id.
       const probes: {
@@ -88,6 +102,30 @@ describe('namespaces: isolation on every route', () => {
           real: agentId,
           missing: missingAgent,
         },
+        { what: 'run', run: (id) => h.get(`/v1/runs/${id}`, b), real: runId, missing: missingRun },
+        ...(['complete', 'fail', 'cancel'] as const).map((verb) => ({
+          what: `run ${verb}`,
+          run: (id: string) => h.post(`/v1/runs/${id}/${verb}`, {}, b),
+          real: runId,
+          missing: missingRun,
+        })),
+        ...(['heartbeat', 'complete', 'fail'] as const).map((verb) => ({
+          what: `continuation ${verb}`,
+          run: (id: string) =>
+            h.post(
+              `/v1/continuations/${id}/${verb}`,
+              verb === 'heartbeat' ? { ...fence, leaseMs: 5000 } : fence,
+              b,
+            ),
+          real: runId,
+          missing: missingRun,
+        })),
+        {
+          what: 'session delete',
+          run: (id) => deleteSession(h, id, b),
+          real: 'shared-session',
+          missing: 'no-such-session',
+        },
       ]
       for (const probe of probes) {
         const foreign = await probe.run(probe.real)
@@ -106,11 +144,22 @@ describe('namespaces: isolation on every route', () => {
         status: 404,
         body: { error: { code: 'AGENT_NOT_FOUND' } },
       })
-      // Nothing of A changed: no cancel, no steering, no attempt of B on A's agent.
+      // B claiming from a session id A uses finds nothing of A's.
+      const claim = await fetch(`${h.base}/v1/sessions/shared-session/continuations/claim`, {
+        method: 'POST',
+        headers: { 'content-type': 'application/json', ...b },
+        body: JSON.stringify({ timeoutMs: 0, leaseMs: 5000 }),
+      })
+      expect(claim.status).toBe(204)
+      // Nothing of A changed: no cancel, no steering, no settled run, no attempt of B on A's agent.
       expect(await rowCounts(db)).toEqual(before)
       expect(await h.get(`/v1/attempts/${attemptId}`)).toMatchObject({
         status: 200,
         body: { status: 'accepted', cancelRequested: false, steering: { accepted: 0 } },
+      })
+      expect(await h.get(`/v1/runs/${runId}`)).toMatchObject({
+        status: 200,
+        body: { status: 'active' },
       })
 
       // Session ids and idempotency keys are per namespace: B's first use of A's session id and

@@ -23,12 +23,19 @@ interface Run {
   readonly stderr: string
 }
 
+const ADMIN_API_KEY = 'cli-test-admin-key-0123456789abcdef0123456789'
+
 /** The API key each API started here issued, by the API's URL: `baton` gets it as BATON_API_KEY. */
 const KEYS = new Map<string, string>()
 
-function collect(command: string, args: readonly string[], baseUrl: string): Promise<Run> {
+function collect(
+  command: string,
+  args: readonly string[],
+  baseUrl: string,
+  apiKey = KEYS.get(baseUrl) ?? '',
+): Promise<Run> {
   const child = spawn(command, args, {
-    env: { ...process.env, BATON_URL: baseUrl, BATON_API_KEY: KEYS.get(baseUrl) ?? '' },
+    env: { ...process.env, BATON_URL: baseUrl, BATON_API_KEY: apiKey },
     stdio: ['ignore', 'pipe', 'pipe'],
   })
   let stdout = ''
@@ -37,6 +44,10 @@ function collect(command: string, args: readonly string[], baseUrl: string): Pro
   child.stderr.on('data', (chunk: Buffer) => (stderr += chunk.toString()))
   return new Promise((resolve) => child.once('close', (code) => resolve({ code, stdout, stderr })))
 }
+
+/** `baton ARGS` with stdout and stderr piped, with `apiKey` as BATON_API_KEY. */
+const batonWithKey = (apiKey: string, baseUrl: string, ...args: string[]) =>
+  collect(process.execPath, [MAIN, ...args], baseUrl, apiKey)
 
 /** `baton ARGS` with stdout and stderr piped. */
 const baton = (baseUrl: string, ...args: string[]) =>
@@ -70,6 +81,7 @@ async function startBaton(
       QUEUE_PREFIX: queuePrefix,
       HOST: '127.0.0.1',
       PORT: '0',
+      ADMIN_API_KEY,
     }),
   )
   const worker = track(await startServiceProcess('worker', workerProcessEnv(ctx)))
@@ -295,6 +307,45 @@ describe('baton CLI', () => {
       const unknownAgent = await baton(stack.base, 'agents', 'context', randomUUID())
       expect(unknownAgent.code).toBe(3)
       expect(unknownAgent.stderr).toContain('AGENT_NOT_FOUND')
+    },
+  )
+
+  cliTest(
+    'keys and namespaces: the admin issues a key that works at once, lists it by prefix, revokes it, and the revoked key is refused',
+    async ({ stack }) => {
+      const admin = (...args: string[]) => batonWithKey(ADMIN_API_KEY, stack.base, ...args)
+      const created = await admin('namespaces', 'create', 'team-x', '--description', 'a team')
+      expect(created.code, created.stderr).toBe(0)
+      expect((await admin('namespaces', 'list')).stdout).toContain('team-x')
+      const issued = await admin('keys', 'create', 'team-x', 'agent host')
+      expect(issued.code, issued.stderr).toBe(0)
+      const key = issued.stdout.trim()
+      expect(key).toMatch(/^bk_[A-Za-z0-9_-]{43}$/)
+      expect(issued.stderr).toContain('only time it is shown')
+
+      const done = await batonWithKey(
+        key,
+        stack.base,
+        'delegate',
+        'scripted',
+        'hi',
+        '--wait',
+        '10s',
+      )
+      expect(done.code, done.stderr).toBe(0)
+      const listed = await admin('keys', 'list', 'team-x', '--json')
+      const keys = (JSON.parse(listed.stdout) as { keys: { keyId: string; prefix: string }[] }).keys
+      expect(keys).toHaveLength(1)
+      expect(listed.stdout).not.toContain(key)
+      expect(key.startsWith(keys[0]?.prefix ?? 'none')).toBe(true)
+
+      expect((await admin('keys', 'revoke', keys[0]?.keyId ?? '')).code).toBe(0)
+      const refused = await batonWithKey(key, stack.base, 'delegate', 'scripted', 'hi')
+      expect(refused.code).toBe(3)
+      expect(refused.stderr).toContain('UNAUTHORIZED')
+      expect(refused.stderr).toContain('BATON_API_KEY')
+      // A tenant key cannot manage keys.
+      expect((await batonWithKey(key, stack.base, 'namespaces', 'list')).code).toBe(3)
     },
   )
 })

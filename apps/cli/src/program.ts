@@ -2,6 +2,7 @@
 // function; what a command does and how it exits lives in commands/.
 import { Command } from 'commander'
 import { createCommandContext, type CliIo, type CommandContext } from './command-context.ts'
+import { createNamespace, issueKey, listKeys, listNamespaces, revokeKey } from './commands/admin.ts'
 import { showAgentHistory } from './commands/agents.ts'
 import { cancelAttempt, showAttempt, steerAttempt, waitAttempt } from './commands/attempts.ts'
 import { delegate, type DelegateOptions } from './commands/delegate.ts'
@@ -112,6 +113,44 @@ export function createProgram(io: CliIo, exit: (code: ExitCode) => void): Comman
     .description("show the agent's history")
     .argument('<agentId>')
     .action(run((ctx, agentId: string) => showAgentHistory(ctx, agentId)))
+
+  const namespaces = program
+    .command('namespaces')
+    .description('manage namespaces (needs the admin key)')
+  namespaces
+    .command('create')
+    .description('create a namespace')
+    .argument('<namespaceId>')
+    .option('--description <text>')
+    .action(
+      run((ctx, namespaceId: string, options: { description?: string }) =>
+        createNamespace(ctx, namespaceId, options.description),
+      ),
+    )
+  namespaces
+    .command('list')
+    .description('list namespaces')
+    .action(run((ctx) => listNamespaces(ctx)))
+
+  const keys = program
+    .command('keys')
+    .description("manage a namespace's API keys (needs the admin key)")
+  keys
+    .command('create')
+    .description('issue a key; prints it (the only time it is shown)')
+    .argument('<namespaceId>')
+    .argument('<name>', 'what the key is for, e.g. "agent host"')
+    .action(run((ctx, namespaceId: string, name: string) => issueKey(ctx, namespaceId, name)))
+  keys
+    .command('list')
+    .description("list a namespace's keys (prefixes only)")
+    .argument('<namespaceId>')
+    .action(run((ctx, namespaceId: string) => listKeys(ctx, namespaceId)))
+  keys
+    .command('revoke')
+    .description('revoke a key')
+    .argument('<keyId>')
+    .action(run((ctx, keyId: string) => revokeKey(ctx, keyId)))
 
   return program
 }

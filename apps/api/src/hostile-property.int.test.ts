@@ -1,5 +1,6 @@
 import { Agent, request as httpRequest, type IncomingHttpHeaders } from 'node:http'
 import { randomBytes } from 'node:crypto'
+import type { Socket } from 'node:net'
 import fc from 'fast-check'
 import { sql } from 'kysely'
 import { z } from 'zod'
@@ -18,7 +19,7 @@ import {
   type JsonSchema,
   type KnownId,
 } from './hostile-requests.ts'
-import { delegate, startApi } from './test-support.ts'
+import { apiTest, delegate, startApi } from './test-support.ts'
 
 const NUM_RUNS = Number(process.env.BATON_PROPERTY_RUNS ?? 10_000)
 const SEED = Number(process.env.BATON_PROPERTY_SEED ?? randomBytes(4).readInt32LE())
@@ -273,5 +274,46 @@ describe('hostile requests generated from the route schemas', () => {
       }
     },
     120_000 + NUM_RUNS * 100,
+  )
+})
+
+describe('a kept-alive connection', () => {
+  apiTest(
+    'many waits and delegations on one connection leave no listener behind on its socket',
+    async ({ api: h }) => {
+      const sockets: Socket[] = []
+      h.api.app.server.on('connection', (socket: Socket) => sockets.push(socket))
+      const agent = new Agent({ keepAlive: true, maxSockets: 1 })
+      try {
+        const port = Number(new URL(h.base).port)
+        const call = async (method: string, path: string, body?: unknown) => {
+          const text = body === undefined ? undefined : Buffer.from(JSON.stringify(body))
+          const headers: Record<string, string> = { ...h.auth }
+          if (text !== undefined) headers['content-type'] = 'application/json'
+          const route = { method, path, params: [], body: undefined, admin: false }
+          const r = { method, path, headers, body: text, route, auth: 'tenant' as const }
+          const answer = await send(agent, port, { ...r, refs: [], mutations: [] })
+          expect(answer.status, answer.text).toBeLessThan(300)
+          return JSON.parse(answer.text) as { attemptId: string }
+        }
+        const round = async () => {
+          const { attemptId } = await call('POST', delegate('s-keep-alive'), {
+            name: 'scripted',
+            prompt: '{"hang":true}',
+            wait: { timeoutMs: 0 },
+          })
+          await call('GET', `/v1/attempts/${attemptId}/wait?timeoutMs=0`)
+        }
+        await round()
+        expect(sockets).toHaveLength(1)
+        const socket = sockets[0]!
+        const after = socket.listenerCount('close')
+        for (let i = 0; i < 20; i++) await round()
+        expect(sockets).toHaveLength(1)
+        expect(socket.listenerCount('close')).toBe(after)
+      } finally {
+        agent.destroy()
+      }
+    },
   )
 })

@@ -317,3 +317,32 @@ describe('a kept-alive connection', () => {
     },
   )
 })
+
+describe('refusals answered on the raw socket', () => {
+  apiTest('a HEAD request with headers too large gets 431 without a body', async ({ api: h }) => {
+    const agent = new Agent({ keepAlive: true, maxSockets: 1 })
+    try {
+      const port = Number(new URL(h.base).port)
+      const path = '/v1/attempts/00000000-0000-4000-8000-000000000000'
+      const route = { method: 'GET', path, params: [], body: undefined, admin: false }
+      const headers = { authorization: `Bearer ${h.key}`, 'x-padding': 'a'.repeat(20_000) }
+      for (const method of ['HEAD', 'GET']) {
+        const answer = await send(agent, port, {
+          method,
+          path,
+          headers,
+          body: undefined,
+          route,
+          auth: 'tenant',
+          refs: [],
+          mutations: [],
+        })
+        expect(answer.status, method).toBe(431)
+        if (method === 'GET') expect(JSON.parse(answer.text).error.code).toBe('HEADERS_TOO_LARGE')
+        else expect(answer.text).toBe('')
+      }
+    } finally {
+      agent.destroy()
+    }
+  })
+})

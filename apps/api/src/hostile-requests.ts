@@ -630,7 +630,8 @@ const mutations: fc.Arbitrary<Mutation>[] = [
         // Copies of a small first element; a huge one (another mutation's) would multiply.
         const first = (arr as unknown[])[0]
         const element = first !== undefined && isSmall(first) ? first : 'x'
-        return Array.from({ length }, () => element)
+        // Copies, not one shared element: a later mutation must change one of them, not all.
+        return Array.from({ length }, () => cloneTree(element))
       }),
     ),
   ),
@@ -790,6 +791,11 @@ export function hostileDraftOf(routes: readonly RouteDoc[], hints: Hints): fc.Ar
         mutations: [],
       }
       for (const mutate of applied) mutate(copy)
+      // fast-check prints a counterexample with this: bodies can be megabytes.
+      Object.defineProperty(copy, fc.toStringMethod, {
+        value: () =>
+          `${copy.method} ${copy.route.path} (auth ${copy.auth}; ${copy.mutations.join('; ') || 'no mutation'})`,
+      })
       return copy
     })
 }

@@ -151,7 +151,10 @@ export function frameworkErrorHandler(
  * Errors Node's HTTP parser raises before Fastify sees a request (headers too large, a malformed
  * request line, a client too slow): answered on the raw socket, in the same body shape.
  */
-export function clientErrorHandler(error: Error & { code?: string }, socket: Socket): void {
+export function clientErrorHandler(
+  error: Error & { code?: string; rawPacket?: unknown },
+  socket: Socket,
+): void {
   if (error.code === 'ECONNRESET' || socket.destroyed) return
   const [code, message] =
     error.code === 'HPE_HEADER_OVERFLOW'
@@ -161,10 +164,14 @@ export function clientErrorHandler(error: Error & { code?: string }, socket: Soc
         : [ErrorCode.ValidationFailed, 'malformed HTTP request']
   const status = STATUS[code]
   const payload = JSON.stringify(body(code, message))
+  // An answer to HEAD has no body: a client would read one as data after the answer.
+  const head =
+    Buffer.isBuffer(error.rawPacket) &&
+    error.rawPacket.subarray(0, 5).toString('latin1') === 'HEAD '
   if (socket.writable) {
     socket.write(
       `HTTP/1.1 ${status} ${STATUS_CODES[status] ?? ''}\r\nContent-Length: ${Buffer.byteLength(payload)}\r\n` +
-        `Content-Type: application/json; charset=utf-8\r\nConnection: close\r\n\r\n${payload}`,
+        `Content-Type: application/json; charset=utf-8\r\nConnection: close\r\n\r\n${head ? '' : payload}`,
     )
   }
   socket.destroy(error)

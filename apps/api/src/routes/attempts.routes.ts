@@ -33,13 +33,13 @@ export function attemptRoutes(deps: ApiDeps): FastifyPluginAsyncZod {
           querystring: waitQuerySchema,
         },
       },
-      async (request) =>
+      async (request, reply) =>
         unlessRefused(
           await deps.commands.wait(
             callerNamespace(request),
             request.params.attemptId,
             request.query.timeoutMs,
-            abortOnClose(request.raw),
+            abortOnClose(reply.raw),
           ),
         ).view,
     )

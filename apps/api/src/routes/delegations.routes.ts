@@ -1,4 +1,4 @@
-import type { IncomingMessage } from 'node:http'
+import type { ServerResponse } from 'node:http'
 import type { FastifyPluginAsyncZod } from 'fastify-type-provider-zod'
 import { z } from 'zod'
 import {
@@ -39,7 +39,7 @@ export function delegationRoutes(deps: ApiDeps): FastifyPluginAsyncZod {
             sessionId: request.params.sessionId,
             request: request.body,
             idempotencyKey: request.headers['idempotency-key'],
-            signal: abortOnClose(request.raw),
+            signal: abortOnClose(reply.raw),
           }),
         )
         if (outcome.view === undefined) return reply.status(202).send(outcome.accepted)
@@ -112,9 +112,13 @@ function itemError(error: BatonError, at: string): BatonError {
   })
 }
 
-/** An AbortSignal that fires when the client goes away, so a wait does not outlive its caller. */
-export function abortOnClose(raw: IncomingMessage): AbortSignal {
+/**
+ * An AbortSignal that fires when the client goes away, so a wait does not outlive its caller. It
+ * listens on the response ('close': sent, or its connection lost), not on the socket, where a
+ * kept-alive connection would gather one listener per request for as long as it stays open.
+ */
+export function abortOnClose(response: ServerResponse): AbortSignal {
   const controller = new AbortController()
-  raw.socket.once('close', () => controller.abort())
+  response.once('close', () => controller.abort())
   return controller.signal
 }

@@ -19,6 +19,7 @@ import {
   notFoundHandler,
 } from './http/errors.ts'
 import { agentRoutes } from './routes/agents.routes.ts'
+import { artifactRoutes } from './routes/artifacts.routes.ts'
 import { attemptRoutes } from './routes/attempts.routes.ts'
 import { delegationRoutes } from './routes/delegations.routes.ts'
 import { healthRoutes } from './routes/health.routes.ts'
@@ -65,5 +66,6 @@ export async function buildServer(deps: ApiDeps): Promise<BatonServer> {
   await app.register(delegationRoutes(deps))
   await app.register(attemptRoutes(deps))
   await app.register(agentRoutes(deps))
+  await app.register(artifactRoutes(deps))
   return app
 }

@@ -1,7 +1,9 @@
 import { hostname } from 'node:os'
 import { randomUUID } from 'node:crypto'
 import { z } from 'zod'
+import type { ResultPolicy } from '@baton/store'
 
+const MIB = 1024 * 1024
 const ms = (fallback: number) => z.coerce.number().int().positive().default(fallback)
 
 const configSchema = z
@@ -18,6 +20,24 @@ const configSchema = z
     REQUEUE_AFTER_MS: ms(10_000),
     SHUTDOWN_DEADLINE_MS: ms(10_000),
     SHUTDOWN_HARD_DEADLINE_MS: z.coerce.number().int().positive().optional(),
+    INLINE_OUTPUT_BYTES: z.coerce
+      .number()
+      .int()
+      .min(0)
+      .max(1024 * 1024)
+      .default(4096),
+    ARTIFACT_MAX_BYTES: z.coerce
+      .number()
+      .int()
+      .min(0)
+      .max(1024 * 1024 * 1024)
+      .default(64 * MIB),
+    NAMESPACE_ARTIFACT_MAX_BYTES: z.coerce
+      .number()
+      .int()
+      .min(0)
+      .default(1024 * MIB),
+    ARTIFACT_RETENTION_MS: ms(7 * 24 * 60 * 60 * 1000),
     WORKSPACE_DIR: z.string().min(1).default(process.cwd()),
     SUBAGENTS_DIR: z.string().min(1).optional(),
     SCRIPTED_ENABLED: z.enum(['true', 'false']).default('true'),
@@ -56,6 +76,8 @@ export interface WorkerConfig {
   readonly shutdownDeadlineMs: number
   /** When set, the drain is given up (exit 1) this long after the stop signal. */
   readonly shutdownHardDeadlineMs: number | undefined
+  /** The inline bound, artifact limits and retention of terminal results. */
+  readonly results: ResultPolicy
   readonly workspaceDir: string
   /** Markdown subagent specs (absent: the built-in `scripted` subagent only). */
   readonly subagentsDir: string | undefined
@@ -95,6 +117,12 @@ export function loadConfig(env: Readonly<Record<string, string | undefined>>): W
     requeueAfterMs: c.REQUEUE_AFTER_MS,
     shutdownDeadlineMs: c.SHUTDOWN_DEADLINE_MS,
     shutdownHardDeadlineMs: c.SHUTDOWN_HARD_DEADLINE_MS,
+    results: Object.freeze({
+      inlineBytes: c.INLINE_OUTPUT_BYTES,
+      artifactMaxBytes: c.ARTIFACT_MAX_BYTES,
+      namespaceMaxBytes: c.NAMESPACE_ARTIFACT_MAX_BYTES,
+      retentionMs: c.ARTIFACT_RETENTION_MS,
+    }),
     workspaceDir: c.WORKSPACE_DIR,
     subagentsDir: c.SUBAGENTS_DIR,
     scriptedEnabled: c.SCRIPTED_ENABLED === 'true',

@@ -106,7 +106,7 @@ export function createWorkerRuntime(
   // An unexpected error of one commit (a result the store refuses) must not fail its neighbours:
   // the batch is run again one commit at a time, so only the offender sees it.
   const commits = createGroupBatcher<CommitTerminalInput, CommitTerminalOutcome>(
-    (inputs) => commitTerminals(db, inputs),
+    (inputs) => commitTerminals(db, inputs, config.results),
     { ...batch, isolate: (error) => !isTransientStoreError(error) },
   )
   const processor = createAttemptProcessor({

@@ -1,2 +1,8 @@
 export { BatonApiError, createBatonClient } from './client.ts'
-export type { BatonClient, CallOptions, CreateClientOptions, DelegateInput } from './client.ts'
+export type {
+  Artifact,
+  BatonClient,
+  CallOptions,
+  CreateClientOptions,
+  DelegateInput,
+} from './client.ts'

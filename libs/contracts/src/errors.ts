@@ -14,6 +14,11 @@ export const ErrorCode = {
   AttemptTerminal: 'ATTEMPT_TERMINAL',
   SteeringUnsupported: 'STEERING_UNSUPPORTED',
   IdempotencyKeyReused: 'IDEMPOTENCY_KEY_REUSED',
+  ArtifactNotFound: 'ARTIFACT_NOT_FOUND',
+  /** The artifact's retention ended: its content is deleted, its digest and size are kept. */
+  ArtifactExpired: 'ARTIFACT_EXPIRED',
+  /** The stored content no longer matches its digest; it is never sent. */
+  ArtifactIntegrity: 'ARTIFACT_INTEGRITY',
   PayloadTooLarge: 'PAYLOAD_TOO_LARGE',
   UriTooLong: 'URI_TOO_LONG',
   UnsupportedMediaType: 'UNSUPPORTED_MEDIA_TYPE',

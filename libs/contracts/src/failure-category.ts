@@ -31,6 +31,11 @@ export const FailureCategory = {
    * held the lease; the worker recorded this instead of abandoning the attempt.
    */
   StoreFault: 'store_fault',
+  /**
+   * The output was above the per-artifact limit, or would have taken its namespace above its
+   * artifact byte limit; nothing of it was stored.
+   */
+  QuotaExceeded: 'quota_exceeded',
 
   // What the child's own run reports (spawn runtime, ACP agents, structured output).
   /** The model refused to answer (content filter or an agent's `refusal`). */

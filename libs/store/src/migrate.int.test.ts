@@ -38,6 +38,7 @@ describe('migrations', () => {
           '0004-context',
           '0005-failure-categories',
           '0006-namespaces',
+          '0007-artifacts',
         ])
         expect((await migrateToLatest(db)).applied).toEqual([
           '0001-ledger',
@@ -46,6 +47,7 @@ describe('migrations', () => {
           '0004-context',
           '0005-failure-categories',
           '0006-namespaces',
+          '0007-artifacts',
         ])
         const tables = await sql<{ table_name: string }>`
           select table_name from information_schema.tables where table_schema = 'public' order by 1
@@ -58,6 +60,8 @@ describe('migrations', () => {
             'attempts',
             'attempt_transitions',
             'agent_context_events',
+            'artifacts',
+            'namespace_usage',
           ]),
         )
         expect((await migrateToLatest(db)).applied).toEqual([])
@@ -83,6 +87,7 @@ describe('migrations', () => {
           '0004-context',
           '0005-failure-categories',
           '0006-namespaces',
+          '0007-artifacts',
         ])
         const executed = await sql<{
           n: number
@@ -155,7 +160,7 @@ describe('migrations', () => {
         expect(await read()).toEqual(after)
 
         // 0006 keeps every existing row in the namespace it was written in.
-        expect((await migrateToLatest(db)).applied).toEqual(['0006-namespaces'])
+        expect((await migrateToLatest(db)).applied).toEqual(['0006-namespaces', '0007-artifacts'])
         const owners = await sql<{ namespace_id: string }>`
           select distinct namespace_id from attempts
           union select distinct namespace_id from agents

@@ -12,6 +12,7 @@ import * as m0003 from './migrations/0003-idempotency.ts'
 import * as m0004 from './migrations/0004-context.ts'
 import * as m0005 from './migrations/0005-failure-categories.ts'
 import * as m0006 from './migrations/0006-namespaces.ts'
+import * as m0007 from './migrations/0007-artifacts.ts'
 
 /** Every migration, in order. Numbered and append-only. */
 const MIGRATIONS: Readonly<Record<string, Migration>> = {
@@ -21,6 +22,7 @@ const MIGRATIONS: Readonly<Record<string, Migration>> = {
   '0004-context': m0004,
   '0005-failure-categories': m0005,
   '0006-namespaces': m0006,
+  '0007-artifacts': m0007,
 }
 
 const provider: MigrationProvider = {

@@ -68,6 +68,8 @@ export interface AttemptTable {
   context_base: number | null
   context_event_count: number | null
   context_digest: string | null
+  /** The artifact holding the complete output, when the preview is not all of it. */
+  artifact_id: string | null
 }
 export type AttemptRow = Selectable<AttemptTable>
 
@@ -97,6 +99,27 @@ export interface AgentContextEventTable {
   event: ColumnType<unknown, string, never>
 }
 
+export interface ArtifactTable {
+  id: string
+  namespace_id: string
+  attempt_id: string
+  /** The output's UTF-8 bytes; null once retention deleted them. */
+  content: Buffer | null
+  preview: string
+  /** bigint: pg returns it as a string. */
+  bytes: ColumnType<string, number, never>
+  digest: string
+  created_at: CreatedAt
+  expires_at: Date
+  expired_at: Date | null
+}
+
+export interface NamespaceUsageTable {
+  namespace_id: string
+  /** Bytes of the namespace's artifacts whose content is still stored. */
+  artifact_bytes: ColumnType<string, number, number>
+}
+
 export interface DB {
   namespaces: NamespaceTable
   api_keys: ApiKeyTable
@@ -106,4 +129,6 @@ export interface DB {
   attempt_transitions: AttemptTransitionTable
   attempt_messages: AttemptMessageTable
   agent_context_events: AgentContextEventTable
+  artifacts: ArtifactTable
+  namespace_usage: NamespaceUsageTable
 }

@@ -25,6 +25,10 @@ export function toAttemptView(record: AttemptRecord): AnyAttemptView {
     failureCategory: record.failureCategory,
     terminalAt: (record.terminalAt ?? record.createdAt).toISOString(),
     context: record.context,
+    artifact:
+      record.artifact === null
+        ? null
+        : { ...record.artifact, expiresAt: record.artifact.expiresAt.toISOString() },
   }
 }
 

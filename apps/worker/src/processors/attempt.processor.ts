@@ -130,6 +130,7 @@ async function claimAndRun(
       deps,
       execution,
       withAbortCategory(result, execution.signal),
+      traceIdOf(claim.attempt),
       log,
     )
     // Terminal now: stop heartbeating it at once, so no renewal reports the finished lease lost.
@@ -140,6 +141,12 @@ async function claimAndRun(
     deps.steering.detach(attemptId)
     deps.leaseKeeper.release(attemptId)
   }
+}
+
+/** The delegation's `metadata.traceId`, which the terminal fingerprint binds. */
+function traceIdOf(attempt: ClaimedAttempt): string | undefined {
+  const metadata = attempt.metadata as { readonly traceId?: unknown } | null
+  return typeof metadata?.traceId === 'string' ? metadata.traceId : undefined
 }
 
 const LOST: unique symbol = Symbol('lease lost')
@@ -223,6 +230,7 @@ async function commitWithRetry(
   deps: AttemptProcessorDeps,
   execution: OwnedExecution,
   terminal: TerminalResultInput,
+  traceId: string | undefined,
   log: Logger,
 ): Promise<CommitTerminalOutcome | 'abandoned'> {
   let result = terminal
@@ -234,6 +242,7 @@ async function commitWithRetry(
         ownerId: deps.ownerId,
         ownerGeneration: execution.ownerGeneration,
         result,
+        traceId,
       }),
     )
     switch (outcome) {

@@ -5,11 +5,19 @@ import {
   type AttemptQueue,
   type SettlementPublisher,
 } from '@baton/queue'
-import { commitProcessLoss, findExpiredRunning, findStaleAccepted, type Db } from '@baton/store'
+import {
+  commitProcessLoss,
+  expireArtifacts,
+  findExpiredRunning,
+  findStaleAccepted,
+  type Db,
+} from '@baton/store'
 
 export interface ReconcileReport {
   readonly processLost: number
   readonly requeued: number
+  /** Artifacts whose retention ended and whose content this pass deleted. */
+  readonly expired: number
 }
 
 export interface Reconciler {
@@ -20,11 +28,15 @@ export interface Reconciler {
 }
 
 const BATCH = 500
+/** Artifacts expired per pass: their content is large, so fewer per transaction. */
+const EXPIRY_BATCH = 100
 
 /**
  * Finishes what crashes and Redis losses leave behind, from the ledger's point of view:
  * - running attempts whose lease expired (owner dead) get the process-loss terminal outcome;
- * - accepted attempts older than `requeueAfterMs` whose job is gone are enqueued again.
+ * - accepted attempts older than `requeueAfterMs` whose job is gone are enqueued again;
+ * - one batch of artifacts past their retention deadline has its content deleted (see
+ *   `expireArtifacts`: runners in many workers take disjoint batches).
  */
 export function createReconciler(deps: {
   db: Db
@@ -50,7 +62,9 @@ export function createReconciler(deps: {
     })
     const requeued = stale.length === 0 ? 0 : await ensureAttemptsEnqueued(deps.queue, stale)
     if (requeued > 0) deps.logger.warn({ requeued }, 'accepted attempts had no job; re-enqueued')
-    return { processLost: lost.length, requeued }
+    const expiry = await expireArtifacts(deps.db, { limit: EXPIRY_BATCH })
+    if (expiry.expired > 0) deps.logger.info(expiry, 'artifact retention ended; content deleted')
+    return { processLost: lost.length, requeued, expired: expiry.expired }
   }
 
   function runOnce(): Promise<ReconcileReport> {

@@ -23,18 +23,42 @@ export interface AttemptRecord {
   readonly terminalAt: Date | null
   /** The agent-history span the terminal commit appended, if any. */
   readonly context: { readonly baseSeq: number; readonly eventCount: number } | null
+  /** The artifact holding the complete output when the preview is not all of it. */
+  readonly artifact: {
+    readonly artifactId: string
+    readonly bytes: number
+    readonly digest: string
+    readonly expiresAt: Date
+  } | null
 }
 
 /** Reads one attempt, or `undefined`. */
 export async function getAttempt(db: Db, attemptId: string): Promise<AttemptRecord | undefined> {
   const row = await retryTransient(
-    () => db.selectFrom('attempts').selectAll().where('id', '=', attemptId).executeTakeFirst(),
+    () =>
+      db
+        .selectFrom('attempts')
+        .leftJoin('artifacts', 'artifacts.id', 'attempts.artifact_id')
+        .selectAll('attempts')
+        .select([
+          'artifacts.bytes as artifact_bytes',
+          'artifacts.digest as artifact_digest',
+          'artifacts.expires_at as artifact_expires_at',
+        ])
+        .where('attempts.id', '=', attemptId)
+        .executeTakeFirst(),
     TRANSIENT_READ_RETRY,
   )
   return row === undefined ? undefined : toAttemptRecord(row)
 }
 
-function toAttemptRecord(row: AttemptRow): AttemptRecord {
+interface AttemptWithArtifact extends AttemptRow {
+  readonly artifact_bytes: string | null
+  readonly artifact_digest: string | null
+  readonly artifact_expires_at: Date | null
+}
+
+function toAttemptRecord(row: AttemptWithArtifact): AttemptRecord {
   return {
     id: row.id,
     agentId: row.agent_id,
@@ -55,5 +79,17 @@ function toAttemptRecord(row: AttemptRow): AttemptRecord {
       row.context_base === null || row.context_event_count === null
         ? null
         : { baseSeq: row.context_base, eventCount: row.context_event_count },
+    artifact:
+      row.artifact_id === null ||
+      row.artifact_bytes === null ||
+      row.artifact_digest === null ||
+      row.artifact_expires_at === null
+        ? null
+        : {
+            artifactId: row.artifact_id,
+            bytes: Number(row.artifact_bytes),
+            digest: row.artifact_digest,
+            expiresAt: row.artifact_expires_at,
+          },
   }
 }

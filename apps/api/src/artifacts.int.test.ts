@@ -1,7 +1,4 @@
 import { createHash } from 'node:crypto'
-import { mkdir, mkdtemp, rm, writeFile } from 'node:fs/promises'
-import { tmpdir } from 'node:os'
-import { join } from 'node:path'
 import { sql } from 'kysely'
 import { BatonApiError, createBatonClient } from '@baton/client'
 import { resultDigest, type TerminalAttemptView } from '@baton/contracts'
@@ -35,11 +32,12 @@ function repeated(unit: string, length: number): string {
 }
 
 const a = (n: number) => 'a'.repeat(n)
-const CASES: readonly {
+interface OutputCase {
   readonly name: string
   readonly script: object
   readonly output: string
-}[] = [
+}
+const EXACT: readonly { readonly name: string; readonly output: string }[] = [
   { name: 'empty', output: '' },
   { name: 'ASCII one byte under the bound', output: a(INLINE - 1) },
   { name: 'ASCII at the bound', output: a(INLINE) },
@@ -51,33 +49,24 @@ const CASES: readonly {
   { name: 'U+0000 inside a small output', output: 'a\u0000b' },
   { name: 'U+0000 at the bound', output: `${a(INLINE - 1)}\u0000 and more` },
 ]
-  .map((c) => ({ ...c, script: { output: c.output } }))
-  .concat([
-    {
-      name: '1 MiB of ASCII',
-      script: { output: 'abc', outputBytes: MIB },
-      output: repeated('abc', MIB),
-    },
-    {
-      name: '1 MiB of emoji and CJK (a pair cut at the end becomes U+FFFD)',
-      script: { output: '😀日本x', outputBytes: MIB + 1 },
-      output: repeated('😀日本x', MIB + 1).toWellFormed(),
-    },
-    {
-      name: '20 MiB',
-      script: { output: 'z', outputBytes: 20 * MIB },
-      output: repeated('z', 20 * MIB),
-    },
-  ])
-
-async function scratch() {
-  const root = await mkdtemp(join(tmpdir(), 'baton-artifacts-'))
-  const subagents = join(root, 'subagents')
-  const scripts = join(root, 'scripts')
-  const workspace = join(root, 'workspace')
-  await Promise.all([subagents, scripts, workspace].map((d) => mkdir(d)))
-  return { root, subagents, scripts, workspace }
-}
+const CASES: readonly OutputCase[] = [
+  ...EXACT.map((c) => ({ ...c, script: { output: c.output } })),
+  {
+    name: '1 MiB of ASCII',
+    script: { output: 'abc', outputBytes: MIB },
+    output: repeated('abc', MIB),
+  },
+  {
+    name: '1 MiB of emoji and CJK (a pair cut at the end becomes U+FFFD)',
+    script: { output: '😀日本x', outputBytes: MIB + 1 },
+    output: repeated('😀日本x', MIB + 1).toWellFormed(),
+  },
+  {
+    name: '20 MiB',
+    script: { output: 'z', outputBytes: 20 * MIB },
+    output: repeated('z', 20 * MIB),
+  },
+]
 
 describe('results that outlive their size: previews, artifacts and the artifact route', () => {
   test('every output size and kind: preview, outputBytes and digest are right, and the artifact round-trips byte for byte', async ({

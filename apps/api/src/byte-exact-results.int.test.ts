@@ -52,7 +52,7 @@ describe('no text a child produces can make a commit fail', () => {
         prompt: JSON.stringify({ output, delayMs: 500 }),
       })),
     )
-    const ids = results.map((r) => (r.status === 202 ? r.body.attemptId : ''))
+    const ids = results.map((r) => ('attemptId' in r.body ? r.body.attemptId : ''))
     const views = (await Promise.all(
       ids.map((id) => client.wait(id, 30_000)),
     )) as TerminalAttemptView[]

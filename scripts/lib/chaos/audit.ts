@@ -5,8 +5,10 @@ import { setTimeout as sleep } from 'node:timers/promises'
 import { CompiledQuery, sql } from 'kysely'
 import { isTransientStoreError, type Db } from '@baton/store'
 import {
+  auditArtifacts,
   auditExecutionWitness,
   auditLedger,
+  type ArtifactAudit,
   type LedgerInvariants,
   type WitnessAudit,
 } from '@baton/testing/ledger-audit'
@@ -72,6 +74,7 @@ export interface Audit {
   readonly invariants: LedgerInvariants
   readonly witness: WitnessAudit
   readonly context: HistoryAudit
+  readonly artifacts: ArtifactAudit
   readonly terminal: number
   readonly ledgerRows: number
   readonly unknownToClient: number
@@ -136,10 +139,12 @@ export async function audit(run: ChaosRun, db: Db, witnessFile: string): Promise
   const query: Query = async (text, values) =>
     (await db.executeQuery(CompiledQuery.raw(text, values ?? []))).rows as never
   const context = await readLedger(() => auditHistory(query, [...run.continuations.values()]))
+  const artifacts = await readLedger(() => auditArtifacts(db))
   return {
     invariants,
     witness,
     context,
+    artifacts,
     terminal: counts?.terminal ?? 0,
     ledgerRows: counts?.ledger_rows ?? 0,
     unknownToClient: (counts?.ledger_rows ?? 0) - (counts?.known ?? 0),

@@ -2,7 +2,8 @@ import { createHash } from 'node:crypto'
 import { sql } from 'kysely'
 import { BatonApiError, createBatonClient } from '@baton/client'
 import { resultDigest, type TerminalAttemptView } from '@baton/contracts'
-import { describe, expect, startServiceProcess, test } from '@baton/testing'
+import { describe, eventually, expect, startServiceProcess, test } from '@baton/testing'
+import { auditArtifacts } from '@baton/testing/ledger-audit'
 import { startApi } from './test-support.ts'
 
 const INLINE = 4096
@@ -204,6 +205,18 @@ describe('results that outlive their size: previews, artifacts and the artifact 
     const error = await client.readArtifact(artifactId).catch((e: unknown) => e)
     expect(error).toBeInstanceOf(BatonApiError)
     expect(error).toMatchObject({ status: 410, code: 'ARTIFACT_EXPIRED' })
+    // The worker's reconciler deletes the content of due artifacts and keeps the evidence.
+    await eventually(
+      async () => {
+        const row = await sql<{ gone: boolean }>`
+          select content is null and expired_at is not null as gone from artifacts where id = ${artifactId}
+        `.execute(db)
+        return row.rows[0]?.gone === true ? true : undefined
+      },
+      { what: 'the retention pass to delete the content' },
+    )
+    // Its bytes are freed: every namespace's usage is again the sum of its stored artifacts.
+    expect(await auditArtifacts(db)).toMatchObject({ bad: 0 })
     // The view keeps the evidence.
     expect(await client.getAttempt(view.attemptId)).toMatchObject({
       digest: view.digest,

@@ -7,6 +7,8 @@ import { getAgentHistory } from '../attempts/agent-history.ts'
 import { claimAttempt } from '../attempts/claim-attempt.ts'
 import { commitTerminal, commitTerminals } from '../attempts/commit-terminal.ts'
 import { getAttempt } from '../attempts/get-attempt.ts'
+import { commitProcessLoss } from '../attempts/reconcile-process-loss.ts'
+import { processLossProjection } from '../attempts/terminal-record.ts'
 import { acceptDelegations } from '../attempts/accept-delegations.ts'
 import { expireArtifacts } from './expire-artifacts.ts'
 import { loadArtifact } from './load-artifact.ts'
@@ -405,3 +407,51 @@ async function fingerprintOf(db: Db, attemptId: string): Promise<string | null> 
   `.execute(db)
   return r.rows[0]?.fingerprint ?? null
 }
+
+describe('the terminal fingerprint', () => {
+  test('it binds the trace id: a retry with another trace is refused', async ({ db }) => {
+    const fence = await running(db, 'ns-trace')
+    const result = completed('traced output beyond the bound')
+    expect(await commitTerminal(db, { ...fence, result, traceId: 't-1' }, policy())).toBe(
+      'committed',
+    )
+    expect(await commitTerminal(db, { ...fence, result, traceId: 't-1' }, policy())).toBe(
+      'replayed',
+    )
+    expect(await commitTerminal(db, { ...fence, result, traceId: 't-2' }, policy())).toBe('refused')
+    expect(await commitTerminal(db, { ...fence, result }, policy())).toBe('refused')
+  })
+
+  test('process-loss synthesis stores the same kind of fingerprint, trace id included', async ({
+    db,
+  }) => {
+    const attemptId = randomUUID()
+    const [accepted] = await acceptDelegations(db, [
+      {
+        namespaceId: 'default',
+        sessionId: 'lost',
+        name: 'scripted',
+        prompt: 'x',
+        metadata: { traceId: 'trace-lost' },
+        attemptId,
+        newAgentId: randomUUID(),
+      },
+    ])
+    if (accepted?.kind !== 'accepted') throw new Error(String(accepted?.kind))
+    const claim = await claimAttempt(db, { attemptId, ownerId: 'w1', leaseTtlMs: 1 })
+    if (claim.kind !== 'claimed') throw new Error(claim.kind)
+    await eventually(
+      async () =>
+        (await commitProcessLoss(db, [{ attemptId, ownerGeneration: 1 }])).length === 1
+          ? true
+          : undefined,
+      { what: 'the lease to expire' },
+    )
+    expect(await fingerprintOf(db, attemptId)).toBe(
+      processLossProjection(attemptId, 1, 'trace-lost').fingerprint,
+    )
+    expect(await fingerprintOf(db, attemptId)).not.toBe(
+      processLossProjection(attemptId, 1).fingerprint,
+    )
+  })
+})

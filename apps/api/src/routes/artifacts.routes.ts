@@ -98,6 +98,6 @@ export function byteRange(
   if (first === '' && last === '') return undefined
   const start = first === '' ? Math.max(0, length - Number(last)) : Number(first)
   const end = first === '' || last === '' ? length - 1 : Math.min(Number(last), length - 1)
-  if (start > end || start >= length) return undefined
+  if (start > end) return undefined
   return { start, end }
 }

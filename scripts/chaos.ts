@@ -14,6 +14,7 @@
 //   duplicate_execution  attempts with more than one `claimed` transition
 //   context.bad          violations of the agent-history checks (lib/chaos/history.ts)
 //   witness.bad          disagreements between the ledger and the witnessed starts
+//   artifacts.bad        artifacts whose content, binding or namespace usage is wrong
 // The parts live in lib/chaos/: workload, follow-ups, faults, fleet, audit, report, one run object
 // (run.ts) passed to each, and one retry helper (retry.ts). With --json the last stdout line is one
 // JSON object (everything else goes to stderr). Exits non-zero when an invariant fails, when fewer

@@ -22,6 +22,7 @@ import {
 } from './http/errors.ts'
 import { adminRoutes } from './routes/admin.routes.ts'
 import { agentRoutes } from './routes/agents.routes.ts'
+import { artifactRoutes } from './routes/artifacts.routes.ts'
 import { attemptRoutes } from './routes/attempts.routes.ts'
 import { continuationRoutes } from './routes/continuations.routes.ts'
 import { delegationRoutes } from './routes/delegations.routes.ts'
@@ -79,6 +80,7 @@ export async function buildServer(deps: ApiDeps): Promise<BatonServer> {
   await app.register(adminRoutes(deps))
   await app.register(runRoutes(deps))
   await app.register(continuationRoutes(deps))
+  await app.register(artifactRoutes(deps))
   return app
 }
 

@@ -25,6 +25,7 @@ const terminal = (over: Partial<TerminalAttemptView>): TerminalAttemptView => ({
   failureCategory: null,
   terminalAt: '2026-01-01T00:00:01.000Z',
   context: null,
+  artifact: null,
   ...over,
 })
 

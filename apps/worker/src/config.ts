@@ -1,7 +1,9 @@
 import { hostname } from 'node:os'
 import { randomUUID } from 'node:crypto'
 import { z } from 'zod'
+import type { ResultPolicy } from '@baton/store'
 
+const MIB = 1024 * 1024
 const ms = (fallback: number) => z.coerce.number().int().positive().default(fallback)
 
 const configSchema = z
@@ -24,6 +26,24 @@ const configSchema = z
       .min(1024 * 1024)
       .max(2 ** 40)
       .default(256 * 1024 * 1024),
+    INLINE_OUTPUT_BYTES: z.coerce
+      .number()
+      .int()
+      .min(0)
+      .max(1024 * 1024)
+      .default(4096),
+    ARTIFACT_MAX_BYTES: z.coerce
+      .number()
+      .int()
+      .min(0)
+      .max(1024 * 1024 * 1024)
+      .default(64 * MIB),
+    NAMESPACE_ARTIFACT_MAX_BYTES: z.coerce
+      .number()
+      .int()
+      .min(0)
+      .default(1024 * MIB),
+    ARTIFACT_RETENTION_MS: ms(7 * 24 * 60 * 60 * 1000),
     WORKSPACE_DIR: z.string().min(1).default(process.cwd()),
     SUBAGENTS_DIR: z.string().min(1).optional(),
     SCRIPTED_ENABLED: z.enum(['true', 'false']).default('true'),
@@ -64,6 +84,8 @@ export interface WorkerConfig {
   readonly shutdownHardDeadlineMs: number | undefined
   /** Child output (UTF-8 bytes) all attempts of this worker may hold at once. */
   readonly outputMemoryBudgetBytes: number
+  /** The inline bound, artifact limits and retention of terminal results. */
+  readonly results: ResultPolicy
   readonly workspaceDir: string
   /** Markdown subagent specs (absent: the built-in `scripted` subagent only). */
   readonly subagentsDir: string | undefined
@@ -104,6 +126,12 @@ export function loadConfig(env: Readonly<Record<string, string | undefined>>): W
     shutdownDeadlineMs: c.SHUTDOWN_DEADLINE_MS,
     shutdownHardDeadlineMs: c.SHUTDOWN_HARD_DEADLINE_MS,
     outputMemoryBudgetBytes: c.OUTPUT_MEMORY_BUDGET_BYTES,
+    results: Object.freeze({
+      inlineBytes: c.INLINE_OUTPUT_BYTES,
+      artifactMaxBytes: c.ARTIFACT_MAX_BYTES,
+      namespaceMaxBytes: c.NAMESPACE_ARTIFACT_MAX_BYTES,
+      retentionMs: c.ARTIFACT_RETENTION_MS,
+    }),
     workspaceDir: c.WORKSPACE_DIR,
     subagentsDir: c.SUBAGENTS_DIR,
     scriptedEnabled: c.SCRIPTED_ENABLED === 'true',

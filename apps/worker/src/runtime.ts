@@ -100,7 +100,7 @@ export function createWorkerRuntime(
     leaseTtlMs: config.leaseTtlMs,
   })
   const commits = createGroupBatcher<CommitTerminalInput, CommitTerminalOutcome>(
-    (inputs) => commitTerminals(db, inputs),
+    (inputs) => commitTerminals(db, inputs, config.results),
     { ...LEDGER_BATCH, isolate: isolateUnexpected },
   )
   const processor = createAttemptProcessor({

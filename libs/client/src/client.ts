@@ -1,3 +1,4 @@
+import { ErrorCode, resultDigest } from '@baton/contracts'
 import type {
   AgentHistoryView,
   AnyAttemptView,
@@ -11,7 +12,6 @@ import type {
   ContinuationClaim,
   ContinuationSettled,
   ErrorBody,
-  ErrorCode,
   Prompt,
   RunView,
 } from '@baton/contracts'
@@ -144,6 +144,11 @@ export interface BatonClient {
     fence: ClaimFence,
     options?: CallOptions,
   ): Promise<ContinuationSettled>
+  /**
+   * An attempt's complete output (`view.artifact.artifactId`), verified against its digest here
+   * too. `410 ARTIFACT_EXPIRED` once retention deleted it; `ARTIFACT_INTEGRITY` on a mismatch.
+   */
+  readArtifact(artifactId: string, options?: CallOptions): Promise<Artifact>
   /** Administration: these calls need a client made with the admin key as its `apiKey`. */
   readonly admin: BatonAdmin
 }
@@ -159,6 +164,14 @@ export interface BatonAdmin {
   issueKey(namespaceId: string, name: string, options?: CallOptions): Promise<IssuedApiKeyView>
   listKeys(namespaceId: string, options?: CallOptions): Promise<{ keys: ApiKeyView[] }>
   revokeKey(keyId: string, options?: CallOptions): Promise<ApiKeyView>
+}
+
+/** A loaded artifact: its exact bytes and `resultDigest`. */
+export interface Artifact {
+  readonly content: Uint8Array
+  readonly digest: string
+  /** The content as text (it is the UTF-8 of the child's output). */
+  text(): string
 }
 
 export interface CreateClientOptions {
@@ -198,45 +211,61 @@ export function createBatonClient(options: CreateClientOptions): BatonClient {
     body: unknown,
     callOptions: CallOptions = {},
   ): Promise<T> {
+    const response = await send(method, path, body, callOptions)
+    const text = await response.text()
+    // 204: nothing to answer (a deleted session, a claim that found nothing in time).
+    if (response.status === 204) return undefined as T
+    const payload = parseJson(text)
+    if (!response.ok) throw apiError(response.status, payload, text)
+    if (payload === undefined)
+      throw new BatonApiError(response.status, 'INTERNAL', 'answer is not JSON', undefined, text)
+    return payload as T
+  }
+
+  function send(
+    method: 'GET' | 'POST' | 'DELETE',
+    path: string,
+    body: unknown,
+    callOptions: CallOptions,
+  ): Promise<Response> {
     const headers: Record<string, string> = {}
     if (options.apiKey !== undefined) headers.authorization = `Bearer ${options.apiKey}`
     if (body !== undefined) headers['content-type'] = 'application/json'
     if (callOptions.idempotencyKey !== undefined)
       headers['idempotency-key'] = callOptions.idempotencyKey
     const signal = callSignal(callOptions)
-    const response = await doFetch(`${base}${path}`, {
+    return doFetch(`${base}${path}`, {
       method,
       headers,
       ...(body === undefined ? {} : { body: JSON.stringify(body) }),
       ...(signal === undefined ? {} : { signal }),
     })
-    const text = await response.text()
-    // 204: nothing to answer (a deleted session, a claim that found nothing in time).
-    if (response.status === 204) return undefined as T
-    let payload: unknown
-    try {
-      payload = JSON.parse(text)
-    } catch {
-      // A proxy or a dying server may answer with something that is not JSON.
-      payload = undefined
-    }
+  }
+
+  async function readArtifact(
+    artifactId: string,
+    callOptions: CallOptions = {},
+  ): Promise<Artifact> {
+    const response = await send(
+      'GET',
+      `/v1/artifacts/${encodeURIComponent(artifactId)}`,
+      undefined,
+      callOptions,
+    )
     if (!response.ok) {
-      const error = (
-        payload as
-          | { error?: { code?: ErrorCode; message?: string; details?: Record<string, unknown> } }
-          | undefined
-      )?.error
+      const text = await response.text()
+      throw apiError(response.status, parseJson(text), text)
+    }
+    const content = new Uint8Array(await response.arrayBuffer())
+    const digest = response.headers.get('baton-digest') ?? ''
+    if (resultDigest(content) !== digest) {
       throw new BatonApiError(
         response.status,
-        error?.code ?? 'INTERNAL',
-        error?.message ?? `HTTP ${response.status}`,
-        error?.details,
-        text,
+        ErrorCode.ArtifactIntegrity,
+        'the received artifact does not match its digest',
       )
     }
-    if (payload === undefined)
-      throw new BatonApiError(response.status, 'INTERNAL', 'answer is not JSON', undefined, text)
-    return payload as T
+    return { content, digest, text: () => new TextDecoder().decode(content) }
   }
 
   const body = (input: DelegateInput) => ({
@@ -299,5 +328,31 @@ export function createBatonClient(options: CreateClientOptions): BatonClient {
       revokeKey: (keyId, o) =>
         call('POST', `/v1/admin/keys/${encodeURIComponent(keyId)}/revoke`, {}, o),
     },
+    readArtifact,
   }
+}
+
+function parseJson(text: string): unknown {
+  try {
+    return JSON.parse(text)
+  } catch {
+    // A proxy or a dying server may answer with something that is not JSON.
+    return undefined
+  }
+}
+
+/** The typed error of a non-2xx answer. */
+function apiError(status: number, payload: unknown, text: string): BatonApiError {
+  const error = (
+    payload as
+      | { error?: { code?: ErrorCode; message?: string; details?: Record<string, unknown> } }
+      | undefined
+  )?.error
+  return new BatonApiError(
+    status,
+    error?.code ?? 'INTERNAL',
+    error?.message ?? `HTTP ${status}`,
+    error?.details,
+    text,
+  )
 }

@@ -1,6 +1,7 @@
 export { BatonApiError, createBatonClient } from './client.ts'
 export type {
   BatonAdmin,
+  Artifact,
   BatonClient,
   CallOptions,
   CreateClientOptions,

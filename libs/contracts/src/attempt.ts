@@ -40,8 +40,12 @@ export interface TerminalAttemptView extends AttemptView {
   /** The inline preview of the output; `outputTruncated` says whether it is the whole output. */
   readonly output: string
   readonly outputTruncated: boolean
+  /** The size of the complete output in UTF-8 bytes. */
   readonly outputBytes: number
+  /** `resultDigest` of the complete output (see the README for its definition). */
   readonly digest: string
+  /** Where the complete output can be loaded when the preview is not all of it. */
+  readonly artifact: ArtifactView | null
   /** One of the durable {@link FailureCategory} values; null when the attempt completed. */
   readonly failureCategory: FailureCategory | null
   readonly terminalAt: string
@@ -49,6 +53,17 @@ export interface TerminalAttemptView extends AttemptView {
   readonly context: { readonly baseSeq: number; readonly eventCount: number } | null
   /** Present when the delegation named a parent run: how the result is handed back to it. */
   readonly delivery?: DeliveryView
+}
+
+/**
+ * A stored output: `GET /v1/artifacts/:artifactId` serves its content until `expiresAt` (database
+ * clock); afterwards the digest and size remain.
+ */
+export interface ArtifactView {
+  readonly artifactId: string
+  readonly bytes: number
+  readonly digest: string
+  readonly expiresAt: string
 }
 
 export type AnyAttemptView = AttemptView | TerminalAttemptView

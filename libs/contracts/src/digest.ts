@@ -19,8 +19,12 @@ function domainDigest(domain: string, payload: string | Uint8Array): string {
   return `${domain}:sha256:${hash.digest('hex')}`
 }
 
-/** Digest of a result's complete output (UTF-8 bytes), before any truncation. */
-export function resultDigest(output: string): string {
+/**
+ * Digest of a result's complete output, before any truncation: over its UTF-8 bytes (a string is
+ * encoded as UTF-8, lone surrogates as U+FFFD, exactly as the ledger stores it). Definition:
+ * `baton.result.v1:sha256:` + hex SHA-256 of `baton.result.v1`, one 0x00 byte, then the bytes.
+ */
+export function resultDigest(output: string | Uint8Array): string {
   return domainDigest(RESULT_DOMAIN, output)
 }
 
@@ -60,11 +64,27 @@ export interface TerminalProjection {
   readonly outputBytes: number
   readonly outputDigest: string
   readonly failureCategory: string | null
+  /** The delegation's `metadata.traceId`; absent when it has none. */
+  readonly traceId?: string
+  /** Where the complete output lives when it is not inline; absent for an inline result. */
+  readonly artifact?: ArtifactBinding
   /**
    * The context delta the commit appends to its agent's history; absent when it appends none (so
    * fingerprints of commits without a delta are unchanged by this field's existence).
    */
   readonly context?: HistoryDeltaBinding
+}
+
+/**
+ * What a terminal commit binds of its artifact: its id, the output's byte size and digest, and
+ * the initial retention projection (how long after the commit, on the database clock, the content
+ * is kept).
+ */
+export interface ArtifactBinding {
+  readonly artifactId: string
+  readonly bytes: number
+  readonly digest: string
+  readonly retentionMs: number
 }
 
 /** What a terminal commit binds of the history it appends: where it starts, its size, its digest. */

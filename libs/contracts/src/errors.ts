@@ -24,6 +24,11 @@ export const ErrorCode = {
   SessionNotFound: 'SESSION_NOT_FOUND',
   /** The session is behind its deletion fence: it admits nothing new. */
   SessionDeleted: 'SESSION_DELETED',
+  ArtifactNotFound: 'ARTIFACT_NOT_FOUND',
+  /** The artifact's retention ended: its content is deleted, its digest and size are kept. */
+  ArtifactExpired: 'ARTIFACT_EXPIRED',
+  /** The stored content no longer matches its digest; it is never sent. */
+  ArtifactIntegrity: 'ARTIFACT_INTEGRITY',
   PayloadTooLarge: 'PAYLOAD_TOO_LARGE',
   UriTooLong: 'URI_TOO_LONG',
   UnsupportedMediaType: 'UNSUPPORTED_MEDIA_TYPE',

@@ -36,6 +36,11 @@ export const FailureCategory = {
    * (`OUTPUT_MEMORY_BUDGET_BYTES`) at the time: the worker kept none of it.
    */
   OutputBudgetExceeded: 'output_budget_exceeded',
+  /**
+   * The output was above the per-artifact limit, or would have taken its namespace above its
+   * artifact byte limit; nothing of it was stored.
+   */
+  QuotaExceeded: 'quota_exceeded',
 
   // What the child's own run reports (spawn runtime, ACP agents, structured output).
   /** The model refused to answer (content filter or an agent's `refusal`). */

@@ -8,7 +8,7 @@ export {
   resultDigest,
   terminalFingerprint,
 } from './digest.ts'
-export type { HistoryDeltaBinding, TerminalProjection } from './digest.ts'
+export type { ArtifactBinding, HistoryDeltaBinding, TerminalProjection } from './digest.ts'
 export {
   FAILURE_CATEGORIES,
   FailureCategory,
@@ -19,6 +19,7 @@ export { ATTEMPT_STATUSES, STOP_REASONS, isTerminalView, stopReasonSchema } from
 export type {
   AgentHistoryView,
   AnyAttemptView,
+  ArtifactView,
   AttemptStatus,
   HistoryEventView,
   AttemptView,

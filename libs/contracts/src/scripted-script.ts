@@ -1,7 +1,7 @@
 import { z } from 'zod'
 
 /** Largest output a script may ask for: a demo child must not be a way to exhaust a worker. */
-export const SCRIPT_OUTPUT_BYTES_MAX = 16 * 1024 * 1024
+export const SCRIPT_OUTPUT_BYTES_MAX = 32 * 1024 * 1024
 
 /**
  * The `scripted` subagent's script (its prompt, as JSON):

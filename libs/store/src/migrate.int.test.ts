@@ -39,6 +39,7 @@ describe('migrations', () => {
           '0005-failure-categories',
           '0006-namespaces',
           '0007-continuations',
+          '0008-artifacts',
         ])
         expect((await migrateToLatest(db)).applied).toEqual([
           '0001-ledger',
@@ -48,6 +49,7 @@ describe('migrations', () => {
           '0005-failure-categories',
           '0006-namespaces',
           '0007-continuations',
+          '0008-artifacts',
         ])
         const tables = await sql<{ table_name: string }>`
           select table_name from information_schema.tables where table_schema = 'public' order by 1
@@ -62,6 +64,8 @@ describe('migrations', () => {
             'agent_context_events',
             'runs',
             'continuations',
+            'artifacts',
+            'namespace_usage',
           ]),
         )
         expect((await migrateToLatest(db)).applied).toEqual([])
@@ -88,6 +92,7 @@ describe('migrations', () => {
           '0005-failure-categories',
           '0006-namespaces',
           '0007-continuations',
+          '0008-artifacts',
         ])
         const executed = await sql<{
           n: number
@@ -163,6 +168,7 @@ describe('migrations', () => {
         expect((await migrateToLatest(db)).applied).toEqual([
           '0006-namespaces',
           '0007-continuations',
+          '0008-artifacts',
         ])
         const owners = await sql<{ namespace_id: string }>`
           select distinct namespace_id from attempts

@@ -13,6 +13,7 @@ import * as m0004 from './migrations/0004-context.ts'
 import * as m0005 from './migrations/0005-failure-categories.ts'
 import * as m0006 from './migrations/0006-namespaces.ts'
 import * as m0007 from './migrations/0007-continuations.ts'
+import * as m0008 from './migrations/0008-artifacts.ts'
 
 /** Every migration, in order. Numbered and append-only. */
 const MIGRATIONS: Readonly<Record<string, Migration>> = {
@@ -23,6 +24,7 @@ const MIGRATIONS: Readonly<Record<string, Migration>> = {
   '0005-failure-categories': m0005,
   '0006-namespaces': m0006,
   '0007-continuations': m0007,
+  '0008-artifacts': m0008,
 }
 
 const provider: MigrationProvider = {

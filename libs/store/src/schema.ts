@@ -72,6 +72,8 @@ export interface AttemptTable {
   context_digest: string | null
   /** The run that made the delegation; its terminal result is admitted as a continuation. */
   parent_run_id: string | null
+  /** The artifact holding the complete output, when the preview is not all of it. */
+  artifact_id: string | null
 }
 export type AttemptRow = Selectable<AttemptTable>
 
@@ -142,6 +144,26 @@ export interface ContinuationTable {
   delivered_at: Date | null
 }
 export type ContinuationRow = Selectable<ContinuationTable>
+export interface ArtifactTable {
+  id: string
+  namespace_id: string
+  attempt_id: string
+  /** The output's UTF-8 bytes; null once retention deleted them. */
+  content: Buffer | null
+  preview: string
+  /** bigint: pg returns it as a string. */
+  bytes: ColumnType<string, number, never>
+  digest: string
+  created_at: CreatedAt
+  expires_at: Date
+  expired_at: Date | null
+}
+
+export interface NamespaceUsageTable {
+  namespace_id: string
+  /** Bytes of the namespace's artifacts whose content is still stored. */
+  artifact_bytes: ColumnType<string, number, number>
+}
 
 export interface DB {
   namespaces: NamespaceTable
@@ -154,4 +176,6 @@ export interface DB {
   agent_context_events: AgentContextEventTable
   runs: RunTable
   continuations: ContinuationTable
+  artifacts: ArtifactTable
+  namespace_usage: NamespaceUsageTable
 }

@@ -2,7 +2,7 @@ import { randomUUID } from 'node:crypto'
 import { sql } from 'kysely'
 import { acceptDelegations, claimAttempt, commitTerminal, type Db } from '@baton/store'
 import { describe, expect, test } from './fixtures.ts'
-import { auditExecutionWitness, auditLedger } from './ledger-audit.ts'
+import { auditArtifacts, auditExecutionWitness, auditLedger } from './ledger-audit.ts'
 
 async function accept(db: Db, name: string, prompt: string): Promise<string> {
   const attemptId = randomUUID()
@@ -21,10 +21,10 @@ async function accept(db: Db, name: string, prompt: string): Promise<string> {
   return attemptId
 }
 
-async function runToCompletion(db: Db, attemptId: string): Promise<void> {
+async function runToCompletion(db: Db, attemptId: string, output = 'done'): Promise<void> {
   const claim = await claimAttempt(db, { attemptId, ownerId: 'w1', leaseTtlMs: 10_000 })
   if (claim.kind !== 'claimed') throw new Error(claim.kind)
-  const result = { stopReason: 'completed', output: 'done', failureCategory: null }
+  const result = { stopReason: 'completed', output, failureCategory: null }
   const fence = { attemptId, ownerId: 'w1', ownerGeneration: claim.attempt.ownerGeneration }
   expect(await commitTerminal(db, { ...fence, result })).toBe('committed')
 }
@@ -112,5 +112,21 @@ describe('execution witness', () => {
       missing_start: 1,
     })
     expect(audit.bad).toBe(4)
+  })
+
+  test("every artifact's content is checked against its digest, its binding and its namespace's usage", async ({
+    db,
+  }) => {
+    const attemptId = await accept(db, 'audit-artifacts', 'z')
+    await runToCompletion(db, attemptId, 'a large output '.repeat(1000))
+    expect(await auditArtifacts(db)).toMatchObject({ artifacts: 1, verified: 1, bad: 0 })
+    await sql`update artifacts set content = ${Buffer.from('forged')}`.execute(db)
+    expect((await auditArtifacts(db)).violations.get('content_digest')).toBe(1)
+    await sql`update namespace_usage set artifact_bytes = artifact_bytes + 1`.execute(db)
+    await sql`update attempts set output_bytes = 1 where id = ${attemptId}`.execute(db)
+    const audit = await auditArtifacts(db)
+    expect(audit.violations.get('usage')).toBe(1)
+    expect(audit.violations.get('binding')).toBe(1)
+    expect(audit.bad).toBe(3)
   })
 })

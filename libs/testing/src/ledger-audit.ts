@@ -2,7 +2,7 @@
 // the offending attempt ids (not a count), so a test can name them and a report can sample them.
 // Only the ledger is read: `auditExecutionWitness` checks it against a record kept outside it.
 import { sql, type RawBuilder } from 'kysely'
-import type { Db } from '@baton/store'
+import { loadArtifact, type Db } from '@baton/store'
 
 async function ids(db: Db, query: RawBuilder<{ id: string }>): Promise<string[]> {
   return (await query.execute(db)).rows.map((row) => row.id)
@@ -243,4 +243,54 @@ export async function auditContinuations(
     missing: missing.length,
     samples: [...duplicate, ...missing].slice(0, 10),
   }
+}
+
+/** Each artifact check's name, with what a violation of it means. */
+export const ARTIFACT_CHECKS = {
+  content_digest: "an artifact's stored content does not match its digest or size",
+  binding: "an attempt's digest or size differs from its artifact's, or an artifact is unbound",
+  usage: "a namespace's usage differs from the bytes of its artifacts with content",
+} as const
+export type ArtifactCheck = keyof typeof ARTIFACT_CHECKS
+
+export interface ArtifactAudit extends CheckResults<ArtifactCheck> {
+  /** Artifacts in the ledger, expired or not. */
+  readonly artifacts: number
+  /** Artifacts whose content was loaded and verified against its digest. */
+  readonly verified: number
+}
+
+/**
+ * Checks every artifact: its content (while present) is re-read and verified against its digest
+ * by the store's own load; the attempt that binds it carries the same digest and size; and each
+ * namespace's usage equals the bytes of its artifacts whose content is still stored.
+ */
+export async function auditArtifacts(db: Db): Promise<ArtifactAudit> {
+  const { violations, samples, violate, bad } = violationTally(ARTIFACT_CHECKS)
+  const r = await sql<{ id: string; namespace_id: string; content_kept: boolean; bound: boolean }>`
+    select ar.id, ar.namespace_id, ar.content is not null as content_kept,
+           coalesce(a.artifact_id = ar.id and a.output_digest = ar.digest
+                    and a.output_bytes = ar.bytes, false) as bound
+    from artifacts ar left join attempts a on a.id = ar.attempt_id
+  `.execute(db)
+  let verified = 0
+  for (const row of r.rows) {
+    if (!row.bound) violate('binding', `artifact ${row.id}`)
+    if (!row.content_kept) continue
+    const load = await loadArtifact(db, row.namespace_id, row.id)
+    if (load.kind === 'corrupt') violate('content_digest', `artifact ${row.id}`)
+    if (load.kind === 'content') verified += 1
+  }
+  const usage = await sql<{ namespace_id: string; recorded: string; stored: string }>`
+    select coalesce(u.namespace_id, s.namespace_id) as namespace_id,
+           coalesce(u.artifact_bytes, 0) as recorded, coalesce(s.bytes, 0) as stored
+    from namespace_usage u
+    full join (select namespace_id, sum(bytes) as bytes from artifacts
+               where content is not null group by namespace_id) s
+      on s.namespace_id = u.namespace_id
+    where coalesce(u.artifact_bytes, 0) <> coalesce(s.bytes, 0)
+  `.execute(db)
+  for (const row of usage.rows)
+    violate('usage', `${row.namespace_id}: recorded ${row.recorded}, stored ${row.stored}`)
+  return { artifacts: r.rows.length, verified, violations, bad: bad(), samples }
 }

@@ -5,9 +5,11 @@ import { setTimeout as sleep } from 'node:timers/promises'
 import { CompiledQuery, sql } from 'kysely'
 import { isTransientStoreError, type Db } from '@baton/store'
 import {
+  auditArtifacts,
   auditContinuations,
   auditExecutionWitness,
   auditLedger,
+  type ArtifactAudit,
   type ContinuationAudit,
   type LedgerInvariants,
   type WitnessAudit,
@@ -74,6 +76,7 @@ export interface Audit {
   readonly invariants: LedgerInvariants
   readonly witness: WitnessAudit
   readonly context: HistoryAudit
+  readonly artifacts: ArtifactAudit
   readonly terminal: number
   readonly ledgerRows: number
   readonly unknownToClient: number
@@ -141,10 +144,12 @@ export async function audit(run: ChaosRun, db: Db, witnessFile: string): Promise
     (await db.executeQuery(CompiledQuery.raw(text, values ?? []))).rows as never
   const context = await readLedger(() => auditHistory(query, [...run.continuations.values()]))
   const continuations = await readLedger(() => auditContinuations(db))
+  const artifacts = await readLedger(() => auditArtifacts(db))
   return {
     invariants,
     witness,
     context,
+    artifacts,
     terminal: counts?.terminal ?? 0,
     ledgerRows: counts?.ledger_rows ?? 0,
     unknownToClient: (counts?.ledger_rows ?? 0) - (counts?.known ?? 0),

@@ -1,6 +1,6 @@
 // The verdict of `npm run chaos`: the JSON summary line, the failures that make it exit non-zero,
 // and the tables for people.
-import { WITNESS_CHECKS } from '@baton/testing/ledger-audit'
+import { ARTIFACT_CHECKS, WITNESS_CHECKS } from '@baton/testing/ledger-audit'
 import type { Audit } from './audit.ts'
 import { HISTORY_CHECKS, REMEMBERER } from './history.ts'
 import type { Crash } from './fleet.ts'
@@ -23,6 +23,11 @@ export interface Summary {
     readonly duplicate: number
     readonly missing: number
   }
+  readonly artifacts: {
+    readonly artifacts: number
+    readonly verified: number
+    readonly bad: number
+  }
 }
 
 export function summarize(run: ChaosRun, a: Audit): Summary {
@@ -43,6 +48,11 @@ export function summarize(run: ChaosRun, a: Audit): Summary {
       duplicate: a.continuations.duplicate,
       missing: a.continuations.missing,
     },
+    artifacts: {
+      artifacts: a.artifacts.artifacts,
+      verified: a.artifacts.verified,
+      bad: a.artifacts.bad,
+    },
   }
 }
 
@@ -59,6 +69,8 @@ export function failuresOf(run: ChaosRun, summary: Summary, crashes: readonly Cr
   for (const key of ['duplicate', 'missing'] as const)
     if (summary.continuations[key] !== 0)
       failures.push(`continuations ${key} = ${summary.continuations[key]}`)
+  if (summary.artifacts.bad !== 0) failures.push(`artifacts bad = ${summary.artifacts.bad}`)
+  if (summary.artifacts.verified === 0) failures.push('no artifact was verified')
   const continued = [...run.submitted.values()].filter((s) => s.kind === 'continued').length
   if (run.continuations.size < continued)
     failures.push(`only ${run.continuations.size} of ${continued} continuations accepted`)
@@ -93,6 +105,7 @@ export function printTables(run: ChaosRun, summary: Summary, a: Audit, crashes: 
     ['stuck', summary.stuck],
     ['context bad', a.context.bad],
     ['witness bad', a.witness.bad],
+    ['artifacts bad', a.artifacts.bad],
     ['continuations duplicate', a.continuations.duplicate],
     ['continuations missing', a.continuations.missing],
   ])
@@ -126,6 +139,11 @@ export function printTables(run: ChaosRun, summary: Summary, a: Audit, crashes: 
     ['witnessed attempts', a.witness.attempts],
     ['witnessed starts', a.witness.starts],
     ...[...a.witness.violations].map(([check, n]) => [check, n] as const),
+  ])
+  table(run, 'artifacts (outputs above the inline bound)', [
+    ['artifacts', a.artifacts.artifacts],
+    ['content verified against its digest', a.artifacts.verified],
+    ...[...a.artifacts.violations].map(([check, n]) => [check, n] as const),
   ])
   table(run, 'ledger and client', [
     ['process crashes (restarted)', crashes.length],
@@ -168,6 +186,12 @@ export function printDetails(run: ChaosRun, a: Audit, crashes: readonly Crash[])
       if (n > 0) run.log(`  ${n}× ${check}: ${WITNESS_CHECKS[check]}`)
     run.log('offending witnessed attempts (first 10):')
     for (const line of a.witness.samples) run.log(`  ${line}`)
+  }
+  if (a.artifacts.bad > 0) {
+    run.log('broken artifact checks:')
+    for (const [check, n] of a.artifacts.violations)
+      if (n > 0) run.log(`  ${n}× ${check}: ${ARTIFACT_CHECKS[check]}`)
+    for (const line of a.artifacts.samples) run.log(`  ${line}`)
   }
   if (a.invariants.samples.length > 0) {
     run.log('offending attempts (first 10):')

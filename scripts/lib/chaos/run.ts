@@ -17,7 +17,8 @@ export interface ChaosOptions {
   readonly quiesceTimeoutMs: number
 }
 
-export type Kind = 'instant' | 'slow' | 'failing' | 'hang' | 'steered' | 'continued' | 'witnessed'
+export type Kind =
+  'instant' | 'large' | 'slow' | 'failing' | 'hang' | 'steered' | 'continued' | 'witnessed'
 
 /** A delegation the client got a 202 for. */
 export interface Submitted {

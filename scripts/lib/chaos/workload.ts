@@ -17,7 +17,8 @@ import {
 import { WITNESSED, witnessAnswer, witnessToken } from './witness.ts'
 
 const MIX: readonly (readonly [Kind, number])[] = [
-  ['instant', 40],
+  ['instant', 35],
+  ['large', 5],
   ['slow', 15],
   ['failing', 10],
   ['hang', 15],
@@ -43,6 +44,13 @@ function delegationFor(kind: Kind, i: number): { name: string; prompt: string; e
       return { name: WITNESSED, prompt: witnessToken(i), expect: witnessAnswer(witnessToken(i)) }
     case 'instant':
       return { name: 'scripted', prompt: JSON.stringify({ output: `ok-${i}` }), expect: `ok-${i}` }
+    case 'large':
+      // 1–64 KiB: some inline, most above the 4 KiB inline bound (an artifact). The audit
+      // checks every artifact's content against its digest; the preview is not the output.
+      return {
+        name: 'scripted',
+        prompt: JSON.stringify({ output: `large-${i} 😀 `, outputBytes: rand(1024, 65_536) }),
+      }
     case 'slow':
       return {
         name: 'scripted',

@@ -35,7 +35,7 @@ export function continuationRoutes(deps: ApiDeps): FastifyPluginAsyncZod {
           sessionId: request.params.sessionId,
           timeoutMs: request.body.timeoutMs,
           leaseMs: request.body.leaseMs,
-          signal: abortOnClose(request.raw),
+          signal: abortOnClose(reply.raw),
         })
         if (outcome.kind === 'none') return reply.status(204).send()
         return reply.status(200).send(outcome.claim)

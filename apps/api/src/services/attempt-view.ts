@@ -33,6 +33,10 @@ export function toAttemptView(record: AttemptRecord): AnyAttemptView {
     terminalAt: (record.terminalAt ?? record.createdAt).toISOString(),
     context: record.context,
     ...(record.delivery === null ? {} : { delivery: toDeliveryView(record.delivery) }),
+    artifact:
+      record.artifact === null
+        ? null
+        : { ...record.artifact, expiresAt: record.artifact.expiresAt.toISOString() },
   }
 }
 

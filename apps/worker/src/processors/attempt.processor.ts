@@ -137,6 +137,7 @@ async function claimAndRun(
       deps,
       execution,
       withAbortCategory(result, execution.signal),
+      traceIdOf(claim.attempt),
       log,
     )
     // Terminal now: stop heartbeating it at once, so no renewal reports the finished lease lost.
@@ -148,6 +149,12 @@ async function claimAndRun(
     deps.leaseKeeper.release(attemptId)
     outputHold.release()
   }
+}
+
+/** The delegation's `metadata.traceId`, which the terminal fingerprint binds. */
+function traceIdOf(attempt: ClaimedAttempt): string | undefined {
+  const metadata = attempt.metadata as { readonly traceId?: unknown } | null
+  return typeof metadata?.traceId === 'string' ? metadata.traceId : undefined
 }
 
 const LOST: unique symbol = Symbol('lease lost')
@@ -231,6 +238,7 @@ async function commitWithRetry(
   deps: AttemptProcessorDeps,
   execution: OwnedExecution,
   terminal: TerminalResultInput,
+  traceId: string | undefined,
   log: Logger,
 ): Promise<CommitTerminalOutcome | 'abandoned'> {
   let result = terminal
@@ -242,6 +250,7 @@ async function commitWithRetry(
         ownerId: deps.ownerId,
         ownerGeneration: execution.ownerGeneration,
         result,
+        traceId,
       }),
     )
     switch (outcome) {

@@ -7,6 +7,7 @@ import {
 } from '@baton/queue'
 import {
   commitProcessLoss,
+  expireArtifacts,
   findExpiredRunning,
   findStaleAccepted,
   reconcileDeliveries,
@@ -19,6 +20,8 @@ export interface ReconcileReport {
   readonly requeued: number
   /** Continuation deliveries acknowledged, released, admitted or suppressed by this pass. */
   readonly deliveries: number
+  /** Artifacts whose retention ended and whose content this pass deleted. */
+  readonly expired: number
 }
 
 export interface Reconciler {
@@ -29,6 +32,8 @@ export interface Reconciler {
 }
 
 const BATCH = 500
+/** Artifacts expired per pass: their content is large, so fewer per transaction. */
+const EXPIRY_BATCH = 100
 
 /** Reconciliation answers that changed nothing (another reconciler may have decided instead). */
 const UNMOVED: ReadonlySet<DeliveryAction> = new Set(['retained', 'busy', 'settled', 'missing'])
@@ -40,6 +45,8 @@ const UNMOVED: ReadonlySet<DeliveryAction> = new Set(['retained', 'busy', 'settl
  * - continuation deliveries with something due are retained, acknowledged, released, admitted or
  *   suppressed (`reconcileDeliveries`); one that became claimable rings its attempt's bell, which
  *   wakes the API's bounded claims.
+ * - one batch of artifacts past their retention deadline has its content deleted (see
+ *   `expireArtifacts`: runners in many workers take disjoint batches).
  */
 export function createReconciler(deps: {
   db: Db
@@ -65,8 +72,10 @@ export function createReconciler(deps: {
     })
     const requeued = stale.length === 0 ? 0 : await ensureAttemptsEnqueued(deps.queue, stale)
     if (requeued > 0) deps.logger.warn({ requeued }, 'accepted attempts had no job; re-enqueued')
+    const expiry = await expireArtifacts(deps.db, { limit: EXPIRY_BATCH })
+    if (expiry.expired > 0) deps.logger.info(expiry, 'artifact retention ended; content deleted')
     const deliveries = await reconcileContinuations()
-    return { processLost: lost.length, requeued, deliveries }
+    return { processLost: lost.length, requeued, deliveries, expired: expiry.expired }
   }
 
   async function reconcileContinuations(): Promise<number> {

@@ -3,6 +3,7 @@ import type { AgentHistoryView } from '@baton/contracts'
 import type { Db } from '../db.ts'
 import type { ReadScope } from './get-attempt.ts'
 import { TRANSIENT_READ_RETRY, retryTransient } from '../pg-errors.ts'
+import { fromStoredJson } from './stored-json.ts'
 
 /**
  * Reads an agent's durable history, in `seq` order, or `undefined` for an unknown agent (or one of another namespace than `scope`'s). Only
@@ -34,7 +35,11 @@ export async function getAgentHistory(
       agentId: agent.id,
       sessionId: agent.session_id,
       name: agent.name,
-      events: events.map((e) => ({ seq: e.seq, attemptId: e.attempt_id, event: e.event })),
+      events: events.map((e) => ({
+        seq: e.seq,
+        attemptId: e.attempt_id,
+        event: fromStoredJson(e.event),
+      })),
     }
   }, TRANSIENT_READ_RETRY)
 }

@@ -1,10 +1,15 @@
 import { sql } from 'kysely'
 import type { Db } from '../db.ts'
+import { reserveArtifactBytes } from '../artifacts/reserve-artifact-bytes.ts'
+import { DEFAULT_RESULT_POLICY, type ResultPolicy } from '../artifacts/result-policy.ts'
 import { historyLength } from './agent-history.ts'
+import { toStoredJson } from './stored-json.ts'
 import {
   SET_TERMINAL_FROM_INPUT,
   buildTerminalProjection,
+  quotaExceededResult,
   terminalInput,
+  type BuiltTerminal,
   type TerminalResultInput,
 } from './terminal-record.ts'
 
@@ -13,6 +18,8 @@ export interface CommitTerminalInput {
   readonly ownerId: string
   readonly ownerGeneration: number
   readonly result: TerminalResultInput
+  /** The delegation's `metadata.traceId`, bound into the fingerprint. */
+  readonly traceId?: string | undefined
 }
 
 export type CommitTerminalOutcome =
@@ -39,44 +46,209 @@ interface AttemptState {
   readonly owner_generation: number
   readonly lease_live: boolean
   readonly context_length: number
+  readonly namespace_id: string
+}
+
+interface Candidate extends BuiltTerminal {
+  readonly input: CommitTerminalInput
+  /**
+   * Fingerprints an already-terminal attempt may carry for this commit to be its exact retry: the
+   * result's own, and for an artifact the `quota_exceeded` terminal the first try may have become.
+   */
+  readonly replayFingerprints: readonly string[]
 }
 
 /**
- * Fenced terminal commits, many per statement.
- * Inputs per attempt: id, owner id and generation (the fence), the result and its optional
- * context delta. Each applies only while the attempt is `running`, owned by (owner, generation),
- * its lease is live at the database's `now()`, and its delta (if any) starts exactly at its agent's
- * current history length; it stores the projection and its fingerprint, appends the audit row and
- * appends the delta's events in the same statement — so a child's history is visible only once its
- * terminal commit succeeded. Commits that did not apply are classified on a fresh snapshot.
+ * Fenced terminal commits, many per call.
+ * Inputs per attempt: id, owner id and generation (the fence), the result, its optional context
+ * delta and trace id. Each applies only while the attempt is `running`, owned by (owner,
+ * generation), its lease is live at the database's `now()`, and its delta (if any) starts exactly
+ * at its agent's current history length; it stores the projection and its fingerprint, appends
+ * the audit row and appends the delta's events in the same statement — so a child's history is
+ * visible only once its terminal commit succeeded. Inline results of all inputs share one
+ * statement; a result that needs an artifact commits in a transaction of its own (see
+ * `commitWithArtifact`), so a small output costs nothing more. Commits that did not apply are
+ * classified on a fresh snapshot.
  * Outcomes: committed | replayed | refused | lease_lost | stale_fence | history_conflict | missing.
- * Retry safety: an exact retry (same fingerprint, which binds the delta) after a lost response is
- * `replayed` and appends nothing.
+ * Retry safety: an exact retry (same fingerprint, which binds the delta and the artifact) after a
+ * lost response is `replayed`, appends nothing and counts no usage.
  */
 export async function commitTerminals(
   db: Db,
   inputs: readonly CommitTerminalInput[],
+  policy: ResultPolicy = DEFAULT_RESULT_POLICY,
 ): Promise<CommitTerminalOutcome[]> {
   if (inputs.length === 0) return []
-  const rows = inputs.map((input) => ({
-    input,
-    ...buildTerminalProjection(input.attemptId, input.ownerGeneration, input.result),
-  }))
+  const rows = inputs.map((input) => candidate(input, policy))
+  const inline = rows.filter((r) => r.content === undefined)
+  const [inlineOutcomes, artifactOutcomes] = await Promise.all([
+    commitInline(db, inline),
+    Promise.all(
+      rows.filter((r) => r.content !== undefined).map((r) => commitWithArtifact(db, r, policy)),
+    ),
+  ])
+  return rows.map((r) => {
+    const outcome = (r.content === undefined ? inlineOutcomes : artifactOutcomes).shift()
+    if (outcome === undefined) throw new Error('commitTerminals lost an outcome')
+    return outcome
+  })
+}
+
+/** Fenced terminal commit of one attempt: `commitTerminals` with a single input. */
+export async function commitTerminal(
+  db: Db,
+  input: CommitTerminalInput,
+  policy: ResultPolicy = DEFAULT_RESULT_POLICY,
+): Promise<CommitTerminalOutcome> {
+  const [outcome] = await commitTerminals(db, [input], policy)
+  if (outcome === undefined) throw new Error('commitTerminals returned no outcome')
+  return outcome
+}
+
+function candidate(input: CommitTerminalInput, policy: ResultPolicy): Candidate {
+  const options = {
+    inlineBytes: policy.inlineBytes,
+    retentionMs: policy.retentionMs,
+    traceId: input.traceId,
+  }
+  const built = buildTerminalProjection(
+    input.attemptId,
+    input.ownerGeneration,
+    input.result,
+    options,
+  )
+  const fallback =
+    built.content === undefined
+      ? []
+      : [
+          buildTerminalProjection(
+            input.attemptId,
+            input.ownerGeneration,
+            quotaExceededResult(),
+            options,
+          ).fingerprint,
+        ]
+  return { ...built, input, replayFingerprints: [built.fingerprint, ...fallback] }
+}
+
+/** Inline results: one statement for all, then one read to classify those that did not apply. */
+async function commitInline(db: Db, rows: readonly Candidate[]): Promise<CommitTerminalOutcome[]> {
+  if (rows.length === 0) return []
   // Only the first input naming an attempt is applied; any repeat is classified afterwards.
   const firstIndex = new Map<string, number>()
   rows.forEach((r, i) => {
     if (!firstIndex.has(r.input.attemptId)) firstIndex.set(r.input.attemptId, i)
   })
-  const candidates = rows.filter((r, i) => firstIndex.get(r.input.attemptId) === i)
-  const delta = candidates.flatMap(({ input }) =>
-    (input.result.history?.events ?? []).map((event, offset) => ({
+  const appliedIds = await applyTerminals(
+    db,
+    rows.filter((r, i) => firstIndex.get(r.input.attemptId) === i),
+  )
+  const committed = (i: number, attemptId: string): boolean =>
+    appliedIds.has(attemptId) && firstIndex.get(attemptId) === i
+  const toClassify = rows.filter((r, i) => !committed(i, r.input.attemptId))
+  const states = new Map<string, AttemptState>()
+  if (toClassify.length > 0) {
+    const current = await sql<AttemptState & { id: string }>`
+      select ${STATE_COLUMNS}
+      from attempts a where a.id = any(${toClassify.map((r) => r.input.attemptId)}::uuid[])
+    `.execute(db)
+    for (const row of current.rows) states.set(row.id, row)
+  }
+  return rows.map((row, i): CommitTerminalOutcome => {
+    if (committed(i, row.input.attemptId)) return 'committed'
+    // Owned and live but not applied: it lost the row to a concurrent statement; the lease is the
+    // safe answer (a retry re-classifies).
+    return classify(states.get(row.input.attemptId), row) ?? 'lease_lost'
+  })
+}
+
+/**
+ * A result that needs an artifact, in one transaction: lock the attempt row and check the fence
+ * (an exact retry is recognised here, before any usage is counted); then check the per-artifact
+ * limit and reserve the bytes in the namespace's usage (see `reserveArtifactBytes`); then store
+ * the artifact and the terminal projection that binds it. Over quota, the attempt ends `error` /
+ * `quota_exceeded` and nothing of the output is stored. Retry safety: the row lock makes a
+ * concurrent retry wait and then classify as `replayed`.
+ */
+async function commitWithArtifact(
+  db: Db,
+  row: Candidate,
+  policy: ResultPolicy,
+): Promise<CommitTerminalOutcome> {
+  const { input, content, projection } = row
+  const artifact = projection.artifact
+  if (content === undefined || artifact === undefined) {
+    throw new Error('commitWithArtifact needs a result with an artifact')
+  }
+  return db.transaction().execute(async (trx) => {
+    const locked = await sql<AttemptState>`
+      select ${STATE_COLUMNS} from attempts a where a.id = ${input.attemptId} for update
+    `.execute(trx)
+    const state = locked.rows[0]
+    const refusal = classify(state, row)
+    if (refusal !== undefined || state === undefined) return refusal ?? 'missing'
+    const admitted =
+      content.length <= policy.artifactMaxBytes &&
+      (await reserveArtifactBytes(trx, state.namespace_id, content.length, policy))
+    if (admitted) {
+      await sql`
+        insert into artifacts (id, namespace_id, attempt_id, content, preview, bytes, digest, expires_at)
+        values (${artifact.artifactId}, ${state.namespace_id}, ${input.attemptId},
+                ${content}, ${projection.outputPreview}, ${content.length}, ${projection.outputDigest},
+                now() + ${artifact.retentionMs} * interval '1 millisecond')
+      `.execute(trx)
+    }
+    const chosen = admitted ? row : candidate({ ...input, result: quotaExceededResult() }, policy)
+    const applied = await applyTerminals(trx, [chosen])
+    if (!applied.has(input.attemptId)) {
+      throw new Error('a terminal commit did not apply under its own row lock')
+    }
+    return 'committed'
+  })
+}
+
+const STATE_COLUMNS = sql`
+  a.id, a.status, a.fingerprint, a.owner_id, a.owner_generation, a.namespace_id,
+  coalesce(a.lease_expires_at > now(), false) as lease_live,
+  ${historyLength(sql.ref('a.agent_id'))} as context_length
+`
+
+/**
+ * Why a commit cannot apply to an attempt in `state`, or `undefined` when it can: the one
+ * classification of a fenced terminal commit, shared by both paths.
+ */
+function classify(
+  state: AttemptState | undefined,
+  row: Candidate,
+): Exclude<CommitTerminalOutcome, 'committed'> | undefined {
+  if (state === undefined) return 'missing'
+  if (state.status === 'terminal') {
+    return state.fingerprint !== null && row.replayFingerprints.includes(state.fingerprint)
+      ? 'replayed'
+      : 'refused'
+  }
+  if (state.owner_id !== row.input.ownerId || state.owner_generation !== row.input.ownerGeneration)
+    return 'stale_fence'
+  if (!state.lease_live) return 'lease_lost'
+  const context = row.projection.context
+  if (context !== undefined && context.baseSeq !== state.context_length) return 'history_conflict'
+  return undefined
+}
+
+/**
+ * The fenced terminal statement: applies each row whose fence holds and whose delta extends its
+ * agent's history, with its audit row and history events. Answers the ids it applied.
+ */
+async function applyTerminals(db: Db, rows: readonly Candidate[]): Promise<ReadonlySet<string>> {
+  const delta = rows.flatMap(({ input, events }) =>
+    events.map((event, offset) => ({
       attemptId: input.attemptId,
       seq: (input.result.history?.baseSeq ?? 0) + offset,
-      event: JSON.stringify(event),
+      event: JSON.stringify(toStoredJson(event)),
     })),
   )
   const applied = await sql<{ id: string }>`
-    with i as (${terminalInput(candidates.map((r) => ({ ...r, ownerId: r.input.ownerId })))}),
+    with i as (${terminalInput(rows.map((r) => ({ ...r, ownerId: r.input.ownerId })))}),
     c as (
       update attempts a
       set ${SET_TERMINAL_FROM_INPUT}
@@ -103,43 +275,5 @@ export async function commitTerminals(
     )
     select id from c
   `.execute(db)
-  const appliedIds = new Set(applied.rows.map((r) => r.id))
-  const committed = (i: number, attemptId: string): boolean =>
-    appliedIds.has(attemptId) && firstIndex.get(attemptId) === i
-  const toClassify = rows.filter((r, i) => !committed(i, r.input.attemptId))
-  const states = new Map<string, AttemptState>()
-  if (toClassify.length > 0) {
-    const current = await sql<AttemptState & { id: string }>`
-      select a.id, a.status, a.fingerprint, a.owner_id, a.owner_generation,
-             coalesce(a.lease_expires_at > now(), false) as lease_live,
-             ${historyLength(sql.ref('a.agent_id'))} as context_length
-      from attempts a where a.id = any(${toClassify.map((r) => r.input.attemptId)}::uuid[])
-    `.execute(db)
-    for (const row of current.rows) states.set(row.id, row)
-  }
-  return rows.map(({ input, fingerprint, projection }, i): CommitTerminalOutcome => {
-    if (committed(i, input.attemptId)) return 'committed'
-    const state = states.get(input.attemptId)
-    if (state === undefined) return 'missing'
-    if (state.status === 'terminal')
-      return state.fingerprint === fingerprint ? 'replayed' : 'refused'
-    if (state.owner_id !== input.ownerId || state.owner_generation !== input.ownerGeneration)
-      return 'stale_fence'
-    if (!state.lease_live) return 'lease_lost'
-    if (projection.context !== undefined && projection.context.baseSeq !== state.context_length)
-      return 'history_conflict'
-    // Owned and live but not applied: it lost the row to a concurrent statement; the lease is the
-    // safe answer (a retry re-classifies).
-    return 'lease_lost'
-  })
-}
-
-/** Fenced terminal commit of one attempt: `commitTerminals` with a single input. */
-export async function commitTerminal(
-  db: Db,
-  input: CommitTerminalInput,
-): Promise<CommitTerminalOutcome> {
-  const [outcome] = await commitTerminals(db, [input])
-  if (outcome === undefined) throw new Error('commitTerminals returned no outcome')
-  return outcome
+  return new Set(applied.rows.map((r) => r.id))
 }

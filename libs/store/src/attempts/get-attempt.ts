@@ -28,6 +28,13 @@ export interface AttemptRecord {
   readonly steering: SteeringProgress
   /** The delivery of a result to its parent run; null without a parent run or before terminal. */
   readonly delivery: AttemptDelivery | null
+  /** The artifact holding the complete output when the preview is not all of it. */
+  readonly artifact: {
+    readonly artifactId: string
+    readonly bytes: number
+    readonly digest: string
+    readonly expiresAt: Date
+  } | null
 }
 
 export interface AttemptDelivery {
@@ -75,6 +82,7 @@ export async function getAttempt(
       db
         .selectFrom('attempts as a')
         .leftJoin('continuations as c', 'c.attempt_id', 'a.id')
+        .leftJoin('artifacts as art', 'art.id', 'a.artifact_id')
         .selectAll('a')
         .select(STEERING_DELIVERED.as('steering_delivered'))
         .select([
@@ -83,6 +91,9 @@ export async function getAttempt(
           'c.consumer_run_id as delivery_consumer',
           'c.suppression_reason as delivery_suppression',
           'c.suppression_run_id as delivery_suppression_run',
+          'art.bytes as artifact_bytes',
+          'art.digest as artifact_digest',
+          'art.expires_at as artifact_expires_at',
         ])
         .where('a.id', '=', attemptId)
         .$if(scope.namespaceId !== undefined, (q) =>
@@ -94,8 +105,14 @@ export async function getAttempt(
   return row === undefined ? undefined : toAttemptRecord(row)
 }
 
+interface ArtifactColumns {
+  readonly artifact_bytes: string | null
+  readonly artifact_digest: string | null
+  readonly artifact_expires_at: Date | null
+}
+
 function toAttemptRecord(
-  row: AttemptRow & DeliveryColumns & { readonly steering_delivered: number },
+  row: AttemptRow & DeliveryColumns & ArtifactColumns & { readonly steering_delivered: number },
 ): AttemptRecord {
   return {
     id: row.id,
@@ -127,6 +144,18 @@ function toAttemptRecord(
             consumerRunId: row.delivery_consumer,
             suppressionReason: row.delivery_suppression,
             suppressionRunId: row.delivery_suppression_run,
+          },
+    artifact:
+      row.artifact_id === null ||
+      row.artifact_bytes === null ||
+      row.artifact_digest === null ||
+      row.artifact_expires_at === null
+        ? null
+        : {
+            artifactId: row.artifact_id,
+            bytes: Number(row.artifact_bytes),
+            digest: row.artifact_digest,
+            expiresAt: row.artifact_expires_at,
           },
   }
 }

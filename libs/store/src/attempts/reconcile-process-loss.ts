@@ -23,7 +23,7 @@ export async function findExpiredRunning(
  * Process-loss terminal commit, batched. Inputs: (attempt id, owner generation) pairs observed
  * expired. Applies only while each attempt is still `running` at that generation with an expired
  * lease, so a renewal that won the race, or another reconciler that got there first, makes it a
- * no-op. The projection and fingerprint follow the same rules as a normal commit, so a late
+ * no-op. The projection and fingerprint (trace id included) follow the same rules as a normal commit, so a late
  * result from the old owner is refused (`stale_fence`/`refused`), never merged.
  * Outcome: the attempt ids this call made terminal. Retry safety: a repeat applies to nothing.
  */
@@ -32,8 +32,14 @@ export async function commitProcessLoss(
   expired: readonly { readonly attemptId: string; readonly ownerGeneration: number }[],
 ): Promise<string[]> {
   if (expired.length === 0) return []
+  // The fingerprint binds each attempt's trace id, as a worker's commit does.
+  const traced = await sql<{ id: string; trace_id: string | null }>`
+    select id, metadata->>'traceId' as trace_id from attempts
+    where id = any(${expired.map((e) => e.attemptId)}::uuid[])
+  `.execute(db)
+  const traceIds = new Map(traced.rows.map((r) => [r.id, r.trace_id ?? undefined]))
   const rows = expired.map((e) => ({
-    ...processLossProjection(e.attemptId, e.ownerGeneration),
+    ...processLossProjection(e.attemptId, e.ownerGeneration, traceIds.get(e.attemptId)),
     ownerId: null,
   }))
   const result = await sql<{ id: string }>`

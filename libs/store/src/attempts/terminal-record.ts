@@ -1,3 +1,4 @@
+import { createHash } from 'node:crypto'
 import { sql, type RawBuilder } from 'kysely'
 import {
   FailureCategory,
@@ -6,9 +7,9 @@ import {
   terminalFingerprint,
   type TerminalProjection,
 } from '@baton/contracts'
-
-/** The inline preview bound, in UTF-16 code units of the output string. */
-export const INLINE_PREVIEW_CHARS = 4096
+import { DEFAULT_RESULT_POLICY } from '../artifacts/result-policy.ts'
+import { inlinePreview, needsArtifact, storedOutput } from './result-text.ts'
+import { wellFormedJson } from './stored-json.ts'
 
 export interface TerminalResultInput {
   readonly stopReason: string
@@ -27,47 +28,106 @@ export interface HistoryDelta {
   readonly events: readonly unknown[]
 }
 
+/** What shapes a projection besides the result: the bounds in force and the delegation's trace. */
+export interface ProjectionOptions {
+  readonly inlineBytes?: number
+  readonly retentionMs?: number
+  readonly traceId?: string | undefined
+}
+
+export interface BuiltTerminal {
+  readonly projection: TerminalProjection
+  readonly fingerprint: string
+  /** The complete output's UTF-8 bytes when an artifact must hold them (see `needsArtifact`). */
+  readonly content: Buffer | undefined
+  /** The history events as digested: well-formed, ready for `toStoredJson`. */
+  readonly events: readonly unknown[]
+}
+
 /**
  * Derives the immutable terminal projection (bounded preview, full-output byte size and digest,
- * safe failure category) and its fingerprint. Used by every path that makes an attempt terminal,
- * so a worker's commit, a cancel and a process-loss synthesis follow the same rules.
+ * artifact binding, safe failure category, trace id) and its fingerprint. Used by every path that
+ * makes an attempt terminal, so a worker's commit, a cancel and a process-loss synthesis follow
+ * the same rules.
  */
 export function buildTerminalProjection(
   attemptId: string,
   ownerGeneration: number,
   result: TerminalResultInput,
-): { projection: TerminalProjection; fingerprint: string } {
-  const truncated = result.output.length > INLINE_PREVIEW_CHARS
+  options: ProjectionOptions = {},
+): BuiltTerminal {
+  const inlineBytes = options.inlineBytes ?? DEFAULT_RESULT_POLICY.inlineBytes
+  const output = storedOutput(result.output)
+  const outputBytes = Buffer.byteLength(output, 'utf8')
+  const content = needsArtifact(output, outputBytes, inlineBytes)
+    ? Buffer.from(output, 'utf8')
+    : undefined
+  const outputDigest = resultDigest(content ?? output)
+  const events = (result.history?.events ?? []).map(wellFormedJson)
   const projection: TerminalProjection = {
     attemptId,
     ownerGeneration,
     stopReason: result.stopReason,
-    outputPreview: truncated ? result.output.slice(0, INLINE_PREVIEW_CHARS) : result.output,
-    outputTruncated: truncated,
-    outputBytes: Buffer.byteLength(result.output, 'utf8'),
-    outputDigest: resultDigest(result.output),
+    outputPreview: content === undefined ? output : inlinePreview(output, inlineBytes),
+    outputTruncated: content !== undefined,
+    outputBytes,
+    outputDigest,
     failureCategory: result.failureCategory,
-    ...(result.history === undefined || result.history.events.length === 0
+    ...(options.traceId === undefined ? {} : { traceId: options.traceId }),
+    ...(content === undefined
+      ? {}
+      : {
+          artifact: {
+            artifactId: artifactIdFor(attemptId),
+            bytes: outputBytes,
+            digest: outputDigest,
+            retentionMs: options.retentionMs ?? DEFAULT_RESULT_POLICY.retentionMs,
+          },
+        }),
+    ...(result.history === undefined || events.length === 0
       ? {}
       : {
           // `context` is the fingerprint's field name since migration 0004: renaming it would
           // change every stored fingerprint and turn exact replays into refusals.
           context: {
             baseSeq: result.history.baseSeq,
-            eventCount: result.history.events.length,
-            digest: historyDigest(result.history.events),
+            eventCount: events.length,
+            digest: historyDigest(events),
           },
         }),
   }
-  return { projection, fingerprint: terminalFingerprint(projection) }
+  return { projection, fingerprint: terminalFingerprint(projection), content, events }
 }
 
-export function processLossProjection(attemptId: string, ownerGeneration: number) {
-  return buildTerminalProjection(attemptId, ownerGeneration, {
-    stopReason: 'error',
-    output: '',
-    failureCategory: FailureCategory.ProcessLost,
-  })
+/**
+ * The artifact id of an attempt's output: derived from the attempt id, so a retried commit binds
+ * the same id (and so has the same fingerprint) without having seen the first one's answer.
+ */
+export function artifactIdFor(attemptId: string): string {
+  const hash = createHash('sha256').update(`baton.artifact.v1\0${attemptId}`).digest()
+  // Shaped as an RFC 9562 version 8 (custom) UUID: version and variant bits set.
+  hash[6] = ((hash[6] ?? 0) & 0x0f) | 0x80
+  hash[8] = ((hash[8] ?? 0) & 0x3f) | 0x80
+  const hex = hash.subarray(0, 16).toString('hex')
+  return `${hex.slice(0, 8)}-${hex.slice(8, 12)}-${hex.slice(12, 16)}-${hex.slice(16, 20)}-${hex.slice(20)}`
+}
+
+/** The result a commit over quota records instead: nothing of the output or its history is kept. */
+export function quotaExceededResult(): TerminalResultInput {
+  return { stopReason: 'error', output: '', failureCategory: FailureCategory.QuotaExceeded }
+}
+
+export function processLossProjection(
+  attemptId: string,
+  ownerGeneration: number,
+  traceId?: string,
+) {
+  return buildTerminalProjection(
+    attemptId,
+    ownerGeneration,
+    { stopReason: 'error', output: '', failureCategory: FailureCategory.ProcessLost },
+    { traceId },
+  )
 }
 
 export interface TerminalRow {
@@ -98,10 +158,11 @@ export function terminalInput(rows: readonly TerminalRow[]): RawBuilder<unknown>
       ${rows.map((r) => r.fingerprint)}::text[],
       ${rows.map((r) => r.projection.context?.baseSeq ?? null)}::int[],
       ${rows.map((r) => r.projection.context?.eventCount ?? null)}::int[],
-      ${rows.map((r) => r.projection.context?.digest ?? null)}::text[]
+      ${rows.map((r) => r.projection.context?.digest ?? null)}::text[],
+      ${rows.map((r) => r.projection.artifact?.artifactId ?? null)}::uuid[]
     ) as t(id, owner_id, generation, stop_reason, output_preview, output_truncated, output_bytes,
            output_digest, failure_category, fingerprint, context_base, context_event_count,
-           context_digest)
+           context_digest, artifact_id)
   `
 }
 
@@ -117,6 +178,7 @@ export const SET_TERMINAL_FROM_INPUT = sql`
   context_base = i.context_base,
   context_event_count = i.context_event_count,
   context_digest = i.context_digest,
+  artifact_id = i.artifact_id,
   terminal_at = now(),
   lease_expires_at = null
 `

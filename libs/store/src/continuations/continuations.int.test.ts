@@ -24,6 +24,29 @@ import {
 } from './test-support.ts'
 
 describe('continuation admission', () => {
+  test('an output kept in an artifact enters the canonical input whole: its exact bytes (U+0000 included), size and digest', async ({
+    db,
+  }) => {
+    const parent = await sessionWithRun(db)
+    const child = await delegateFrom(db, parent)
+    await settleRun(db, { namespaceId: NS, runId: parent.runId, status: 'completed' })
+    const output = `${'report line ✓\n'.repeat(2000)}\u0000 the end`
+    expect(
+      await finish(db, child, { stopReason: 'completed', output, failureCategory: null }),
+    ).toBe('committed')
+    const record = await getContinuation(db, NS, { attemptId: child.attemptId })
+    const input = record?.input ?? ''
+    expect(canonicalJson(JSON.parse(input))).toBe(input)
+    const content = JSON.parse(input).result.content
+    expect(content).toMatchObject({
+      kind: 'artifact',
+      bytes: Buffer.byteLength(output),
+      digest: expect.stringMatching(/^baton\.result\.v1:sha256:/),
+    })
+    expect(Buffer.from(content.base64, 'base64').toString('utf8')).toBe(output)
+    expect(record?.inputDigest).toBe(continuationDigest(input))
+  })
+
   test('a result landing after its parent run completed admits exactly one continuation run, bound to the ledger-derived input; the parent run is unchanged', async ({
     db,
   }) => {

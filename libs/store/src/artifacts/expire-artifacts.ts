@@ -1,0 +1,146 @@
+import { sql } from 'kysely'
+import { resultDigest, terminalFingerprint, type TerminalProjection } from '@baton/contracts'
+import type { Db } from '../db.ts'
+import type { FailureCategory } from '@baton/contracts'
+
+export interface ExpiryReport {
+  /** Artifacts whose content this batch deleted. */
+  readonly expired: number
+  /** Attempts that had no fingerprint and got one from their still-complete projection. */
+  readonly backfilled: number
+}
+
+interface DueArtifact {
+  readonly id: string
+  readonly namespace_id: string
+  readonly bytes: string
+  readonly attempt_id: string
+  readonly has_fingerprint: boolean
+}
+
+/**
+ * One retention batch: deletes the content of artifacts whose deadline passed on the database
+ * clock, keeping the artifact row (digest, size, deadline) and the attempt's terminal record and
+ * fingerprint, and frees the bytes in each namespace's usage.
+ * Inputs: the batch size. Artifacts are taken with `FOR UPDATE SKIP LOCKED`, so any number of
+ * runners take disjoint batches and none frees bytes twice; usage rows are then locked in
+ * namespace order (no deadlock between runners; a commit locks one usage row and never waits on
+ * an artifact row). An attempt without a fingerprint gets one first, computed from its terminal
+ * projection while that is still complete (content present and matching its digest); expired
+ * evidence without one stays without, so a replay of it is refused.
+ * Outcome: how many were expired and backfilled. Retry safety: a repeat finds nothing due twice.
+ */
+export async function expireArtifacts(
+  db: Db,
+  input: { readonly limit: number },
+): Promise<ExpiryReport> {
+  return db.transaction().execute(async (trx) => {
+    const due = await sql<DueArtifact>`
+      select ar.id, ar.namespace_id, ar.bytes, ar.attempt_id, a.fingerprint is not null as has_fingerprint
+      from artifacts ar join attempts a on a.id = ar.attempt_id
+      where ar.expired_at is null and ar.expires_at <= now()
+      order by ar.expires_at
+      limit ${input.limit}
+      for update of ar skip locked
+    `.execute(trx)
+    if (due.rows.length === 0) return { expired: 0, backfilled: 0 }
+    const backfilled = await backfillFingerprints(
+      trx,
+      due.rows.filter((r) => !r.has_fingerprint).map((r) => r.attempt_id),
+    )
+    const namespaces = [...new Set(due.rows.map((r) => r.namespace_id))].sort()
+    await sql`
+      select namespace_id from namespace_usage where namespace_id = any(${namespaces}::text[])
+      order by namespace_id for update
+    `.execute(trx)
+    await sql`
+      with freed as (
+        update artifacts set content = null, expired_at = now()
+        where id = any(${due.rows.map((r) => r.id)}::uuid[]) and expired_at is null
+        returning namespace_id, bytes
+      ), per as (select namespace_id, sum(bytes) as bytes from freed group by namespace_id)
+      update namespace_usage u set artifact_bytes = u.artifact_bytes - per.bytes
+      from per where u.namespace_id = per.namespace_id
+    `.execute(trx)
+    return { expired: due.rows.length, backfilled }
+  })
+}
+
+interface ProjectionRow {
+  readonly id: string
+  readonly owner_generation: number
+  readonly stop_reason: string
+  readonly output_preview: string
+  readonly output_truncated: boolean
+  readonly output_bytes: number
+  readonly output_digest: string
+  readonly failure_category: FailureCategory | null
+  readonly trace_id: string | null
+  readonly context_base: number | null
+  readonly context_event_count: number | null
+  readonly context_digest: string | null
+  readonly artifact_id: string
+  readonly artifact_bytes: string
+  readonly artifact_digest: string
+  readonly retention_ms: number
+  readonly content: Buffer
+}
+
+/**
+ * Sets the fingerprint of terminal attempts that have none, from their complete projection: the
+ * attempt's terminal fields and its artifact's binding, whose content must still be present and
+ * match its digest (otherwise the evidence is not complete and nothing is written).
+ */
+async function backfillFingerprints(trx: Db, attemptIds: readonly string[]): Promise<number> {
+  if (attemptIds.length === 0) return 0
+  const rows = await sql<ProjectionRow>`
+    select a.id, a.owner_generation, a.stop_reason, a.output_preview, a.output_truncated,
+           a.output_bytes, a.output_digest, a.failure_category, a.metadata->>'traceId' as trace_id,
+           a.context_base, a.context_event_count, a.context_digest,
+           ar.id as artifact_id, ar.bytes as artifact_bytes, ar.digest as artifact_digest,
+           (extract(epoch from ar.expires_at - ar.created_at) * 1000)::float8 as retention_ms,
+           ar.content
+    from attempts a join artifacts ar on ar.id = a.artifact_id
+    where a.id = any(${attemptIds}::uuid[]) and a.status = 'terminal' and a.fingerprint is null
+      and ar.content is not null
+  `.execute(trx)
+  const complete = rows.rows.filter((r) => resultDigest(r.content) === r.artifact_digest)
+  if (complete.length === 0) return 0
+  const result = await sql`
+    update attempts a set fingerprint = f.fingerprint
+    from unnest(${complete.map((r) => r.id)}::uuid[], ${complete.map(fingerprintOf)}::text[])
+      as f(id, fingerprint)
+    where a.id = f.id and a.fingerprint is null
+  `.execute(trx)
+  return Number(result.numAffectedRows ?? 0)
+}
+
+function fingerprintOf(row: ProjectionRow): string {
+  const projection: TerminalProjection = {
+    attemptId: row.id,
+    ownerGeneration: row.owner_generation,
+    stopReason: row.stop_reason,
+    outputPreview: row.output_preview,
+    outputTruncated: row.output_truncated,
+    outputBytes: row.output_bytes,
+    outputDigest: row.output_digest,
+    failureCategory: row.failure_category,
+    ...(row.trace_id === null ? {} : { traceId: row.trace_id }),
+    artifact: {
+      artifactId: row.artifact_id,
+      bytes: Number(row.artifact_bytes),
+      digest: row.artifact_digest,
+      retentionMs: Math.round(row.retention_ms),
+    },
+    ...(row.context_base === null || row.context_event_count === null || row.context_digest === null
+      ? {}
+      : {
+          context: {
+            baseSeq: row.context_base,
+            eventCount: row.context_event_count,
+            digest: row.context_digest,
+          },
+        }),
+  }
+  return terminalFingerprint(projection)
+}

@@ -87,7 +87,7 @@ describe('results that outlive their size: previews, artifacts and the artifact 
         QUEUE_PREFIX: queuePrefix,
       }),
     )
-    const client = createBatonClient({ baseUrl: h.base })
+    const client = createBatonClient({ baseUrl: h.base, apiKey: h.key })
 
     for (const c of CASES) {
       const view = (await client.delegateAndWait(
@@ -140,7 +140,7 @@ describe('results that outlive their size: previews, artifacts and the artifact 
         QUEUE_PREFIX: queuePrefix,
       }),
     )
-    const client = createBatonClient({ baseUrl: h.base })
+    const client = createBatonClient({ baseUrl: h.base, apiKey: h.key })
     const output = `${a(INLINE)} — the end 😀`
     const content = Buffer.from(output)
     const view = (await client.delegateAndWait(
@@ -150,7 +150,7 @@ describe('results that outlive their size: previews, artifacts and the artifact 
     const artifactId = view.artifact?.artifactId ?? ''
     const url = `${h.base}/v1/artifacts/${artifactId}`
 
-    const whole = await fetch(url)
+    const whole = await fetch(url, { headers: h.auth })
     expect(whole.status).toBe(200)
     expect(whole.headers.get('content-type')).toBe('text/plain; charset=utf-8')
     expect(whole.headers.get('content-length')).toBe(String(content.length))
@@ -160,7 +160,7 @@ describe('results that outlive their size: previews, artifacts and the artifact 
     expect(whole.headers.get('baton-digest')).toBe(view.digest)
     expect(Buffer.from(await whole.arrayBuffer()).equals(content)).toBe(true)
 
-    const part = await fetch(url, { headers: { range: 'bytes=4090-4099' } })
+    const part = await fetch(url, { headers: { ...h.auth, range: 'bytes=4090-4099' } })
     expect(part.status).toBe(206)
     expect(part.headers.get('content-range')).toBe(`bytes 4090-4099/${content.length}`)
     expect(Buffer.from(await part.arrayBuffer()).equals(content.subarray(4090, 4100))).toBe(true)
@@ -180,7 +180,7 @@ describe('results that outlive their size: previews, artifacts and the artifact 
     await sql`update artifacts set content = ${Buffer.from(output.replace('end', 'END'))} where id = ${artifactId}`.execute(
       db,
     )
-    const tampered = await fetch(url)
+    const tampered = await fetch(url, { headers: h.auth })
     expect(tampered.status).toBe(500)
     expect(await tampered.json()).toMatchObject({ error: { code: 'ARTIFACT_INTEGRITY' } })
     await expect(client.readArtifact(artifactId)).rejects.toMatchObject({

@@ -40,7 +40,7 @@ describe('no text a child produces can make a commit fail', () => {
         WORKER_CONCURRENCY: '100',
       }),
     )
-    const client = createBatonClient({ baseUrl: h.base })
+    const client = createBatonClient({ baseUrl: h.base, apiKey: h.key })
     const outputs = Array.from({ length: 50 }, (_, i) =>
       i === 23 ? 'poison \u0000 here' : `r${i}`,
     )
@@ -96,7 +96,7 @@ describe('no text a child produces can make a commit fail', () => {
           WORKSPACE_DIR: workspace,
         }),
       )
-      const client = createBatonClient({ baseUrl: h.base })
+      const client = createBatonClient({ baseUrl: h.base, apiKey: h.key })
       const first = (await client.delegateAndWait(
         { sessionId: 'nul', name: 'reader', prompt: 'read the file' },
         20_000,

@@ -1,5 +1,6 @@
 import { connect } from 'node:net'
 import { sql } from 'kysely'
+import { SCRIPT_OUTPUT_BYTES_MAX } from '@baton/contracts'
 import { describe, expect } from '@baton/testing'
 import { apiTest, delegate, rowCounts, type ApiHarness } from './test-support.ts'
 
@@ -292,7 +293,7 @@ describe('the scripted child refuses a script it does not understand at accept t
       const invalid: [unknown, string][] = [
         ['{"fail":true}', 'body/prompt/script/fail'],
         ['{"hang":false}', 'body/prompt/script/hang'],
-        [' {"outputBytes":16777217} ', 'body/prompt/script/outputBytes'],
+        [` {"outputBytes":${SCRIPT_OUTPUT_BYTES_MAX + 1}} `, 'body/prompt/script/outputBytes'],
         ['{"delayMs":-1}', 'body/prompt/script/delayMs'],
         ['{"outptu":"typo"}', 'body/prompt/script'],
         [
@@ -311,7 +312,7 @@ describe('the scripted child refuses a script it does not understand at accept t
       }
       expect(await rowCounts(db)).toEqual(before)
       for (const prompt of [
-        '{"outputBytes":16777216}',
+        `{"outputBytes":${SCRIPT_OUTPUT_BYTES_MAX}}`,
         '{"fail":"why"}',
         'plain text is echoed',
         '{not json',

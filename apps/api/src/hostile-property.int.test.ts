@@ -1,11 +1,19 @@
 import { Agent, request as httpRequest, type IncomingHttpHeaders } from 'node:http'
-import { randomBytes } from 'node:crypto'
+import { randomBytes, randomUUID } from 'node:crypto'
 import type { Socket } from 'node:net'
 import fc from 'fast-check'
 import { sql } from 'kysely'
 import { z } from 'zod'
-import { ErrorCode, batchItemSchema } from '@baton/contracts'
-import { issueApiKey, revokeApiKey, type Db } from '@baton/store'
+import { ErrorCode, SCRIPT_OUTPUT_BYTES_MAX, batchItemSchema } from '@baton/contracts'
+import {
+  acceptDelegations,
+  claimAttempt,
+  commitTerminal,
+  getAttempt,
+  issueApiKey,
+  revokeApiKey,
+  type Db,
+} from '@baton/store'
 import { describe, expect, tenantKey, test } from '@baton/testing'
 import { STATUS } from './http/errors.ts'
 import {
@@ -104,13 +112,58 @@ function describeRequest(r: HostileRequest, a: Answer): string {
   ].join('\n')
 }
 
-/** Ids of objects a POST created (attempts, agents, keys), to be drawn by later requests. */
+/** An attempt of `namespaceId` committed with an output above the inline bound: its artifact id. */
+async function committedArtifact(db: Db, namespaceId: string): Promise<string> {
+  const attemptId = randomUUID()
+  await acceptDelegations(db, [
+    {
+      namespaceId,
+      sessionId: 's-artifacts',
+      name: 'scripted',
+      prompt: 'x',
+      metadata: {},
+      attemptId,
+      newAgentId: randomUUID(),
+    },
+  ])
+  const claim = await claimAttempt(db, { attemptId, ownerId: 'prop', leaseTtlMs: 60_000 })
+  if (claim.kind !== 'claimed') throw new Error(`not claimed: ${claim.kind}`)
+  await commitTerminal(db, {
+    attemptId,
+    ownerId: 'prop',
+    ownerGeneration: claim.attempt.ownerGeneration,
+    result: { stopReason: 'completed', output: 'a'.repeat(10_000), failureCategory: null },
+  })
+  const artifactId = (await getAttempt(db, attemptId))?.artifact?.artifactId
+  if (artifactId === undefined) throw new Error('the output was not kept in an artifact')
+  return artifactId
+}
+
+/**
+ * Routes whose success needs the token of a live continuation claim, which only a claim answer
+ * carries (and, with no worker running here, no continuation is ever admitted): the run reaches
+ * them only with refusals. Their accepted paths are covered by continuations.int.test.ts.
+ */
+const NEEDS_A_CLAIM: ReadonlySet<string> = new Set([
+  'POST /v1/continuations/{runId}/heartbeat',
+  'POST /v1/continuations/{runId}/complete',
+  'POST /v1/continuations/{runId}/fail',
+])
+
+const COLLECTED: ReadonlySet<string> = new Set([
+  'attemptId',
+  'agentId',
+  'keyId',
+  'runId',
+  'artifactId',
+])
+
+/** Ids of objects a POST created (attempts, agents, keys, runs), to be drawn by later requests. */
 function collectIds(value: unknown, into: (field: string, id: string) => void): void {
   if (Array.isArray(value)) for (const v of value) collectIds(v, into)
   else if (typeof value === 'object' && value !== null) {
     for (const [k, v] of Object.entries(value)) {
-      if ((k === 'attemptId' || k === 'agentId' || k === 'keyId') && typeof v === 'string')
-        into(k, v)
+      if (COLLECTED.has(k) && typeof v === 'string') into(k, v)
       else collectIds(v, into)
     }
   }
@@ -141,7 +194,13 @@ describe('hostile requests generated from the route schemas', () => {
 
         // Objects of both namespaces for ids to name: queued attempts (no worker runs here) and a
         // terminal one; keys the revoke route may revoke (never a key the run itself uses).
-        const ids: Record<string, KnownId[]> = { attemptId: [], agentId: [], keyId: [] }
+        const ids: Record<string, KnownId[]> = {
+          attemptId: [],
+          agentId: [],
+          keyId: [],
+          runId: [],
+          artifactId: [],
+        }
         // The newest ids replace the oldest ones the run added (objects set up here stay), so
         // requests keep reaching attempts that are still queued.
         const seeded: Record<string, number> = {}
@@ -168,6 +227,21 @@ describe('hostile requests generated from the route schemas', () => {
           expect(a.status).toBe(202)
           collectIds(a.body, remember(namespace))
         }
+        // A run and an artifact in each namespace (no worker runs here: the artifact's attempt is
+        // claimed and committed straight in the ledger).
+        for (const [key, namespace] of [
+          [h.key, 'default'],
+          [otherKey, 'other'],
+        ] as const) {
+          const run = await h.post(
+            '/v1/sessions/s-prop/runs',
+            {},
+            { authorization: `Bearer ${key}` },
+          )
+          expect(run.status).toBe(201)
+          collectIds(run.body, remember(namespace))
+          ids.artifactId!.push({ id: await committedArtifact(db, namespace), namespace })
+        }
         const cancelled = await h.post(`/v1/attempts/${ids.attemptId![0]!.id}/cancel`, {})
         expect(cancelled.status).toBe(202)
         for (let i = 0; i < 3; i++) {
@@ -175,7 +249,13 @@ describe('hostile requests generated from the route schemas', () => {
           ids.keyId!.push({ id: spare!.keyId, namespace: undefined })
         }
         ids.keyId!.push({ id: revoked.keyId, namespace: undefined })
-        for (const pool of [ids.attemptId!, ids.agentId!, ids.keyId!]) {
+        for (const pool of [
+          ids.attemptId!,
+          ids.agentId!,
+          ids.keyId!,
+          ids.runId!,
+          ids.artifactId!,
+        ]) {
           pool.push({ id: '00000000-0000-4000-8000-000000000000', namespace: undefined })
         }
         for (const [field, pool] of Object.entries(ids)) seeded[field] = pool.length
@@ -187,13 +267,15 @@ describe('hostile requests generated from the route schemas', () => {
               '{"hang":true}',
               '{"output":"hi","delayMs":5}',
               '{"fail":true}',
-              '{"outputBytes":16777217}',
+              `{"outputBytes":${SCRIPT_OUTPUT_BYTES_MAX + 1}}`,
               '  padded \n',
               'plain text',
               '[]',
             ],
             namespaceId: ['default', 'other', 'missing-namespace'],
-            sessionId: ['s-prop', 's-other'],
+            // Many sessions: generated DELETEs fence the sessions they name for good, and new
+            // delegations must still find open ones.
+            sessionId: ['s-prop', 's-other', ...Array.from({ length: 200 }, (_, i) => `s-${i}`)],
             'idempotency-key': ['k-1', 'k-2', 'k-3'],
           },
           only: { timeoutMs: [0, 1, 10, 20] },
@@ -265,7 +347,7 @@ describe('hostile requests generated from the route schemas', () => {
           // Every documented route was reached, and each accepted at least one request.
           for (const [route, stats] of perRoute) {
             expect(stats.cases, route).toBeGreaterThan(0)
-            expect(stats.ok, route).toBeGreaterThan(0)
+            if (!NEEDS_A_CLAIM.has(route)) expect(stats.ok, route).toBeGreaterThan(0)
           }
         }
       } finally {

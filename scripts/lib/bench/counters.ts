@@ -6,10 +6,19 @@ import type { Redis } from 'ioredis'
 import pg from 'pg'
 import { postgresServerTicks, processTicks, readProcStat, ticksToMs } from './proc-cpu.ts'
 
+/** The `calls=` of every `cmdstat_*` line of `INFO commandstats`, by command name. */
+export function commandCallsByName(info: string): Map<string, number> {
+  const calls = new Map<string, number>()
+  for (const match of info.matchAll(/^cmdstat_([^:]+):calls=(\d+)/gm)) {
+    calls.set(match[1] ?? '', Number(match[2]))
+  }
+  return calls
+}
+
 /** The sum of `calls=` over every `cmdstat_*` line of `INFO commandstats`. */
 export function commandCalls(info: string): number {
   let total = 0
-  for (const match of info.matchAll(/^cmdstat_[^:]+:calls=(\d+)/gm)) total += Number(match[1])
+  for (const calls of commandCallsByName(info).values()) total += calls
   return total
 }
 
@@ -118,6 +127,7 @@ interface Sample {
   readonly redisTicks: number
   readonly postgres: PostgresSample | undefined
   readonly redisCalls: number
+  readonly redisCallsByName: Map<string, number>
 }
 
 async function sample(system: MeasuredSystem): Promise<Sample> {
@@ -129,6 +139,7 @@ async function sample(system: MeasuredSystem): Promise<Sample> {
     postgres:
       system.postgres === undefined ? undefined : await samplePostgres(system.postgres.counters),
     redisCalls: commandCalls(info),
+    redisCallsByName: commandCallsByName(info),
   }
 }
 
@@ -143,6 +154,8 @@ export interface PhaseCost {
    */
   readonly postgresCpuMs: number
   readonly redisCommands: number
+  /** The phase's Redis commands by name (where the round trips go). */
+  readonly redisCommandsByName: ReadonlyMap<string, number>
   readonly pgTransactions: number
 }
 
@@ -208,6 +221,14 @@ export async function measurePhase<T>(
       postgresCpuMs,
       // The opening sample's own INFO is counted by the closing one.
       redisCommands: after.redisCalls - before.redisCalls - 1,
+      redisCommandsByName: new Map(
+        [...after.redisCallsByName]
+          .map(([name, calls]): [string, number] => [
+            name,
+            calls - (before.redisCallsByName.get(name) ?? 0),
+          ])
+          .filter(([, calls]) => calls > 0),
+      ),
       pgTransactions,
     },
   }

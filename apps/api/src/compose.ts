@@ -76,7 +76,8 @@ export async function composeApi(
   await listener.ready()
   const commands = createAttemptCommands({
     db,
-    admission: createAdmission({ db, queue, logger, maxInFlight: 2 }),
+    // One accept statement in flight: under load the next batch gathers behind it (see LEDGER_BATCH).
+    admission: createAdmission({ db, queue, logger, maxInFlight: 1 }),
     doorbell,
     workerCommands,
     settlements,

@@ -10,11 +10,13 @@ export interface QueueOptions {
 }
 
 /**
- * Finished jobs are kept briefly for the dashboard only: the ledger is the truth, and the
- * reconciler re-enqueues an accepted attempt whose job is gone.
+ * A completed job is removed at once: the ledger is the truth (terminal outcomes, timelines and
+ * the ledger dashboard read it), and keeping a window of completed jobs cost three Redis commands
+ * per delegation (ZADD, ZREVRANGE, ZREMRANGEBYRANK). Failed jobs, rare and worth a look, stay for
+ * bull-board. The reconciler re-enqueues an accepted attempt whose job is gone.
  */
 const JOB_DEFAULTS = {
-  removeOnComplete: { count: 1000 },
+  removeOnComplete: true,
   removeOnFail: { count: 5000 },
   attempts: 5,
   backoff: { type: 'exponential', delay: 200 },

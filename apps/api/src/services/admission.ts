@@ -48,7 +48,7 @@ export function createAdmission(deps: {
       await enqueueAttempts(deps.queue, attemptIds)
       return attemptIds.map(() => undefined)
     },
-    { maxBatch: MAX_BATCH, maxInFlight: 2 },
+    { maxBatch: MAX_BATCH, maxInFlight: 1 },
   )
   return {
     accept: (input) => accepts.submit(input),

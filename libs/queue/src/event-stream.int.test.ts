@@ -1,0 +1,70 @@
+import { randomUUID } from 'node:crypto'
+import { QueueEventsProducer } from 'bullmq'
+import { Redis } from 'ioredis'
+import { QueueName } from '@baton/contracts'
+import { describe, expect, test } from '@baton/testing'
+import { createSettlementListener, createSettlementPublisher } from './attempt-settlements.ts'
+
+describe('event streams', () => {
+  test('a burst of 300 settlements leaves in a few entries and reaches the listener one by one', async ({
+    redisUrl,
+    queuePrefix,
+  }) => {
+    const { heard, listener } = await hearSettlements(redisUrl, queuePrefix)
+    const publisher = createSettlementPublisher({
+      connection: { url: redisUrl },
+      prefix: queuePrefix,
+    })
+    const redis = new Redis(redisUrl)
+    try {
+      const ids = Array.from({ length: 300 }, () => randomUUID())
+      await Promise.all(
+        ids.map((attemptId) => publisher.publish({ eventName: 'settled', attemptId })),
+      )
+      // The first event leaves alone; the rest gathered behind it, at most 256 ids an entry.
+      const entries = await redis.xlen(`${queuePrefix}:${QueueName.AttemptSettlements}:events`)
+      expect(entries).toBeGreaterThanOrEqual(2)
+      expect(entries).toBeLessThanOrEqual(3)
+      await expect.poll(() => heard.length, { timeout: 5_000 }).toBe(ids.length)
+      expect(new Set(heard)).toEqual(new Set(ids))
+    } finally {
+      await publisher.close()
+      await listener.close()
+      redis.disconnect()
+    }
+  })
+
+  test('an entry naming one attemptId is still heard, and a malformed id is dropped alone', async ({
+    redisUrl,
+    queuePrefix,
+  }) => {
+    const { heard, listener } = await hearSettlements(redisUrl, queuePrefix)
+    const raw = new QueueEventsProducer(QueueName.AttemptSettlements, {
+      connection: { url: redisUrl },
+      prefix: queuePrefix,
+    })
+    try {
+      const single = randomUUID()
+      const good = randomUUID()
+      await raw.publishEvent({ eventName: 'settled', attemptId: single })
+      await raw.publishEvent({ eventName: 'settled', attemptIds: `not-a-uuid,${good}` })
+      await expect.poll(() => heard, { timeout: 5_000 }).toEqual([single, good])
+    } finally {
+      await raw.close()
+      await listener.close()
+    }
+  })
+})
+
+/** A settlement listener that keeps the attempt ids it hears, in order. */
+async function hearSettlements(redisUrl: string, prefix: string) {
+  const heard: string[] = []
+  const listener = createSettlementListener({
+    redisUrl,
+    prefix,
+    onEvent: (event) => heard.push(event.attemptId),
+    blockingTimeoutMs: 200,
+  })
+  await listener.ready()
+  return { heard, listener }
+}

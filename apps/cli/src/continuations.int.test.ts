@@ -18,6 +18,31 @@ async function answer<T>(base: string, ...args: string[]): Promise<T> {
   return JSON.parse(run.stdout) as T
 }
 
+/** `baton delegate scripted PROMPT` from the run `runId` of `session`: the attempt's id. */
+async function delegateFrom(
+  base: string,
+  session: string,
+  runId: string,
+  prompt: string,
+  ...more: string[]
+): Promise<string> {
+  const args = ['delegate', 'scripted', prompt, '--session', session, '--parent-run', runId]
+  return (await answer<{ attemptId: string }>(base, ...args, ...more)).attemptId
+}
+
+/** `baton continuations claim SESSION` that must find a continuation within 20s. */
+const claimNext = (base: string, session: string, ...more: string[]) =>
+  answer<ContinuationClaim>(base, 'continuations', 'claim', session, '--timeout', '20s', ...more)
+
+/** The arguments of a call fenced by `claim`: its run, claim token and generation. */
+const fenceArgs = (claim: ContinuationClaim): string[] => [
+  claim.runId,
+  '--claim-token',
+  claim.claim.claimToken,
+  '--generation',
+  String(claim.claim.generation),
+]
+
 describe('baton runs and continuations', () => {
   cliTest(
     'a delegation with a parent run finishes after the run completed: claim returns it once, complete delivers it, a second claim finds nothing (exit 4)',
@@ -34,15 +59,11 @@ describe('baton runs and continuations', () => {
         ),
       )
 
-      const { attemptId } = await answer<{ attemptId: string }>(
+      const attemptId = await delegateFrom(
         stack.base,
-        'delegate',
-        'scripted',
-        '{"output":"the answer ✓","delayMs":300}',
-        '--session',
         session,
-        '--parent-run',
         run.runId,
+        '{"output":"the answer ✓","delayMs":300}',
       )
       const completed = await answer<RunView>(stack.base, 'runs', 'complete', run.runId)
       expect(completed).toMatchObject({ runId: run.runId, status: 'completed' })
@@ -57,27 +78,12 @@ describe('baton runs and continuations', () => {
       expect(ended).toMatchObject({ stopReason: 'completed', output: 'the answer ✓' })
       expect(ended.delivery?.state).toBe('pending')
 
-      const claim = await answer<ContinuationClaim>(
-        stack.base,
-        'continuations',
-        'claim',
-        session,
-        '--timeout',
-        '20s',
-        '--lease',
-        '30s',
-      )
+      const claim = await claimNext(stack.base, session, '--lease', '30s')
       expect(claim.attemptId).toBe(attemptId)
       expect(claim.runId).toBe(ended.delivery?.consumingRunId)
       expect(JSON.parse(claim.receipt).inputDigest).toBe(continuationDigest(claim.input))
       expect(claim.input).toContain('the answer ✓')
-      const fence = [
-        claim.runId,
-        '--claim-token',
-        claim.claim.claimToken,
-        '--generation',
-        String(claim.claim.generation),
-      ]
+      const fence = fenceArgs(claim)
       const renewed = await baton(stack.base, 'continuations', 'heartbeat', ...fence)
       expect(renewed.code, renewed.stderr).toBe(0)
       expect(renewed.stdout).toMatch(new RegExp(`^runId +${claim.runId}\nleaseExpiresAt +\\S+\n$`))
@@ -201,15 +207,11 @@ describe('baton runs and continuations', () => {
 
       // A result that lands while its parent is active is held for it; the run names it consumed.
       const third = await answer<RunView>(stack.base, 'runs', 'create', session)
-      const { attemptId } = await answer<{ attemptId: string }>(
+      const attemptId = await delegateFrom(
         stack.base,
-        'delegate',
-        'scripted',
-        'held',
-        '--session',
         session,
-        '--parent-run',
         third.runId,
+        'held',
         '--wait',
         '20s',
       )
@@ -231,6 +233,50 @@ describe('baton runs and continuations', () => {
           stderr: /no continuation/,
         },
       ])
+    },
+  )
+
+  cliTest(
+    'continuations fail suppresses the result; an explicit run (runs create --consume) consumes it once',
+    SLOW_CLI,
+    async ({ stack, db }) => {
+      const session = `cli-${randomUUID()}`
+      const parent = await answer<RunView>(stack.base, 'runs', 'create', session)
+      const attemptId = await delegateFrom(stack.base, session, parent.runId, 'late')
+      await answer<RunView>(stack.base, 'runs', 'complete', parent.runId)
+      const claim = await claimNext(stack.base, session)
+      expect(claim.attemptId).toBe(attemptId)
+      const failed = await answer<ContinuationSettled>(
+        stack.base,
+        'continuations',
+        'fail',
+        ...fenceArgs(claim),
+      )
+      expect(failed.delivery).toMatchObject({
+        state: 'suppressed',
+        suppression: { reason: 'consumer_failed' },
+      })
+
+      const explicit = await answer<RunView>(
+        stack.base,
+        'runs',
+        'create',
+        session,
+        '--consume',
+        attemptId,
+      )
+      expect(explicit).toMatchObject({ triggerType: 'explicit', status: 'active' })
+      await answer<RunView>(stack.base, 'runs', 'complete', explicit.runId)
+      const view = await answer<TerminalAttemptView>(stack.base, 'attempts', 'show', attemptId)
+      expect(view.delivery).toMatchObject({ state: 'delivered', consumingRunId: explicit.runId })
+      await expectExits(stack.base, [
+        {
+          args: ['runs', 'create', session, '--consume', attemptId],
+          code: 3,
+          stderr: /RESULT_NOT_CONSUMABLE \(HTTP 409\)/,
+        },
+      ])
+      expect(await auditContinuations(db, [session])).toMatchObject({ duplicate: 0, missing: 0 })
     },
   )
 })

@@ -1,116 +1,20 @@
 // `baton` as a user runs it: a real process against a real API and worker (on this file's database,
 // Redis and queue prefix), in a real pseudo-terminal (util-linux `script`) or piped.
-import { spawn } from 'node:child_process'
 import { randomUUID } from 'node:crypto'
-import { fileURLToPath } from 'node:url'
 import { sql } from 'kysely'
-import {
-  describe,
-  expect,
-  startServiceProcess,
-  tenantKey,
-  test,
-  workerProcessEnv,
-  type Closeable,
-} from '@baton/testing'
+import { describe, expect } from '@baton/testing'
 import { CLEAR_LINE } from './render.ts'
-
-const MAIN = fileURLToPath(new URL('./main.ts', import.meta.url))
-
-interface Run {
-  readonly code: number | null
-  readonly stdout: string
-  readonly stderr: string
-}
-
-const ADMIN_API_KEY = 'cli-test-admin-key-0123456789abcdef0123456789'
-
-/** The API key each API started here issued, by the API's URL: `baton` gets it as BATON_API_KEY. */
-const KEYS = new Map<string, string>()
-
-function collect(
-  command: string,
-  args: readonly string[],
-  baseUrl: string,
-  apiKey = KEYS.get(baseUrl) ?? '',
-): Promise<Run> {
-  const child = spawn(command, args, {
-    env: { ...process.env, BATON_URL: baseUrl, BATON_API_KEY: apiKey },
-    stdio: ['ignore', 'pipe', 'pipe'],
-  })
-  let stdout = ''
-  let stderr = ''
-  child.stdout.on('data', (chunk: Buffer) => (stdout += chunk.toString()))
-  child.stderr.on('data', (chunk: Buffer) => (stderr += chunk.toString()))
-  return new Promise((resolve) => child.once('close', (code) => resolve({ code, stdout, stderr })))
-}
-
-/** `baton ARGS` with stdout and stderr piped, with `apiKey` as BATON_API_KEY. */
-const batonWithKey = (apiKey: string, baseUrl: string, ...args: string[]) =>
-  collect(process.execPath, [MAIN, ...args], baseUrl, apiKey)
-
-/** `baton ARGS` with stdout and stderr piped. */
-const baton = (baseUrl: string, ...args: string[]) =>
-  collect(process.execPath, [MAIN, ...args], baseUrl)
-
-const shellQuote = (arg: string) => `'${arg.replaceAll("'", `'\\''`)}'`
-
-/** `baton ARGS` on a pseudo-terminal: `script` gives it a TTY and copies what it draws to stdout. */
-const batonOnTerminal = (baseUrl: string, ...args: string[]) =>
-  collect(
-    'script',
-    ['-qfec', [process.execPath, MAIN, ...args].map(shellQuote).join(' '), '/dev/null'],
-    baseUrl,
-  )
-
-/** An API process and a worker process on this file's services; `base` is the API's URL. */
-async function startBaton(
-  ctx: {
-    databaseUrl: string
-    redisUrl: string
-    queuePrefix: string
-    db: Parameters<typeof tenantKey>[0]
-  },
-  track: <T extends Closeable>(resource: T) => T,
-): Promise<{ base: string; close(): Promise<void> }> {
-  const { databaseUrl, redisUrl, queuePrefix } = ctx
-  const api = track(
-    await startServiceProcess('api', {
-      DATABASE_URL: databaseUrl,
-      REDIS_URL: redisUrl,
-      QUEUE_PREFIX: queuePrefix,
-      HOST: '127.0.0.1',
-      PORT: '0',
-      ADMIN_API_KEY,
-    }),
-  )
-  const worker = track(await startServiceProcess('worker', workerProcessEnv(ctx)))
-  // The ready line carries the address the API bound (PORT=0 picks a free port).
-  const base = /"address":"(http:\/\/[^"]+)"/.exec(api.output())?.[1]
-  if (base === undefined) throw new Error(`no address in the API's output:\n${api.output()}`)
-  KEYS.set(base, await tenantKey(ctx.db, 'default'))
-  return {
-    base,
-    async close() {
-      await worker.close()
-      await api.close()
-    },
-  }
-}
-
-/** Every test gets its own API and worker, closed after it (or earlier by the test). */
-const cliTest = test.extend<{ stack: { base: string; close(): Promise<void> } }>({
-  stack: async ({ databaseUrl, redisUrl, queuePrefix, track, db }, use) => {
-    const stack = await startBaton({ databaseUrl, redisUrl, queuePrefix, db }, track)
-    await use(stack)
-    await stack.close()
-  },
-})
-
+import {
+  ADMIN_API_KEY,
+  baton,
+  batonOnTerminal,
+  batonWithKey,
+  cliTest,
+  KEYS,
+  UUID,
+} from './test-support.ts'
 /** A child that runs for 1.5 s, delegated with a wait long enough for it to end. */
 const SLOW_DELEGATION = ['delegate', 'scripted', '{"delayMs":1500}', '--wait', '10s'] as const
-
-const UUID = '[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}'
 
 describe('baton CLI', () => {
   cliTest(

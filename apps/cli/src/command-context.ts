@@ -4,7 +4,8 @@ import { exitCodeOfView, type ExitCode } from './exit-codes.ts'
 
 /** What `baton` may touch of its process: streams and the variables it reads. */
 export interface CliIo {
-  readonly stdout: { write(text: string): unknown; readonly isTTY?: boolean }
+  /** Text, or an artifact's exact bytes. */
+  readonly stdout: { write(chunk: string | Uint8Array): unknown; readonly isTTY?: boolean }
   readonly stderr: { write(text: string): unknown }
   readonly env: {
     readonly BATON_URL?: string | undefined

@@ -1,7 +1,9 @@
+import { readFile } from 'node:fs/promises'
 import { BatonApiError } from '@baton/client'
 import type { AttemptView } from '@baton/contracts'
 import { describe, expect, test } from 'vitest'
 import { describeFailure, exitCodeOfView, ExitCode } from './exit-codes.ts'
+import { OutputFileError } from './output-file.ts'
 
 const view: AttemptView = {
   attemptId: 'a1',
@@ -52,5 +54,40 @@ describe('exit codes', () => {
     expect(describeFailure(new DOMException('t', 'TimeoutError'), 'http://h')?.exitCode).toBe(5)
     expect(describeFailure(new RangeError('bug'), 'http://h')).toBeUndefined()
     expect(describeFailure('not an error', 'http://h')).toBeUndefined()
+  })
+
+  test('6 when an artifact does not match its digest (stored or received), 7 when the output file cannot be written', () => {
+    const stored = new BatonApiError(
+      500,
+      'ARTIFACT_INTEGRITY',
+      'the stored artifact does not match',
+    )
+    expect(describeFailure(stored, 'http://h')).toEqual({
+      exitCode: ExitCode.Integrity,
+      message: 'ARTIFACT_INTEGRITY (HTTP 500): the stored artifact does not match',
+    })
+    const received = new BatonApiError(200, 'ARTIFACT_INTEGRITY', 'the received artifact …')
+    expect(describeFailure(received, 'http://h')?.exitCode).toBe(6)
+    const expired = new BatonApiError(410, 'ARTIFACT_EXPIRED', 'the artifact expired')
+    expect(describeFailure(expired, 'http://h')?.exitCode).toBe(3)
+    const unwritable = new OutputFileError(
+      '/x/out',
+      new Error("ENOENT: no such file or directory, open '/x/out'"),
+    )
+    expect(describeFailure(unwritable, 'http://h')).toEqual({
+      exitCode: 7,
+      message: "cannot write /x/out: ENOENT: no such file or directory, open '/x/out'",
+    })
+  })
+
+  test("the README's exit-code table documents exactly these codes, in order", async () => {
+    const readme = await readFile(new URL('../../../README.md', import.meta.url), 'utf8')
+    const cli = readme.slice(
+      readme.indexOf('## CLI'),
+      readme.indexOf('\n## ', readme.indexOf('## CLI') + 1),
+    )
+    const table = cli.slice(cli.indexOf('| exit |'))
+    const documented = [...table.matchAll(/^\| (\d+) +\|/gm)].map((m) => Number(m[1]))
+    expect(documented).toEqual(Object.values(ExitCode))
   })
 })

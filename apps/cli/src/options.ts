@@ -1,7 +1,7 @@
 // Parsers of option values. Each throws commander's InvalidArgumentError, which the program reports
 // as a usage error (exit 2) before anything is sent.
 import { InvalidArgumentError } from 'commander'
-import { Limits } from '@baton/contracts'
+import { ContinuationLimits, Limits } from '@baton/contracts'
 import { parseDuration } from './duration.ts'
 
 /**
@@ -15,6 +15,25 @@ export function parseWaitBound(text: string): number {
     throw new InvalidArgumentError(`one wait is at most ${Limits.waitTimeoutMsMax / 1000}s.`)
   }
   return ms
+}
+
+/** A continuation claim's lease: a duration within the contract's bounds. */
+export function parseLease(text: string): number {
+  const ms = parseDuration(text)
+  if (ms === undefined) throw new InvalidArgumentError('use a duration such as 30s or 5m.')
+  const { leaseMsMin, leaseMsMax } = ContinuationLimits
+  if (ms < leaseMsMin || ms > leaseMsMax) {
+    throw new InvalidArgumentError(
+      `a lease is at least ${leaseMsMin / 1000}s and at most ${leaseMsMax / 60_000}m.`,
+    )
+  }
+  return ms
+}
+
+/** A claim's generation: a whole number from 1. */
+export function parseGeneration(text: string): number {
+  if (!/^[1-9]\d{0,14}$/.test(text)) throw new InvalidArgumentError('use a whole number from 1.')
+  return Number(text)
 }
 
 export function parseBaseUrl(text: string): string {

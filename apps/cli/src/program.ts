@@ -3,11 +3,23 @@
 import { Command } from 'commander'
 import { createCommandContext, type CliIo, type CommandContext } from './command-context.ts'
 import { createNamespace, issueKey, listKeys, listNamespaces, revokeKey } from './commands/admin.ts'
+import type { ClaimFence } from '@baton/contracts'
 import { showAgentHistory } from './commands/agents.ts'
+import { getArtifact } from './commands/artifacts.ts'
 import { cancelAttempt, showAttempt, steerAttempt, waitAttempt } from './commands/attempts.ts'
+import {
+  claimContinuation,
+  completeContinuation,
+  failContinuation,
+  heartbeatContinuation,
+} from './commands/continuations.ts'
 import { delegate, type DelegateOptions } from './commands/delegate.ts'
+import { cancelRun, completeRun, createRun, failRun, showRun } from './commands/runs.ts'
 import type { ExitCode } from './exit-codes.ts'
-import { parseBaseUrl, parseWaitBound } from './options.ts'
+import { parseBaseUrl, parseGeneration, parseLease, parseWaitBound } from './options.ts'
+
+/** The default lease of a continuation claim and of its renewals. */
+const DEFAULT_LEASE_MS = 60_000
 
 export interface GlobalOptions {
   readonly url?: string
@@ -54,6 +66,10 @@ export function createProgram(io: CliIo, exit: (code: ExitCode) => void): Comman
     .argument('<prompt>', 'the task for the subagent')
     .option('--session <id>', 'session id (default: a new generated one, shown in the output)')
     .option('--agent <agentId>', 'continue this agent instead of creating one')
+    .option(
+      '--parent-run <runId>',
+      'the run of the session that delegates: the result is handed back to it (or a continuation)',
+    )
     .option(
       '--wait <duration>',
       'wait at most this long for the outcome (500ms, 30s, 1m)',
@@ -105,6 +121,121 @@ export function createProgram(io: CliIo, exit: (code: ExitCode) => void): Comman
     .argument('<attemptId>')
     .argument('<text>')
     .action(run((ctx, attemptId: string, text: string) => steerAttempt(ctx, attemptId, text)))
+
+  program
+    .command('artifacts')
+    .description("load an attempt's complete output")
+    .command('get')
+    .description(
+      "write the artifact's exact bytes (verified against its digest) to stdout or to FILE; with --json, print its metadata instead",
+    )
+    .argument('<artifactId>', "the attempt view's artifact.artifactId")
+    .option('-o, --output <file>', 'write the bytes to this file (created or truncated)')
+    .action(
+      run((ctx, artifactId: string, options: { output?: string }) =>
+        getArtifact(ctx, artifactId, options.output),
+      ),
+    )
+
+  const runs = program
+    .command('runs')
+    .description("create, read and settle a session's parent runs")
+  runs
+    .command('create')
+    .description(
+      'start a run of the session (at most one is active); with --consume, an explicit run',
+    )
+    .argument('<sessionId>')
+    .option('--consume <attemptId...>', 'consume these suppressed results (an explicit run)')
+    .action(
+      run((ctx, sessionId: string, options: { consume?: string[] }) =>
+        createRun(ctx, sessionId, options.consume),
+      ),
+    )
+  runs
+    .command('show')
+    .description('show a run')
+    .argument('<runId>')
+    .action(run((ctx, runId: string) => showRun(ctx, runId)))
+  runs
+    .command('complete')
+    .description('complete a run; what it did not consume comes back as continuations')
+    .argument('<runId>')
+    .option('--consumed <attemptId...>', 'results held for the run that it consumed itself')
+    .action(
+      run((ctx, runId: string, options: { consumed?: string[] }) =>
+        completeRun(ctx, runId, options.consumed),
+      ),
+    )
+  runs
+    .command('fail')
+    .description('settle a run as failed')
+    .argument('<runId>')
+    .action(run((ctx, runId: string) => failRun(ctx, runId)))
+  runs
+    .command('cancel')
+    .description('settle a run as cancelled')
+    .argument('<runId>')
+    .action(run((ctx, runId: string) => cancelRun(ctx, runId)))
+
+  const continuations = program
+    .command('continuations')
+    .description("claim, keep and settle a session's continuations")
+  continuations
+    .command('claim')
+    .description("one bounded wait for the session's next continuation (exit 4 when none came)")
+    .argument('<sessionId>')
+    .option(
+      '--timeout <duration>',
+      'wait at most this long (500ms, 30s, 1m)',
+      parseWaitBound,
+      30_000,
+    )
+    .option(
+      '--lease <duration>',
+      'hold the claim this long (1s to 10m)',
+      parseLease,
+      DEFAULT_LEASE_MS,
+    )
+    .action(
+      run((ctx, sessionId: string, options: { timeout: number; lease: number }) =>
+        claimContinuation(ctx, sessionId, { timeoutMs: options.timeout, leaseMs: options.lease }),
+      ),
+    )
+  /** A subcommand fenced by a claim: `--claim-token` and `--generation` from the claim's answer. */
+  const fenced = (name: string, description: string) =>
+    continuations
+      .command(name)
+      .description(description)
+      .argument('<runId>', "the claim's runId")
+      .requiredOption('--claim-token <token>', "the claim's claim.claimToken")
+      .requiredOption('--generation <n>', "the claim's claim.generation", parseGeneration)
+  const fenceOf = (options: { claimToken: string; generation: number }): ClaimFence => ({
+    claimToken: options.claimToken,
+    generation: options.generation,
+  })
+  fenced('heartbeat', "extend the claim's lease")
+    .option(
+      '--lease <duration>',
+      'the new lease from now (1s to 10m)',
+      parseLease,
+      DEFAULT_LEASE_MS,
+    )
+    .action(
+      run((ctx, runId: string, options: ClaimFence & { lease: number }) =>
+        heartbeatContinuation(ctx, runId, fenceOf(options), options.lease),
+      ),
+    )
+  fenced('complete', 'settle the claimed continuation as delivered').action(
+    run((ctx, runId: string, options: ClaimFence) =>
+      completeContinuation(ctx, runId, fenceOf(options)),
+    ),
+  )
+  fenced('fail', 'settle the claimed continuation as failed (its result is suppressed)').action(
+    run((ctx, runId: string, options: ClaimFence) =>
+      failContinuation(ctx, runId, fenceOf(options)),
+    ),
+  )
 
   program
     .command('agents')

@@ -1,6 +1,13 @@
 import type { AttemptView, TerminalAttemptView } from '@baton/contracts'
 import { describe, expect, test } from 'vitest'
-import { CLEAR_LINE, progressFrame, renderAttempt } from './render.ts'
+import {
+  CLEAR_LINE,
+  progressFrame,
+  renderAttempt,
+  renderClaim,
+  renderRun,
+  renderSettled,
+} from './render.ts'
 
 const running: AttemptView = {
   attemptId: 'a1',
@@ -67,6 +74,81 @@ describe('renderAttempt', () => {
       terminal({ output: 'abc', outputTruncated: true, outputBytes: 9_000 }),
     )
     expect(truncated).toMatch(/output {4}abc…\n {10}\(preview of 9000 bytes\)$/)
+  })
+})
+
+describe('artifacts, runs and continuations', () => {
+  test('a terminal attempt names its artifact and its delivery before the output', () => {
+    const shown = renderAttempt(
+      terminal({
+        artifact: { artifactId: 'art1', bytes: 9_000, digest: 'd', expiresAt: '' },
+        delivery: {
+          state: 'suppressed',
+          receiptDigest: 'r',
+          consumingRunId: 'run2',
+          suppression: { reason: 'consumer_failed', runId: 'run2' },
+        },
+      }),
+    )
+    expect(shown).toMatch(
+      /category {2}-\nartifact {2}art1\ndelivery {2}suppressed: consumer_failed \(run run2\)\noutput {4}done$/,
+    )
+  })
+
+  test('a run: ids, trigger, status, cause and times, "-" for what it lacks', () => {
+    expect(
+      renderRun({
+        runId: 'r1',
+        sessionId: 's1',
+        triggerType: 'async_subagent_result',
+        status: 'active',
+        causeAttemptId: 'a1',
+        createdAt: 't0',
+        settledAt: null,
+      }),
+    ).toBe(
+      [
+        'run      r1',
+        'session  s1',
+        'trigger  async_subagent_result',
+        'status   active',
+        'cause    a1',
+        'created  t0',
+        'settled  -',
+      ].join('\n'),
+    )
+  })
+
+  test('a claim shows the fence to send back and at most 1,000 characters of its input', () => {
+    const claim = {
+      runId: 'r1',
+      attemptId: 'a1',
+      receipt: '{"attemptId":"a1"}',
+      input: 'é'.repeat(1_500),
+      claim: { claimToken: 'tok', generation: 2, leaseExpiresAt: 't1' },
+    }
+    const shown = renderClaim(claim)
+    expect(shown).toMatch(
+      /^run {10}r1\nattempt {6}a1\nclaim token {2}tok\ngeneration {3}2\nlease until {2}t1\nreceipt {6}\{"attemptId":"a1"\}\ninput {8}é{1000}…\n {13}\(preview of 3000 bytes\)$/,
+    )
+    expect(renderClaim({ ...claim, input: '{"x":1}' })).toMatch(/\ninput {8}\{"x":1\}$/)
+  })
+
+  test('a settled continuation: its delivery and whether it was a replay', () => {
+    expect(
+      renderSettled({
+        runId: 'r1',
+        attemptId: 'a1',
+        receipt: '{}',
+        delivery: {
+          state: 'delivered',
+          receiptDigest: 'r',
+          consumingRunId: 'r1',
+          suppression: null,
+        },
+        replayed: true,
+      }),
+    ).toBe('run       r1\nattempt   a1\ndelivery  delivered (run r1)\nreplayed  true')
   })
 })
 

@@ -1,5 +1,13 @@
 // The human-readable renderings. `--json` bypasses all of this and prints the API's answer.
-import type { AgentHistoryView, AnyAttemptView, DelegationAccepted } from '@baton/contracts'
+import type {
+  AgentHistoryView,
+  AnyAttemptView,
+  ContinuationClaim,
+  ContinuationSettled,
+  DelegationAccepted,
+  DeliveryView,
+  RunView,
+} from '@baton/contracts'
 import { isTerminalView } from '@baton/contracts'
 import { formatElapsed } from './duration.ts'
 
@@ -24,7 +32,8 @@ function outputPreview(output: string, truncatedByApi: boolean, bytes: number): 
 
 /**
  * An attempt: its ids and status, its steering progress once it was steered, and once terminal its
- * stop reason, category and output.
+ * stop reason, category, the artifact that holds the whole output, its delivery to a parent run,
+ * and the output.
  */
 export function renderAttempt(view: AnyAttemptView): string {
   const rows: [string, string][] = [
@@ -37,11 +46,10 @@ export function renderAttempt(view: AnyAttemptView): string {
   const { accepted, delivered } = view.steering
   if (accepted > 0) rows.push(['steering', `${accepted} accepted, ${delivered} delivered`])
   if (isTerminalView(view)) {
-    rows.push(
-      ['stop', view.stopReason],
-      ['category', view.failureCategory ?? '-'],
-      ['output', outputPreview(view.output, view.outputTruncated, view.outputBytes)],
-    )
+    rows.push(['stop', view.stopReason], ['category', view.failureCategory ?? '-'])
+    if (view.artifact !== null) rows.push(['artifact', view.artifact.artifactId])
+    if (view.delivery !== undefined) rows.push(['delivery', deliveryLine(view.delivery)])
+    rows.push(['output', outputPreview(view.output, view.outputTruncated, view.outputBytes)])
   }
   return fields(rows)
 }
@@ -66,6 +74,47 @@ export function renderHistory(context: AgentHistoryView): string {
     (e) => `${String(e.seq).padStart(4)}  ${e.attemptId}  ${JSON.stringify(e.event)}`,
   )
   return [head, ...events].join('\n')
+}
+
+function deliveryLine(delivery: DeliveryView): string {
+  const run = delivery.consumingRunId === null ? '' : ` (run ${delivery.consumingRunId})`
+  const suppressed = delivery.suppression === null ? '' : `: ${delivery.suppression.reason}`
+  return `${delivery.state}${suppressed}${run}`
+}
+
+export function renderRun(run: RunView): string {
+  return fields([
+    ['run', run.runId],
+    ['session', run.sessionId],
+    ['trigger', run.triggerType],
+    ['status', run.status],
+    ['cause', run.causeAttemptId ?? '-'],
+    ['created', run.createdAt],
+    ['settled', run.settledAt ?? '-'],
+  ])
+}
+
+/** A claimed continuation: what to send back to settle it, its receipt, and its input's start. */
+export function renderClaim(claim: ContinuationClaim): string {
+  const inputBytes = Buffer.byteLength(claim.input)
+  return fields([
+    ['run', claim.runId],
+    ['attempt', claim.attemptId],
+    ['claim token', claim.claim.claimToken],
+    ['generation', String(claim.claim.generation)],
+    ['lease until', claim.claim.leaseExpiresAt],
+    ['receipt', claim.receipt],
+    ['input', outputPreview(claim.input, false, inputBytes)],
+  ])
+}
+
+export function renderSettled(settled: ContinuationSettled): string {
+  return fields([
+    ['run', settled.runId],
+    ['attempt', settled.attemptId],
+    ['delivery', deliveryLine(settled.delivery)],
+    ['replayed', String(settled.replayed)],
+  ])
 }
 
 /** A rendering of any other accepted action (`cancel`, `steer`): its answer's fields. */

@@ -9,6 +9,7 @@ import { renderAccepted, renderAttempt } from '../render.ts'
 export interface DelegateOptions {
   readonly session?: string
   readonly agent?: string
+  readonly parentRun?: string
   readonly wait?: number
   readonly idempotencyKey?: string
 }
@@ -41,6 +42,7 @@ export async function delegate(
     name,
     prompt,
     ...(options.agent === undefined ? {} : { agentId: options.agent }),
+    ...(options.parentRun === undefined ? {} : { parentRunId: options.parentRun }),
   }
   const waitMs = options.wait
   if (waitMs === undefined) {

@@ -1,0 +1,145 @@
+// The ledger dashboard as an operator sees it: the real page, served by a real API, in headless
+// Chromium, over a real worker running a child that stays running until it is cancelled.
+import { existsSync } from 'node:fs'
+import { mkdir, readFile } from 'node:fs/promises'
+import { join } from 'node:path'
+import { chromium, type Browser } from 'playwright-core'
+import { REPO_ROOT } from '@baton/testing/processes'
+import { describe, expect, startServiceProcess, test, workerProcessEnv } from '@baton/testing'
+import { delegate, startApi } from './test-support.ts'
+
+const ADMIN_KEY = 'dashboard-admin-key-0123456789abcdefghij'
+/** Where CI's `apt-get install chromium` puts it; the first one that exists is used. */
+const CHROMIUM_CANDIDATES = ['/usr/bin/chromium', '/usr/bin/chromium-browser']
+const SCREENSHOT = join(REPO_ROOT, 'test-results', 'dashboard.png')
+const PNG_SIGNATURE = Buffer.from([0x89, 0x50, 0x4e, 0x47, 0x0d, 0x0a, 0x1a, 0x0a])
+
+/** The Chromium binary, or a failure that says how to get one: this test never skips. */
+function chromiumPath(): string {
+  const found = CHROMIUM_CANDIDATES.find((path) => existsSync(path))
+  if (found === undefined) {
+    throw new Error(
+      `the dashboard test needs Chromium at one of ${CHROMIUM_CANDIDATES.join(', ')}: ` +
+        'install it (apt-get install chromium)',
+    )
+  }
+  return found
+}
+
+async function launchChromium(): Promise<
+  Browser & { close(): Promise<void>; isClosed(): boolean }
+> {
+  const browser = await chromium.launch({
+    executablePath: chromiumPath(),
+    // Root (containers, CI) cannot use Chromium's sandbox.
+    args: ['--no-sandbox'],
+  })
+  return Object.assign(browser, { isClosed: () => !browser.isConnected() })
+}
+
+describe('ledger dashboard in a browser', () => {
+  test('shows a running lease ticking, then the terminal state and timeline after a cancel', async ({
+    databaseUrl,
+    redisUrl,
+    queuePrefix,
+    track,
+  }) => {
+    const api = await startApi({ databaseUrl, redisUrl, queuePrefix }, { ADMIN_API_KEY: ADMIN_KEY })
+    track(api.api)
+    const worker = track(
+      await startServiceProcess(
+        'worker',
+        workerProcessEnv(
+          { databaseUrl, redisUrl, queuePrefix },
+          // Beats often; a lease long enough to outlast the page's 2 s between refreshes.
+          { HEARTBEAT_INTERVAL_MS: '200', LEASE_TTL_MS: '6000' },
+        ),
+      ),
+    )
+    const browser = track(await launchChromium())
+    const context = await browser.newContext({
+      httpCredentials: { username: 'ops', password: ADMIN_KEY },
+      viewport: { width: 1400, height: 1000 },
+    })
+    const page = await context.newPage()
+
+    // A child that runs until it is cancelled.
+    const accepted = await api.post(delegate('s-dashboard'), {
+      name: 'scripted',
+      prompt: '{"hang":true}',
+    })
+    expect(accepted.status).toBe(202)
+    const attemptId = accepted.body.attemptId as string
+    await api.untilRunning(attemptId)
+
+    await page.goto(`${api.base}/admin`)
+    const lease = page.locator(`#leases tr[data-attempt-id="${attemptId}"]`)
+    await lease.waitFor({ timeout: 10_000 })
+    expect(await lease.locator('.owner').textContent()).toMatch(/\S/)
+    expect(await lease.locator('.generation').textContent()).toBe('1')
+    await expect
+      .poll(() => lease.locator('td').nth(1).textContent(), { timeout: 5000 })
+      .toContain('scripted')
+    expect(await lease.locator('td').nth(2).textContent()).toBe('default')
+
+    // The lease's clock moves: read twice, more than a tick apart.
+    const leaseLeft = lease.locator('.lease-left')
+    const runningFor = lease.locator('.running-for')
+    await expect.poll(() => leaseLeft.textContent(), { timeout: 5000 }).toMatch(/\d+\.\d s$/)
+    const firstLeft = await leaseLeft.textContent()
+    const firstRunning = await runningFor.textContent()
+    // Ticks every second between refreshes: 1.3 s later the time running has moved on.
+    await page.waitForTimeout(1300)
+    expect(await runningFor.textContent()).not.toBe(firstRunning)
+    // The lease left ticks down, and jumps back up when a refresh brings a renewed lease.
+    await expect.poll(() => leaseLeft.textContent(), { timeout: 5000 }).not.toBe(firstLeft)
+    // Heartbeats keep the lease alive: it never runs out while the worker holds it.
+    expect(Number.parseFloat((await leaseLeft.textContent()) ?? '')).toBeGreaterThan(0)
+    expect(await leaseLeft.getAttribute('class')).not.toContain('late')
+    await mkdir(join(REPO_ROOT, 'test-results'), { recursive: true })
+    await page.screenshot({ path: SCREENSHOT.replace(/\.png$/, '-running.png'), fullPage: true })
+
+    const cancel = await api.post(`/v1/attempts/${attemptId}/cancel`, { reason: 'from the test' })
+    expect(cancel).toMatchObject({ status: 202, body: { outcome: 'cancel_requested' } })
+    const terminal = page.locator(`#terminals tr[data-attempt-id="${attemptId}"]`)
+    await terminal.waitFor({ timeout: 10_000 })
+    expect(await terminal.locator('.stop-reason').textContent()).toBe('aborted')
+    await lease.waitFor({ state: 'detached', timeout: 5000 })
+
+    // The timeline of the clicked attempt, with its queue job's link.
+    await terminal.locator('a').first().click()
+    const entries = page.locator('#timeline-entries tbody tr')
+    await page.locator('#timeline-entries tr[data-kind="terminal"]').waitFor({ timeout: 5000 })
+    expect(page.url()).toContain(`?attempt=${attemptId}`)
+    expect(await page.locator('#timeline-id').textContent()).toBe(attemptId)
+    const kinds: (string | null)[] = []
+    for (let i = 0; i < (await entries.count()); i += 1) {
+      kinds.push(await entries.nth(i).getAttribute('data-kind'))
+    }
+    expect(kinds).toEqual(expect.arrayContaining(['transition', 'cancel_requested', 'terminal']))
+    expect(
+      await page.locator('#timeline-entries tr[data-kind="terminal"]').textContent(),
+    ).toContain('aborted')
+    expect(
+      await page.locator('#timeline-entries tr[data-kind="cancel_requested"]').textContent(),
+    ).toContain('from the test')
+    expect(await page.locator('#timeline-job').getAttribute('href')).toBe(
+      `/admin/queues/queue/attempts/${attemptId}`,
+    )
+
+    await page.screenshot({ path: SCREENSHOT, fullPage: true })
+    const png = await readFile(SCREENSHOT)
+    expect(png.length).toBeGreaterThan(PNG_SIGNATURE.length)
+    expect(png.subarray(0, PNG_SIGNATURE.length).equals(PNG_SIGNATURE)).toBe(true)
+
+    // Opened by its address, the page shows the attempt's timeline straight away.
+    const direct = await context.newPage()
+    await direct.goto(`${api.base}/admin/?attempt=${attemptId}`)
+    await direct.locator('#timeline-entries tr[data-kind="terminal"]').waitFor({ timeout: 5000 })
+
+    await context.close()
+    await browser.close()
+    await worker.close()
+    await api.api.close()
+  })
+})

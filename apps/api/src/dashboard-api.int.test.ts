@@ -140,6 +140,7 @@ describe('ledger dashboard routes', () => {
         ]),
       )
       expect(running.jobPathPrefix).toBe('/admin/queues/queue/attempts/')
+      expect(running.terminals.map((t) => t.attemptId)).not.toContain(attemptId)
 
       const steer = await api.post(`/v1/attempts/${attemptId}/steer`, { content: 'turn left' })
       expect(steer.status).toBe(202)
@@ -211,6 +212,29 @@ describe('ledger dashboard routes', () => {
       expect(
         finished.states.counts.filter((c) => c.namespaceId === 'default' && c.status === 'running'),
       ).toEqual([])
+
+      // Cancelled while queued, an attempt is terminal without ever running: it leads the
+      // recent terminals, with no duration.
+      const queuedId = queued.body.attemptId as string
+      const cancelQueued = await api.post(
+        `/v1/attempts/${queuedId}/cancel`,
+        {},
+        { authorization: `Bearer ${otherKey}` },
+      )
+      expect(cancelQueued).toMatchObject({ status: 202, body: { outcome: 'cancelled_queued' } })
+      const later = await overview(api)
+      expect(later.terminals.slice(0, 2)).toEqual([
+        expect.objectContaining({
+          attemptId: queuedId,
+          namespaceId: 'dash-other',
+          stopReason: 'aborted',
+          durationMs: null,
+        }),
+        expect.objectContaining({ attemptId }),
+      ])
+      expect(later.states.counts.filter((c) => c.namespaceId === 'dash-other')).toEqual([
+        { namespaceId: 'dash-other', status: 'terminal', stopReason: 'aborted', count: 1 },
+      ])
     },
   )
 

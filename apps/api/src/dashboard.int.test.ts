@@ -82,23 +82,36 @@ describe('ledger dashboard in a browser', () => {
       .toContain('scripted')
     expect(await lease.locator('td').nth(2).textContent()).toBe('default')
 
-    // The lease's clock moves: read twice, more than a tick apart.
+    // The ages tick in the page between refreshes: with the server's answers held back, two
+    // reads more than a tick apart still differ (time running up, lease left down).
     const leaseLeft = lease.locator('.lease-left')
     const runningFor = lease.locator('.running-for')
-    await expect.poll(() => leaseLeft.textContent(), { timeout: 5000 }).toMatch(/\d+\.\d s$/)
-    const firstLeft = await leaseLeft.textContent()
-    const firstRunning = await runningFor.textContent()
-    // Ticks every second between refreshes: 1.3 s later the time running has moved on.
+    const seconds = async (cell: typeof leaseLeft) =>
+      Number.parseFloat((await cell.textContent()) ?? 'NaN')
+    await expect.poll(() => leaseLeft.textContent(), { timeout: 5000 }).toMatch(/^\d+\.\d s$/)
+    const overview = '**/admin/api/overview'
+    await page.route(overview, (route) => route.abort())
+    // Refreshes run one at a time: once one failed, none is in flight that could still land.
+    await expect
+      .poll(() => page.locator('#status').textContent(), { timeout: 5000 })
+      .toMatch(/^refresh failed/)
+    const firstLeft = await seconds(leaseLeft)
+    const firstRunning = await seconds(runningFor)
     await page.waitForTimeout(1300)
-    expect(await runningFor.textContent()).not.toBe(firstRunning)
-    // The lease left ticks down, and jumps back up when a refresh brings a renewed lease.
-    await expect.poll(() => leaseLeft.textContent(), { timeout: 5000 }).not.toBe(firstLeft)
-    // Heartbeats keep the lease alive: it never runs out while the worker holds it.
-    expect(Number.parseFloat((await leaseLeft.textContent()) ?? '')).toBeGreaterThan(0)
+    const secondLeft = await seconds(leaseLeft)
+    expect(secondLeft).toBeLessThan(firstLeft)
+    expect(await seconds(runningFor)).toBeGreaterThan(firstRunning)
+    // Refreshed again, the page shows the lease the worker's heartbeats renewed meanwhile.
+    await page.unroute(overview)
+    await expect.poll(() => seconds(leaseLeft), { timeout: 5000 }).toBeGreaterThan(secondLeft)
     expect(await leaseLeft.getAttribute('class')).not.toContain('late')
     await mkdir(join(REPO_ROOT, 'test-results'), { recursive: true })
     await page.screenshot({ path: SCREENSHOT.replace(/\.png$/, '-running.png'), fullPage: true })
 
+    // Ledger text is shown as text, never as markup.
+    const markup = '<b id="injected">steered</b><script>window.injected = 1</script>'
+    const steer = await api.post(`/v1/attempts/${attemptId}/steer`, { content: markup })
+    expect(steer.status).toBe(202)
     const cancel = await api.post(`/v1/attempts/${attemptId}/cancel`, { reason: 'from the test' })
     expect(cancel).toMatchObject({ status: 202, body: { outcome: 'cancel_requested' } })
     const terminal = page.locator(`#terminals tr[data-attempt-id="${attemptId}"]`)
@@ -123,6 +136,11 @@ describe('ledger dashboard in a browser', () => {
     expect(
       await page.locator('#timeline-entries tr[data-kind="cancel_requested"]').textContent(),
     ).toContain('from the test')
+    expect(
+      await page.locator('#timeline-entries tr[data-kind="steering"]').textContent(),
+    ).toContain(markup)
+    expect(await page.locator('#injected').count()).toBe(0)
+    expect(await page.evaluate('window.injected')).toBeUndefined()
     expect(await page.locator('#timeline-job').getAttribute('href')).toBe(
       `/admin/queues/queue/attempts/${attemptId}`,
     )

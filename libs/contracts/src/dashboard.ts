@@ -10,6 +10,11 @@ export const DashboardLimits = {
   stateCountCap: 10_000,
   /** Terminal counts cover the most recent this many terminal transitions. */
   terminalWindow: 1000,
+  /**
+   * Terminal attempts are found among this many most recent transitions (of any kind), so a
+   * ledger whose recent history holds few terminals is never read to its start.
+   */
+  transitionScan: 50_000,
   liveLeases: 200,
   recentTerminals: 50,
   timelineEntries: 200,
@@ -61,6 +66,7 @@ export const dashboardOverviewSchema = z.object({
     capped: z.boolean(),
     stateCountCap: z.number().int(),
     terminalWindow: z.number().int(),
+    transitionScan: z.number().int(),
   }),
   leases: z.array(dashboardLeaseSchema),
   terminals: z.array(dashboardTerminalSchema),

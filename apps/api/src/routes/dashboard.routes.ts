@@ -64,9 +64,13 @@ export function dashboardRoutes(
           countAttemptStates(deps.db, {
             cap: DashboardLimits.stateCountCap,
             terminalWindow: DashboardLimits.terminalWindow,
+            transitionScan: DashboardLimits.transitionScan,
           }),
           listLiveLeases(deps.db, { limit: DashboardLimits.liveLeases }),
-          listRecentTerminals(deps.db, { limit: DashboardLimits.recentTerminals }),
+          listRecentTerminals(deps.db, {
+            limit: DashboardLimits.recentTerminals,
+            transitionScan: DashboardLimits.transitionScan,
+          }),
         ])
         const total = (status: string) =>
           counts.filter((c) => c.status === status).reduce((sum, c) => sum + c.count, 0)
@@ -79,6 +83,7 @@ export function dashboardRoutes(
               total('running') >= DashboardLimits.stateCountCap,
             stateCountCap: DashboardLimits.stateCountCap,
             terminalWindow: DashboardLimits.terminalWindow,
+            transitionScan: DashboardLimits.transitionScan,
           },
           leases: live.leases.map((l) => ({
             ...l,

@@ -14,12 +14,13 @@ export interface AttemptStateCount {
  * Attempts by state across every namespace, in one bounded statement for a busy ledger:
  * accepted and running attempts through their partial indexes, at most `cap` of each status
  * (reaching it makes the count a lower bound); terminal attempts per stop reason among the last
- * `terminalWindow` terminal transitions, found by walking the transitions' primary key backwards.
+ * `terminalWindow` terminal transitions, found by walking the transitions' primary key backwards
+ * over at most `transitionScan` transitions.
  * The terminal total itself is never counted: it grows without bound.
  */
 export async function countAttemptStates(
   db: Db,
-  input: { readonly cap: number; readonly terminalWindow: number },
+  input: { readonly cap: number; readonly terminalWindow: number; readonly transitionScan: number },
 ): Promise<AttemptStateCount[]> {
   const result = await retryTransient(
     () =>
@@ -38,8 +39,10 @@ export async function countAttemptStates(
             from attempts where status = 'running' limit ${input.cap})
           union all
           (select a.namespace_id, 'terminal', a.stop_reason
-            from (select attempt_id from attempt_transitions where to_status = 'terminal'
-                  order by id desc limit ${input.terminalWindow}) t
+            from (select attempt_id
+                  from (select attempt_id, to_status from attempt_transitions
+                        order by id desc limit ${input.transitionScan}) recent
+                  where to_status = 'terminal' limit ${input.terminalWindow}) t
             join attempts a on a.id = t.attempt_id)
         ) s
         group by namespace_id, status, stop_reason

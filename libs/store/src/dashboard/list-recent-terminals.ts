@@ -17,11 +17,12 @@ export interface RecentTerminal {
 /**
  * The last `limit` attempts to become terminal, across every namespace, newest first. Every path
  * to terminal (commit, queued cancel, process loss) appends a transition in its own statement, so
- * the transitions' primary key, walked backwards, finds them without scanning attempts.
+ * the transitions' primary key, walked backwards over at most `transitionScan` transitions, finds
+ * them without scanning attempts.
  */
 export async function listRecentTerminals(
   db: Db,
-  input: { readonly limit: number },
+  input: { readonly limit: number; readonly transitionScan: number },
 ): Promise<RecentTerminal[]> {
   const result = await retryTransient(
     () =>
@@ -38,8 +39,10 @@ export async function listRecentTerminals(
         select a.id, a.namespace_id, a.name, a.stop_reason, a.failure_category, a.terminal_at,
                (extract(epoch from a.terminal_at - a.started_at) * 1000)::float8 as duration_ms,
                a.output_bytes
-        from (select id, attempt_id from attempt_transitions where to_status = 'terminal'
-              order by id desc limit ${input.limit}) t
+        from (select id, attempt_id
+              from (select id, attempt_id, to_status from attempt_transitions
+                    order by id desc limit ${input.transitionScan}) recent
+              where to_status = 'terminal' order by id desc limit ${input.limit}) t
         join attempts a on a.id = t.attempt_id
         order by t.id desc
       `.execute(db),

@@ -43,6 +43,7 @@ describe('ledger dashboard in a browser', () => {
     redisUrl,
     queuePrefix,
     track,
+    db,
   }) => {
     const api = await startApi({ databaseUrl, redisUrl, queuePrefix }, { ADMIN_API_KEY: ADMIN_KEY })
     track(api.api)
@@ -75,8 +76,15 @@ describe('ledger dashboard in a browser', () => {
     await page.goto(`${api.base}/admin`)
     const lease = page.locator(`#leases tr[data-attempt-id="${attemptId}"]`)
     await lease.waitFor({ timeout: 10_000 })
-    expect(await lease.locator('.owner').textContent()).toMatch(/\S/)
-    expect(await lease.locator('.generation').textContent()).toBe('1')
+    // The owner and fence the ledger holds: the worker's id, first generation.
+    const owned = await db
+      .selectFrom('attempts')
+      .select(['owner_id', 'owner_generation'])
+      .where('id', '=', attemptId)
+      .executeTakeFirstOrThrow()
+    expect(owned.owner_id).toMatch(/\S/)
+    expect(await lease.locator('.owner').textContent()).toBe(owned.owner_id)
+    expect(await lease.locator('.generation').textContent()).toBe(String(owned.owner_generation))
     await expect
       .poll(() => lease.locator('td').nth(1).textContent(), { timeout: 5000 })
       .toContain('scripted')

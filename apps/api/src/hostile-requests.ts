@@ -86,7 +86,7 @@ export function routesFromOpenApi(doc: {
         path,
         params,
         body,
-        admin: path.startsWith('/v1/admin/'),
+        admin: path.startsWith('/v1/admin/') || path.startsWith('/admin/'),
       })
     }
   }

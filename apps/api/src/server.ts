@@ -25,6 +25,7 @@ import { agentRoutes } from './routes/agents.routes.ts'
 import { artifactRoutes } from './routes/artifacts.routes.ts'
 import { attemptRoutes } from './routes/attempts.routes.ts'
 import { continuationRoutes } from './routes/continuations.routes.ts'
+import { dashboardRoutes } from './routes/dashboard.routes.ts'
 import { delegationRoutes } from './routes/delegations.routes.ts'
 import { healthRoutes } from './routes/health.routes.ts'
 import { runRoutes } from './routes/runs.routes.ts'
@@ -81,6 +82,7 @@ export async function buildServer(deps: ApiDeps): Promise<BatonServer> {
   await app.register(runRoutes(deps))
   await app.register(continuationRoutes(deps))
   await app.register(artifactRoutes(deps))
+  await app.register(dashboardRoutes(deps, { queueDashboardPath: DASHBOARD_PATH }))
   return app
 }
 

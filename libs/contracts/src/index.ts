@@ -97,3 +97,10 @@ export type {
   RunView,
   SuppressionReason,
 } from './continuation.ts'
+export {
+  DashboardLimits,
+  dashboardOverviewSchema,
+  dashboardTimelineEntrySchema,
+  dashboardTimelineSchema,
+} from './dashboard.ts'
+export type { DashboardOverview, DashboardTimeline, DashboardTimelineEntry } from './dashboard.ts'

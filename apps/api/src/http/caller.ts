@@ -25,8 +25,9 @@ declare module 'fastify' {
 /** Paths anyone may call: the probes a load balancer or orchestrator uses. */
 const PUBLIC_PATHS: ReadonlySet<string> = new Set(['/healthz', '/readyz'])
 /**
- * Paths only the admin key opens: key and namespace management (Bearer), and the queue dashboard
- * (Bearer, or Basic with the admin key as password, so a browser can open it).
+ * Paths only the admin key opens: key and namespace management (Bearer), and the ledger and queue
+ * dashboards at `/admin` and below (Bearer, or Basic with the admin key as password, so a browser
+ * can open them).
  */
 const ADMIN_PREFIXES = ['/v1/admin/', '/admin/']
 
@@ -86,10 +87,10 @@ export function installAuthentication(
     const path = request.routeOptions.url ?? ''
     if (PUBLIC_PATHS.has(path)) return undefined
     const key = bearerKey(request.headers.authorization)
-    const admin = ADMIN_PREFIXES.some((prefix) => path.startsWith(prefix))
+    const admin = path === '/admin' || ADMIN_PREFIXES.some((prefix) => path.startsWith(prefix))
     if (admin) {
-      // A browser opening the dashboard answers a Basic challenge: the admin key as its password.
-      const browser = path.startsWith('/admin/')
+      // A browser opening the dashboards answers a Basic challenge: the admin key as its password.
+      const browser = path === '/admin' || path.startsWith('/admin/')
       const presented = key ?? basicPassword(request.headers.authorization)
       if (adminDigest === undefined) {
         return refuse(reply, 'no admin key is configured on this API (ADMIN_API_KEY)', browser)

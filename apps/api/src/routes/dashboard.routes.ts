@@ -1,0 +1,145 @@
+import { createHash } from 'node:crypto'
+import { readFileSync } from 'node:fs'
+import type { FastifyPluginAsyncZod } from 'fastify-type-provider-zod'
+import { z } from 'zod'
+import {
+  BatonError,
+  DashboardLimits,
+  ErrorCode,
+  dashboardOverviewSchema,
+  dashboardTimelineSchema,
+  uuidSchema,
+  type DashboardOverview,
+} from '@baton/contracts'
+import {
+  countAttemptStates,
+  getAttemptTimeline,
+  listLiveLeases,
+  listRecentTerminals,
+} from '@baton/store'
+import type { ApiDeps } from '../deps.ts'
+import { toDashboardTimeline } from '../services/dashboard-view.ts'
+
+/** The page's address; its JSON lives under `${DASHBOARD_PAGE_PATH}/api`. */
+const DASHBOARD_PAGE_PATH = '/admin'
+
+/**
+ * The ledger dashboard: one static page at `/admin` over two JSON routes, all behind the admin key
+ * (http/caller.ts; Basic with the admin key as password, so a browser can open it). Every read is
+ * bounded (see `DashboardLimits`). `queueDashboardPath` is where the queue dashboard is mounted:
+ * an attempt's job there is `<path>/queue/<queue name>/<attempt id>`.
+ */
+export function dashboardRoutes(
+  deps: ApiDeps,
+  options: { readonly queueDashboardPath: string },
+): FastifyPluginAsyncZod {
+  const jobPathPrefix = `${options.queueDashboardPath}/queue/${encodeURIComponent(deps.queue.name)}/`
+  return async (app) => {
+    // Read once, when the API starts; the page is a file of plain HTML and JS, no build step.
+    const page = readFileSync(new URL('./dashboard.html', import.meta.url), 'utf8')
+    const csp = contentSecurityPolicy(page)
+    for (const url of [DASHBOARD_PAGE_PATH, `${DASHBOARD_PAGE_PATH}/`]) {
+      app.get(url, { schema: { hide: true } }, async (_request, reply) =>
+        reply
+          .header('content-type', 'text/html; charset=utf-8')
+          .header('content-security-policy', csp)
+          .header('cache-control', 'no-store')
+          .header('x-content-type-options', 'nosniff')
+          .header('referrer-policy', 'no-referrer')
+          .send(page),
+      )
+    }
+
+    app.get(
+      `${DASHBOARD_PAGE_PATH}/api/overview`,
+      {
+        schema: {
+          summary:
+            'Ledger dashboard: attempts by state, live leases and recent terminals (admin key)',
+          response: { 200: dashboardOverviewSchema },
+        },
+      },
+      async (): Promise<DashboardOverview> => {
+        const [counts, live, terminals] = await Promise.all([
+          countAttemptStates(deps.db, {
+            cap: DashboardLimits.stateCountCap,
+            terminalWindow: DashboardLimits.terminalWindow,
+            transitionScan: DashboardLimits.transitionScan,
+          }),
+          listLiveLeases(deps.db, { limit: DashboardLimits.liveLeases }),
+          listRecentTerminals(deps.db, {
+            limit: DashboardLimits.recentTerminals,
+            transitionScan: DashboardLimits.transitionScan,
+          }),
+        ])
+        const total = (status: string) =>
+          counts.filter((c) => c.status === status).reduce((sum, c) => sum + c.count, 0)
+        return {
+          now: live.now.toISOString(),
+          states: {
+            counts,
+            capped:
+              total('accepted') >= DashboardLimits.stateCountCap ||
+              total('running') >= DashboardLimits.stateCountCap,
+            stateCountCap: DashboardLimits.stateCountCap,
+            terminalWindow: DashboardLimits.terminalWindow,
+            transitionScan: DashboardLimits.transitionScan,
+          },
+          leases: live.leases.map((l) => ({
+            ...l,
+            startedAt: l.startedAt?.toISOString() ?? null,
+            leaseExpiresAt: l.leaseExpiresAt?.toISOString() ?? null,
+            cancelRequestedAt: l.cancelRequestedAt?.toISOString() ?? null,
+          })),
+          terminals: terminals.map((t) => ({
+            ...t,
+            terminalAt: t.terminalAt?.toISOString() ?? null,
+          })),
+          jobPathPrefix,
+        }
+      },
+    )
+
+    app.get(
+      `${DASHBOARD_PAGE_PATH}/api/attempts/:attemptId/timeline`,
+      {
+        schema: {
+          summary: "Ledger dashboard: one attempt's timeline, in any namespace (admin key)",
+          params: z.strictObject({ attemptId: uuidSchema }),
+          response: { 200: dashboardTimelineSchema },
+        },
+      },
+      async (request) => {
+        const { attemptId } = request.params
+        const record = await getAttemptTimeline(deps.db, attemptId, {
+          limit: DashboardLimits.timelineEntries,
+          messageChars: DashboardLimits.messagePreviewChars,
+        })
+        if (record === undefined) {
+          throw new BatonError(ErrorCode.AttemptNotFound, `no attempt ${attemptId}`)
+        }
+        return toDashboardTimeline(record, `${jobPathPrefix}${attemptId}`)
+      },
+    )
+  }
+}
+
+/**
+ * The page may run its own inline script (by its hash) and talk to this origin only: data the
+ * ledger holds (names, steering text) can never become markup or script, even by a slip.
+ */
+function contentSecurityPolicy(page: string): string {
+  const script = /<script>([\s\S]*?)<\/script>/.exec(page)?.[1]
+  if (script === undefined) throw new Error('dashboard.html has no inline script')
+  const hash = createHash('sha256').update(script, 'utf8').digest('base64')
+  return [
+    "default-src 'none'",
+    `script-src 'sha256-${hash}'`,
+    "style-src 'unsafe-inline'",
+    "connect-src 'self'",
+    "img-src 'self' data:",
+    "base-uri 'none'",
+    "form-action 'none'",
+    "frame-ancestors 'none'",
+  ].join('; ')
+}

@@ -1,0 +1,118 @@
+import { z } from 'zod'
+
+/**
+ * What the ledger dashboard (`/admin`, admin key) reads: views across every namespace, each one
+ * bounded. Times are ISO strings on the database clock; `now` is that clock when the view was
+ * read, so a page can tick ages from it without trusting the browser's clock.
+ */
+export const DashboardLimits = {
+  /** Counts of accepted and of running attempts stop at this many (per status). */
+  stateCountCap: 10_000,
+  /** Terminal counts cover the most recent this many terminal transitions. */
+  terminalWindow: 1000,
+  /**
+   * Terminal attempts are found among this many most recent transitions (of any kind), so a
+   * ledger whose recent history holds few terminals is never read to its start.
+   */
+  transitionScan: 50_000,
+  liveLeases: 200,
+  recentTerminals: 50,
+  timelineEntries: 200,
+  /** Characters of a steering message's text shown in a timeline. */
+  messagePreviewChars: 1000,
+} as const
+
+/** A count of attempts of one namespace in one state (terminal ones per stop reason). */
+export const dashboardStateCountSchema = z.object({
+  namespaceId: z.string(),
+  status: z.enum(['accepted', 'running', 'terminal']),
+  /** Null unless `status` is terminal. */
+  stopReason: z.string().nullable(),
+  count: z.number().int(),
+})
+
+/** A running attempt's lease: its owner, fence and deadline on the database clock. */
+export const dashboardLeaseSchema = z.object({
+  attemptId: z.string(),
+  namespaceId: z.string(),
+  agentId: z.string(),
+  name: z.string(),
+  sessionId: z.string(),
+  ownerId: z.string().nullable(),
+  ownerGeneration: z.number().int(),
+  startedAt: z.string().nullable(),
+  leaseExpiresAt: z.string().nullable(),
+  cancelRequestedAt: z.string().nullable(),
+})
+
+export const dashboardTerminalSchema = z.object({
+  attemptId: z.string(),
+  namespaceId: z.string(),
+  name: z.string(),
+  stopReason: z.string().nullable(),
+  failureCategory: z.string().nullable(),
+  terminalAt: z.string().nullable(),
+  /** From the claim to the terminal outcome; null when it never ran (cancelled while queued). */
+  durationMs: z.number().nullable(),
+  outputBytes: z.number().int().nullable(),
+})
+
+/** `GET /admin/api/overview`. */
+export const dashboardOverviewSchema = z.object({
+  now: z.string(),
+  states: z.object({
+    counts: z.array(dashboardStateCountSchema),
+    /** Whether accepted or running counts reached `stateCountCap` (then they are lower bounds). */
+    capped: z.boolean(),
+    stateCountCap: z.number().int(),
+    terminalWindow: z.number().int(),
+    transitionScan: z.number().int(),
+  }),
+  leases: z.array(dashboardLeaseSchema),
+  terminals: z.array(dashboardTerminalSchema),
+  /** Where the queue dashboard shows an attempt's job: this path followed by the attempt id. */
+  jobPathPrefix: z.string(),
+})
+export type DashboardOverview = z.infer<typeof dashboardOverviewSchema>
+
+/** One entry of an attempt's timeline, in time order. */
+export const dashboardTimelineEntrySchema = z.object({
+  at: z.string(),
+  kind: z.enum([
+    'transition',
+    'steering',
+    'cancel_requested',
+    'terminal',
+    'artifact',
+    'continuation',
+  ]),
+  /** Short text for people: the transition's event, the message's sequence, … */
+  summary: z.string(),
+  /** The facts of the entry, shown as name/value pairs. */
+  fields: z.record(z.string(), z.union([z.string(), z.number(), z.boolean(), z.null()])),
+})
+export type DashboardTimelineEntry = z.infer<typeof dashboardTimelineEntrySchema>
+
+/** `GET /admin/api/attempts/:attemptId/timeline`. */
+export const dashboardTimelineSchema = z.object({
+  now: z.string(),
+  attempt: z.object({
+    attemptId: z.string(),
+    namespaceId: z.string(),
+    sessionId: z.string(),
+    agentId: z.string(),
+    name: z.string(),
+    status: z.enum(['accepted', 'running', 'terminal']),
+    ownerId: z.string().nullable(),
+    ownerGeneration: z.number().int(),
+    leaseExpiresAt: z.string().nullable(),
+    parentRunId: z.string().nullable(),
+    stopReason: z.string().nullable(),
+    failureCategory: z.string().nullable(),
+  }),
+  entries: z.array(dashboardTimelineEntrySchema),
+  /** Whether transitions or steering messages went beyond `timelineEntries` and were cut. */
+  truncated: z.boolean(),
+  jobPath: z.string(),
+})
+export type DashboardTimeline = z.infer<typeof dashboardTimelineSchema>

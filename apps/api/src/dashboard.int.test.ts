@@ -91,8 +91,10 @@ describe('ledger dashboard in a browser', () => {
     expect(await lease.locator('td').nth(2).textContent()).toBe('default')
 
     // The ages tick in the page between refreshes: with the server's answers held back, two
-    // reads more than a tick apart still differ (time running up, lease left down).
+    // reads more than a tick apart still differ (time running and heartbeat age up, lease left
+    // down).
     const leaseLeft = lease.locator('.lease-left')
+    const heartbeatAge = lease.locator('.heartbeat-age')
     const runningFor = lease.locator('.running-for')
     const seconds = async (cell: typeof leaseLeft) =>
       Number.parseFloat((await cell.textContent()) ?? 'NaN')
@@ -105,13 +107,18 @@ describe('ledger dashboard in a browser', () => {
       .toMatch(/^refresh failed/)
     const firstLeft = await seconds(leaseLeft)
     const firstRunning = await seconds(runningFor)
+    const firstBeat = await seconds(heartbeatAge)
     await page.waitForTimeout(1300)
     const secondLeft = await seconds(leaseLeft)
+    const secondBeat = await seconds(heartbeatAge)
     expect(secondLeft).toBeLessThan(firstLeft)
     expect(await seconds(runningFor)).toBeGreaterThan(firstRunning)
+    expect(secondBeat).toBeGreaterThan(firstBeat)
     // Refreshed again, the page shows the lease the worker's heartbeats renewed meanwhile.
     await page.unroute(overview)
     await expect.poll(() => seconds(leaseLeft), { timeout: 5000 }).toBeGreaterThan(secondLeft)
+    // ...and the heartbeat that renewed it: a fresh one, far younger than the held-back age.
+    await expect.poll(() => seconds(heartbeatAge), { timeout: 5000 }).toBeLessThan(secondBeat)
     expect(await leaseLeft.getAttribute('class')).not.toContain('late')
     await mkdir(join(REPO_ROOT, 'test-results'), { recursive: true })
     await page.screenshot({ path: SCREENSHOT.replace(/\.png$/, '-running.png'), fullPage: true })

@@ -42,6 +42,8 @@ export const dashboardLeaseSchema = z.object({
   ownerGeneration: z.number().int(),
   startedAt: z.string().nullable(),
   leaseExpiresAt: z.string().nullable(),
+  /** The owner's claim or latest lease renewal; its age is the heartbeat age. */
+  heartbeatAt: z.string().nullable(),
   cancelRequestedAt: z.string().nullable(),
 })
 

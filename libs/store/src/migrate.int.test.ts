@@ -40,6 +40,7 @@ describe('migrations', () => {
           '0006-namespaces',
           '0007-continuations',
           '0008-artifacts',
+          '0009-heartbeats',
         ])
         expect((await migrateToLatest(db)).applied).toEqual([
           '0001-ledger',
@@ -50,6 +51,7 @@ describe('migrations', () => {
           '0006-namespaces',
           '0007-continuations',
           '0008-artifacts',
+          '0009-heartbeats',
         ])
         const tables = await sql<{ table_name: string }>`
           select table_name from information_schema.tables where table_schema = 'public' order by 1
@@ -93,6 +95,7 @@ describe('migrations', () => {
           '0006-namespaces',
           '0007-continuations',
           '0008-artifacts',
+          '0009-heartbeats',
         ])
         const executed = await sql<{
           n: number
@@ -169,6 +172,7 @@ describe('migrations', () => {
           '0006-namespaces',
           '0007-continuations',
           '0008-artifacts',
+          '0009-heartbeats',
         ])
         const owners = await sql<{ namespace_id: string }>`
           select distinct namespace_id from attempts

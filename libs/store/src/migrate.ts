@@ -14,6 +14,7 @@ import * as m0005 from './migrations/0005-failure-categories.ts'
 import * as m0006 from './migrations/0006-namespaces.ts'
 import * as m0007 from './migrations/0007-continuations.ts'
 import * as m0008 from './migrations/0008-artifacts.ts'
+import * as m0009 from './migrations/0009-heartbeats.ts'
 
 /** Every migration, in order. Numbered and append-only. */
 const MIGRATIONS: Readonly<Record<string, Migration>> = {
@@ -25,6 +26,7 @@ const MIGRATIONS: Readonly<Record<string, Migration>> = {
   '0006-namespaces': m0006,
   '0007-continuations': m0007,
   '0008-artifacts': m0008,
+  '0009-heartbeats': m0009,
 }
 
 const provider: MigrationProvider = {

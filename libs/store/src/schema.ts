@@ -51,6 +51,8 @@ export interface AttemptTable {
   owner_id: string | null
   owner_generation: Generated<number>
   lease_expires_at: Date | null
+  /** The claim's or latest lease renewal's time (0009); null before either. */
+  heartbeat_at: Date | null
   cancel_requested_at: Date | null
   cancel_reason: string | null
   stop_reason: string | null

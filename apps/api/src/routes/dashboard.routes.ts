@@ -89,6 +89,7 @@ export function dashboardRoutes(
             ...l,
             startedAt: l.startedAt?.toISOString() ?? null,
             leaseExpiresAt: l.leaseExpiresAt?.toISOString() ?? null,
+            heartbeatAt: l.heartbeatAt?.toISOString() ?? null,
             cancelRequestedAt: l.cancelRequestedAt?.toISOString() ?? null,
           })),
           terminals: terminals.map((t) => ({

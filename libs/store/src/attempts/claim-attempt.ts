@@ -81,6 +81,7 @@ export async function claimAttempts(
           owner_id = ${input.ownerId},
           owner_generation = a.owner_generation + 1,
           lease_expires_at = now() + ${input.leaseTtlMs} * interval '1 millisecond',
+          heartbeat_at = now(),
           started_at = now()
       from unnest(${input.attemptIds}::uuid[]) as i(id)
       where a.id = i.id and a.status = 'accepted'

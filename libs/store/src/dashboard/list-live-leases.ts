@@ -12,6 +12,8 @@ export interface LiveLease {
   readonly ownerGeneration: number
   readonly startedAt: Date | null
   readonly leaseExpiresAt: Date | null
+  /** The owner's claim or latest renewal (on the database clock). */
+  readonly heartbeatAt: Date | null
   readonly cancelRequestedAt: Date | null
 }
 
@@ -38,13 +40,14 @@ export async function listLiveLeases(
         owner_generation: number
         started_at: Date | null
         lease_expires_at: Date | null
+        heartbeat_at: Date | null
         cancel_requested_at: Date | null
       }>`
         select n.now, l.*
         from (select now() as now) n
         left join lateral (
           select id, namespace_id, agent_id, name, session_id, owner_id, owner_generation,
-                 started_at, lease_expires_at, cancel_requested_at
+                 started_at, lease_expires_at, heartbeat_at, cancel_requested_at
           from attempts where status = 'running'
           order by lease_expires_at limit ${input.limit}
         ) l on true
@@ -67,6 +70,7 @@ export async function listLiveLeases(
       ownerGeneration: r.owner_generation,
       startedAt: r.started_at,
       leaseExpiresAt: r.lease_expires_at,
+      heartbeatAt: r.heartbeat_at,
       cancelRequestedAt: r.cancel_requested_at,
     })
   }

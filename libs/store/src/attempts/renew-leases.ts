@@ -43,7 +43,8 @@ export async function renewLeases(
   const generations = leases.map((l) => l.ownerGeneration)
   const result = await sql<{ id: string; cancel_requested: boolean; steering_pending: boolean }>`
     update attempts a
-    set lease_expires_at = now() + ${input.leaseTtlMs} * interval '1 millisecond'
+    set lease_expires_at = now() + ${input.leaseTtlMs} * interval '1 millisecond',
+        heartbeat_at = now()
     from unnest(${ids}::uuid[], ${generations}::int[]) as held(id, generation)
     where a.id = held.id
       and a.owner_generation = held.generation

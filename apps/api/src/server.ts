@@ -27,6 +27,7 @@ import { attemptRoutes } from './routes/attempts.routes.ts'
 import { continuationRoutes } from './routes/continuations.routes.ts'
 import { delegationRoutes } from './routes/delegations.routes.ts'
 import { healthRoutes } from './routes/health.routes.ts'
+import { metricsRoutes } from './routes/metrics.routes.ts'
 import { runRoutes } from './routes/runs.routes.ts'
 
 export const DASHBOARD_PATH = '/admin/queues'
@@ -74,6 +75,7 @@ export async function buildServer(deps: ApiDeps): Promise<BatonServer> {
   await app.register(board.registerPlugin(), { prefix: DASHBOARD_PATH })
 
   await app.register(healthRoutes(deps))
+  await app.register(metricsRoutes(deps))
   await app.register(delegationRoutes(deps))
   await app.register(attemptRoutes(deps))
   await app.register(agentRoutes(deps))

@@ -82,10 +82,11 @@ describe('metrics', () => {
   metricsTest(
     'the API and a worker serve /metrics that promtool accepts; the API needs the admin key and keeps it out of the OpenAPI document',
     async ({ both }) => {
-      // One delegation first, so every histogram and labelled counter has samples to lint.
+      // One delegation first, so every histogram and labelled counter has samples to lint; its
+      // output is above the inline bound, so it is kept in an artifact of namespace `default`.
       const done = await both.api.post(delegate('s-metrics-lint'), {
         name: 'scripted',
-        prompt: '{"output":"linted"}',
+        prompt: '{"outputBytes":10000}',
         wait: { timeoutMs: 10_000 },
       })
       expect(done.body).toMatchObject({ status: 'terminal', stopReason: 'completed' })
@@ -100,6 +101,7 @@ describe('metrics', () => {
       expect(sampleValue(apiText, 'baton_scrape_source_up', { source: 'artifacts' })).toBe(1)
       expect(sampleValue(apiText, 'baton_scrape_source_up', { source: 'continuations' })).toBe(1)
       expect(sampleValue(apiText, 'baton_queue_jobs', { state: 'completed' })).toBeGreaterThan(0)
+      expect(sampleValue(apiText, 'baton_artifact_bytes', { namespace: 'default' })).toBe(10_000)
 
       const refused = await fetch(`${both.api.base}/metrics`, { headers: both.api.auth })
       expect(refused.status).toBe(401)
@@ -216,6 +218,50 @@ describe('metrics', () => {
       expect(
         delta(worker0, worker1, 'baton_reconciler_actions_total', { action: 'process_loss' }),
       ).toBe(1)
+    },
+  )
+
+  metricsTest(
+    'a late result admits a continuation; its claim and delivery move the claim and delivery counters and the state gauge',
+    async ({ both }) => {
+      const session = 's-metrics-continuation'
+      const run = await both.api.post(`/v1/sessions/${session}/runs`, {})
+      expect(run.status).toBe(201)
+      const accepted = await both.api.post(delegate(session), {
+        name: 'scripted',
+        prompt: '{"output":"late","delayMs":300}',
+        parentRunId: run.body.runId,
+      })
+      // The parent run ends before the result lands: the result is admitted as a continuation.
+      expect((await both.api.post(`/v1/runs/${run.body.runId}/complete`, {})).status).toBe(200)
+      const waited = await both.api.get(
+        `/v1/attempts/${accepted.body.attemptId}/wait?timeoutMs=10000`,
+      )
+      expect(waited.body).toMatchObject({ status: 'terminal', stopReason: 'completed' })
+      const api0 = await both.scrapeApi()
+      expect(sampleValue(api0, 'baton_continuations', { state: 'pending' })).toBe(1)
+
+      const claimed = await both.api.post(`/v1/sessions/${session}/continuations/claim`, {
+        timeoutMs: 5000,
+        leaseMs: 5000,
+      })
+      expect(claimed.status).toBe(200)
+      const { claimToken, generation } = claimed.body.claim
+      const api1 = await both.scrapeApi()
+      expect(delta(api0, api1, 'baton_continuation_claims_total')).toBe(1)
+      expect(sampleValue(api1, 'baton_continuations', { state: 'claimed' })).toBe(1)
+
+      const completed = await both.api.post(`/v1/continuations/${claimed.body.runId}/complete`, {
+        claimToken,
+        generation,
+      })
+      expect(completed.status).toBe(200)
+      const api2 = await both.scrapeApi()
+      expect(
+        delta(api1, api2, 'baton_continuation_deliveries_total', { action: 'acknowledged' }),
+      ).toBe(1)
+      expect(sampleValue(api2, 'baton_continuations', { state: 'delivered' })).toBe(1)
+      expect(sampleValue(api2, 'baton_continuations', { state: 'claimed' })).toBe(0)
     },
   )
 })

@@ -3,19 +3,31 @@ import { Counter, Registry, collectDefaultMetrics } from 'prom-client'
 export type { Registry }
 
 /**
- * A registry of one process (or one test's process), with Node's default process metrics
- * (`process_*`, `nodejs_*`): each process and each test gets its own, so nothing is global.
- * The default gauges named like counters (`nodejs_active_handles_total`: promtool refuses a
- * `_total` that is not a counter) are left out; `nodejs_active_handles` and its siblings, by type,
- * say the same.
+ * A registry of its own for one process (or one test's API or worker), holding Node's default
+ * process metrics (`process_*`, `nodejs_*`) beside the metrics its caller registers.
  */
 export function createMetricsRegistry(): Registry {
+  return Registry.merge([processMetrics(), new Registry()])
+}
+
+let processRegistry: Registry | undefined
+
+/**
+ * The default process metrics, collected once per process: they describe the process, and each
+ * collection starts an event-loop monitor and a GC observer that are never stopped, so a test
+ * process building many registries must not start one per registry. The default gauges named
+ * like counters (`nodejs_active_handles_total`: promtool refuses a `_total` that is not a
+ * counter) are left out; `nodejs_active_handles` and its siblings, by type, say the same.
+ */
+function processMetrics(): Registry {
+  if (processRegistry !== undefined) return processRegistry
   const registry = new Registry()
   collectDefaultMetrics({ register: registry })
   for (const { name } of registry.getMetricsAsArray()) {
     if (name.endsWith('_total') && !(registry.getSingleMetric(name) instanceof Counter))
       registry.removeSingleMetric(name)
   }
+  processRegistry = registry
   return registry
 }
 

@@ -1,4 +1,4 @@
-import type { Logger } from '@baton/observability'
+import { createApiMetrics, type ApiMetrics, type Logger } from '@baton/observability'
 import {
   createAttemptQueue,
   createRedisConnection,
@@ -6,7 +6,12 @@ import {
   createSettlementPublisher,
   createWorkerCommandPublisher,
 } from '@baton/queue'
-import { createDb, type CreateDbOptions } from '@baton/store'
+import {
+  countContinuations,
+  createDb,
+  namespaceArtifactBytes,
+  type CreateDbOptions,
+} from '@baton/store'
 import { loadSubagentCatalog } from '@baton/subagents'
 import type { FastifyInstance } from 'fastify'
 import type { ApiConfig } from './config.ts'
@@ -25,6 +30,8 @@ export interface ApiOptions {
 
 export interface ApiProcess {
   readonly app: FastifyInstance
+  /** This process's metrics (also served at `/metrics`). */
+  readonly metrics: ApiMetrics
   close(): Promise<void>
   isClosed(): boolean
 }
@@ -74,22 +81,30 @@ export async function composeApi(
     },
   })
   await listener.ready()
+  const metrics = createApiMetrics({
+    queueJobs: () => queue.getJobCounts(),
+    artifactBytes: () => namespaceArtifactBytes(db),
+    continuations: () => countContinuations(db),
+    onError: (source, error) => logger.warn({ err: error, source }, 'metrics source failed'),
+  })
   const commands = createAttemptCommands({
     db,
     // One accept statement in flight: under load the next batch gathers behind it (see LEDGER_BATCH).
-    admission: createAdmission({ db, queue, logger, maxInFlight: 1 }),
+    admission: createAdmission({ db, queue, logger, maxInFlight: 1, metrics }),
     doorbell,
     workerCommands,
     settlements,
     subagents,
     logger,
+    metrics,
   })
   const keys = createKeyResolver(db, config.apiKeyCacheMs)
-  const runs = createRunCommands({ db, claimBell, settlements, logger })
-  const app = await buildServer({ config, logger, db, redis, queue, commands, keys, runs })
+  const runs = createRunCommands({ db, claimBell, settlements, logger, metrics })
+  const app = await buildServer({ config, logger, db, redis, queue, commands, keys, runs, metrics })
   let closed = false
   return {
     app,
+    metrics,
     isClosed: () => closed,
     async close() {
       await app.close()

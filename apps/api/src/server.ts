@@ -28,6 +28,7 @@ import { continuationRoutes } from './routes/continuations.routes.ts'
 import { dashboardRoutes } from './routes/dashboard.routes.ts'
 import { delegationRoutes } from './routes/delegations.routes.ts'
 import { healthRoutes } from './routes/health.routes.ts'
+import { metricsRoutes } from './routes/metrics.routes.ts'
 import { runRoutes } from './routes/runs.routes.ts'
 
 export const DASHBOARD_PATH = '/admin/queues'
@@ -75,6 +76,7 @@ export async function buildServer(deps: ApiDeps): Promise<BatonServer> {
   await app.register(board.registerPlugin(), { prefix: DASHBOARD_PATH })
 
   await app.register(healthRoutes(deps))
+  await app.register(metricsRoutes(deps))
   await app.register(delegationRoutes(deps))
   await app.register(attemptRoutes(deps))
   await app.register(agentRoutes(deps))

@@ -57,6 +57,8 @@ const configSchema = z
     LOG_LEVEL: z
       .enum(['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent'])
       .default('info'),
+    METRICS_HOST: z.string().min(1).default('127.0.0.1'),
+    METRICS_PORT: z.coerce.number().int().min(0).max(65_535).default(9464),
   })
   .refine((c) => c.HEARTBEAT_INTERVAL_MS * 2 <= c.LEASE_TTL_MS, {
     message:
@@ -96,6 +98,10 @@ export interface WorkerConfig {
   /** Model provider credentials; never logged. */
   readonly models: ModelCredentials
   readonly logLevel: string
+  /** Where `GET /metrics` listens (no authentication: an address only the scraper reaches). */
+  readonly metricsHost: string
+  /** Port of `GET /metrics`; 0 serves none. */
+  readonly metricsPort: number
 }
 
 export interface ModelCredentials {
@@ -159,5 +165,7 @@ export function loadConfig(env: Readonly<Record<string, string | undefined>>): W
           }),
     },
     logLevel: c.LOG_LEVEL,
+    metricsHost: c.METRICS_HOST,
+    metricsPort: c.METRICS_PORT,
   })
 }

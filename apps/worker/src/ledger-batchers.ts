@@ -1,11 +1,17 @@
+import type { WorkerMetrics } from '@baton/observability'
 import {
   claimAttempts,
+  commitTerminals,
   createGroupBatcher,
   isTransientStoreError,
   type ClaimAttemptOutcome,
+  type CommitTerminalInput,
+  type CommitTerminalOutcome,
   type Db,
   type GroupBatcher,
+  type ResultPolicy,
 } from '@baton/store'
+import { observeClaims, observeCommits, type ExecutionTiming } from './ledger-metrics.ts'
 
 /**
  * How the worker's claims and commits share statements (see createGroupBatcher). One batch in
@@ -31,9 +37,37 @@ export const isolateUnexpected = (error: unknown): boolean => !isTransientStoreE
 export function createClaimBatcher(
   db: Db,
   owner: { readonly ownerId: string; readonly leaseTtlMs: number },
+  metrics?: WorkerMetrics,
 ): GroupBatcher<string, ClaimAttemptOutcome> {
   return createGroupBatcher<string, ClaimAttemptOutcome>(
-    (attemptIds) => claimAttempts(db, { ...owner, attemptIds }),
+    async (attemptIds) => {
+      const outcomes = await claimAttempts(db, { ...owner, attemptIds })
+      if (metrics !== undefined) observeClaims(metrics, outcomes)
+      return outcomes
+    },
+    { ...LEDGER_BATCH, isolate: isolateUnexpected },
+  )
+}
+
+/**
+ * Concurrent terminal commits of this worker, batched into one fenced commit statement per group
+ * (an artifact's commit runs its own transaction beside it). `timingOf` tells the metrics when an
+ * attempt was taken and cancelled (its execution is still held while its commit runs).
+ */
+export function createCommitBatcher(
+  db: Db,
+  results: ResultPolicy,
+  metrics?: {
+    readonly metrics: WorkerMetrics
+    readonly timingOf: (attemptId: string) => ExecutionTiming | undefined
+  },
+): GroupBatcher<CommitTerminalInput, CommitTerminalOutcome> {
+  return createGroupBatcher<CommitTerminalInput, CommitTerminalOutcome>(
+    async (inputs) => {
+      const outcomes = await commitTerminals(db, inputs, results)
+      if (metrics !== undefined) observeCommits(metrics.metrics, inputs, outcomes, metrics.timingOf)
+      return outcomes
+    },
     { ...LEDGER_BATCH, isolate: isolateUnexpected },
   )
 }

@@ -1,6 +1,12 @@
 import { Worker } from 'bullmq'
 import { QueueName, type AttemptJob } from '@baton/contracts'
-import { WORKER_READY_MESSAGE, type Logger } from '@baton/observability'
+import {
+  WORKER_READY_MESSAGE,
+  createWorkerMetrics,
+  type Logger,
+  type MetricsServer,
+  type WorkerMetrics,
+} from '@baton/observability'
 import {
   createAttemptQueue,
   createRedisConnection,
@@ -8,18 +14,11 @@ import {
   createWorkerCommandListener,
   type StreamListener,
 } from '@baton/queue'
-import {
-  commitTerminals,
-  createDb,
-  createGroupBatcher,
-  type CommitTerminalInput,
-  type CommitTerminalOutcome,
-  type CreateDbOptions,
-  type Db,
-} from '@baton/store'
+import { createDb, type CreateDbOptions, type Db } from '@baton/store'
 import type { WorkerConfig } from './config.ts'
 import { createLeaseKeeper } from './lease/lease-keeper.ts'
-import { LEDGER_BATCH, createClaimBatcher, isolateUnexpected } from './ledger-batchers.ts'
+import { createClaimBatcher, createCommitBatcher } from './ledger-batchers.ts'
+import { serveWorkerMetrics } from './metrics-endpoint.ts'
 import { createSteeringDelivery } from './steering/steering-delivery.ts'
 import { createOutputBudget } from './output-budget.ts'
 import { createAttemptProcessor } from './processors/attempt.processor.ts'
@@ -31,6 +30,8 @@ export interface WorkerRuntime {
   readonly workerId: string
   readonly db: Db
   readonly reconciler: Reconciler
+  /** This worker's metrics (its own registry), served on `METRICS_PORT` once started. */
+  readonly metrics: WorkerMetrics
   /** Resolves when the worker consumes jobs and listens for worker commands. */
   start(): Promise<void>
   /**
@@ -72,6 +73,10 @@ export function createWorkerRuntime(
   })
   const queue = createAttemptQueue({ connection, prefix: config.queuePrefix })
   const publisher = createSettlementPublisher({ connection, prefix: config.queuePrefix })
+  const metrics = createWorkerMetrics({
+    queueJobs: () => queue.getJobCounts(),
+    onError: (source, error) => log.warn({ err: error, source }, 'metrics source failed'),
+  })
   const steering = createSteeringDelivery({
     db,
     ownerId: config.workerId,
@@ -84,6 +89,7 @@ export function createWorkerRuntime(
     leaseTtlMs: config.leaseTtlMs,
     heartbeatIntervalMs: config.heartbeatIntervalMs,
     logger: log.child({ component: 'lease-keeper' }),
+    metrics,
   })
   const reconciler = createReconciler({
     db,
@@ -92,17 +98,19 @@ export function createWorkerRuntime(
     intervalMs: config.reconcileIntervalMs,
     requeueAfterMs: config.requeueAfterMs,
     logger: log.child({ component: 'reconciler' }),
+    metrics,
   })
   // Concurrent claims and commits of this worker share statements; one item the ledger refuses
   // fails alone, never its neighbours (see ledger-batchers.ts).
-  const claims = createClaimBatcher(db, {
-    ownerId: config.workerId,
-    leaseTtlMs: config.leaseTtlMs,
-  })
-  const commits = createGroupBatcher<CommitTerminalInput, CommitTerminalOutcome>(
-    (inputs) => commitTerminals(db, inputs, config.results),
-    { ...LEDGER_BATCH, isolate: isolateUnexpected },
+  const claims = createClaimBatcher(
+    db,
+    { ownerId: config.workerId, leaseTtlMs: config.leaseTtlMs },
+    metrics,
   )
+  const commits = createCommitBatcher(db, config.results, {
+    metrics,
+    timingOf: (attemptId) => leaseKeeper.get(attemptId),
+  })
   const processor = createAttemptProcessor({
     db,
     ownerId: config.workerId,
@@ -116,6 +124,7 @@ export function createWorkerRuntime(
     steering,
     publisher,
     logger: log.child({ component: 'attempt-processor' }),
+    metrics,
   })
   const worker = new Worker<AttemptJob>(QueueName.Attempts, processor, {
     connection: createRedisConnection(config.redisUrl, `baton-worker:${config.workerId}:blocking`),
@@ -135,9 +144,11 @@ export function createWorkerRuntime(
   )
 
   let listener: StreamListener | undefined
+  let metricsServer: MetricsServer | undefined
   let stopped = false
 
   async function closeAll(): Promise<void> {
+    await metricsServer?.close()
     await reconciler.stop()
     await leaseKeeper.stop()
     await listener?.close()
@@ -168,7 +179,9 @@ export function createWorkerRuntime(
     workerId: config.workerId,
     db,
     reconciler,
+    metrics,
     async start() {
+      metricsServer = await serveWorkerMetrics(config, metrics, log)
       listener = createWorkerCommandListener({
         redisUrl: config.redisUrl,
         prefix: config.queuePrefix,

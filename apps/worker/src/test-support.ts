@@ -45,6 +45,8 @@ export function startRuntime(
     HEARTBEAT_INTERVAL_MS: '200',
     RECONCILE_INTERVAL_MS: '200',
     REQUEUE_AFTER_MS: '300',
+    // Tests read `runtime.metrics` in process; one that scrapes over HTTP passes a port.
+    METRICS_PORT: '0',
     ...env,
   })
   const runtime = createWorkerRuntime(config, quiet, builtInSubagents(provider), options)

@@ -34,3 +34,5 @@ export type {
   WitnessCheck,
 } from './ledger-audit.ts'
 export { tenantKey } from './tenants.ts'
+export { freePort, parseExposition, promtoolCheck, sampleValue } from './prometheus.ts'
+export type { MetricSample } from './prometheus.ts'

@@ -190,6 +190,8 @@ export function workerProcessEnv(
     RECONCILE_INTERVAL_MS: '200',
     REQUEUE_AFTER_MS: '500',
     WORKER_CONCURRENCY: '20',
+    // Many workers share this host in tests: none serves /metrics unless the test asks for it.
+    METRICS_PORT: '0',
     ...extra,
   }
 }

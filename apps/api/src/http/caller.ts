@@ -25,11 +25,13 @@ declare module 'fastify' {
 /** Paths anyone may call: the probes a load balancer or orchestrator uses. */
 const PUBLIC_PATHS: ReadonlySet<string> = new Set(['/healthz', '/readyz'])
 /**
- * Paths only the admin key opens: key and namespace management (Bearer), and the ledger and queue
+ * Paths only the admin key opens: key and namespace management (Bearer), the ledger and queue
  * dashboards at `/admin` and below (Bearer, or Basic with the admin key as password, so a browser
- * can open them).
+ * can open them), and the Prometheus metrics (they name namespaces; a scraper sends the key as
+ * Bearer credentials or Basic password).
  */
 const ADMIN_PREFIXES = ['/v1/admin/', '/admin/']
+const ADMIN_PATHS: ReadonlySet<string> = new Set(['/admin', '/metrics'])
 
 export function callerNamespace(request: FastifyRequest): string {
   const caller = request.caller
@@ -87,7 +89,7 @@ export function installAuthentication(
     const path = request.routeOptions.url ?? ''
     if (PUBLIC_PATHS.has(path)) return undefined
     const key = bearerKey(request.headers.authorization)
-    const admin = path === '/admin' || ADMIN_PREFIXES.some((prefix) => path.startsWith(prefix))
+    const admin = ADMIN_PATHS.has(path) || ADMIN_PREFIXES.some((prefix) => path.startsWith(prefix))
     if (admin) {
       // A browser opening the dashboards answers a Basic challenge: the admin key as its password.
       const browser = path === '/admin' || path.startsWith('/admin/')

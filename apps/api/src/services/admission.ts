@@ -1,4 +1,4 @@
-import type { Logger } from '@baton/observability'
+import type { ApiMetrics, Logger } from '@baton/observability'
 import { enqueueAttempts, type AttemptQueue } from '@baton/queue'
 import {
   acceptDelegations,
@@ -8,6 +8,7 @@ import {
   type AcceptDelegationOutcome,
   type Db,
 } from '@baton/store'
+import { countAccepted } from './service-metrics.ts'
 
 export interface Admission {
   /** Records a delegation in the ledger (batched with concurrent ones, whatever their kind). */
@@ -33,9 +34,15 @@ export function createAdmission(deps: {
   queue: AttemptQueue
   logger: Logger
   maxInFlight: number
+  metrics?: ApiMetrics
 }): Admission {
+  const acceptBatch = async (inputs: readonly AcceptDelegationInput[]) => {
+    const outcomes = await acceptDelegations(deps.db, inputs)
+    countAccepted(deps.metrics, outcomes)
+    return outcomes
+  }
   const accepts = createGroupBatcher<AcceptDelegationInput, AcceptDelegationOutcome>(
-    (inputs) => acceptDelegations(deps.db, inputs),
+    acceptBatch,
     // One request's value the ledger refuses must not fail the requests batched with it.
     {
       maxBatch: MAX_BATCH,
@@ -52,7 +59,7 @@ export function createAdmission(deps: {
   )
   return {
     accept: (input) => accepts.submit(input),
-    acceptAll: (inputs) => acceptDelegations(deps.db, inputs),
+    acceptAll: acceptBatch,
     async enqueueAll(attemptIds) {
       try {
         await enqueueAttempts(deps.queue, attemptIds)

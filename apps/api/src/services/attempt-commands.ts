@@ -9,7 +9,7 @@ import {
   type DelegationRequest,
   type Prompt,
 } from '@baton/contracts'
-import type { Logger } from '@baton/observability'
+import type { ApiMetrics, Logger } from '@baton/observability'
 import {
   announceSettled,
   sendWorkerCommand,
@@ -33,6 +33,7 @@ import { isRefusal, type Refusal } from '../http/refusals.ts'
 import type { Admission } from './admission.ts'
 import { awaitAttempt, awaitEnqueued, type SettledDoorbell } from './bounded-wait.ts'
 import { readAttemptView } from './attempt-view.ts'
+import { countQueuedCancels, timeSubmitWait } from './service-metrics.ts'
 
 export type DelegateOutcome =
   | {
@@ -94,13 +95,18 @@ export function createAttemptCommands(deps: {
   readonly settlements: SettlementPublisher
   readonly subagents: SubagentPolicy
   readonly logger: Logger
+  readonly metrics?: ApiMetrics
 }): AttemptCommands {
   const log = deps.logger.child({ component: 'attempt-commands' })
   // A burst of cancels (a parent stopping its fan-out) shares one ledger statement; their
   // notifications then leave in the same tick, so the pipelined Redis connection sends them in
   // one write.
   const cancels = createGroupBatcher<RequestCancelInput, RequestCancelOutcome>(
-    (inputs) => requestCancels(deps.db, inputs),
+    async (inputs) => {
+      const outcomes = await requestCancels(deps.db, inputs)
+      countQueuedCancels(deps.metrics, outcomes)
+      return outcomes
+    },
     { maxBatch: 256, maxInFlight: 2 },
   )
 
@@ -213,6 +219,7 @@ export function createAttemptCommands(deps: {
     } else if (bound === undefined) {
       await deps.admission.enqueue(attemptId)
     } else {
+      const waited = timeSubmitWait(deps.metrics)
       view = await awaitEnqueued(
         deps,
         attemptId,
@@ -220,6 +227,7 @@ export function createAttemptCommands(deps: {
         bound,
         input.signal,
       )
+      waited(view)
     }
     // An accepted attempt is never deleted: a read that finds nothing is a broken invariant.
     if (bound !== undefined && view === undefined) throw new Error('accepted attempt vanished')

@@ -1,6 +1,6 @@
 import { randomUUID } from 'node:crypto'
 import type { ClaimFence, ContinuationClaim, ContinuationSettled, RunView } from '@baton/contracts'
-import type { Logger } from '@baton/observability'
+import type { ApiMetrics, Logger } from '@baton/observability'
 import { announceSettled, type SettlementPublisher } from '@baton/queue'
 import {
   claimContinuation,
@@ -18,6 +18,7 @@ import {
 import type { Refusal } from '../http/refusals.ts'
 import { toDeliveryView } from './attempt-view.ts'
 import type { SettledDoorbell } from './bounded-wait.ts'
+import { countDeliveries } from './service-metrics.ts'
 
 /** The doorbell key every claim waits on: any settlement may have made a continuation claimable. */
 export const CLAIMABLE = 'continuations'
@@ -76,11 +77,13 @@ export function createRunCommands(deps: {
   readonly claimBell: SettledDoorbell
   readonly settlements: SettlementPublisher
   readonly logger: Logger
+  readonly metrics?: ApiMetrics
 }): RunCommands {
   const log = deps.logger.child({ component: 'run-commands' })
 
   /** Rings for every delivery a settlement made claimable (here and in other API processes). */
   async function announce(outcome: SettleRunOutcome): Promise<void> {
+    countDeliveries(deps.metrics, outcome)
     if (outcome.kind !== 'settled') return
     const claimable = outcome.deliveries.filter((d) => d.action === 'admitted')
     for (const { attemptId } of claimable) {
@@ -179,7 +182,10 @@ export function createRunCommands(deps: {
         const subscription = deps.claimBell.subscribe(CLAIMABLE)
         try {
           const claimed = await claimOnce(input)
-          if (claimed !== undefined) return { kind: 'claimed', claim: toClaim(claimed) }
+          if (claimed !== undefined) {
+            deps.metrics?.continuationClaims.inc()
+            return { kind: 'claimed', claim: toClaim(claimed) }
+          }
           const remaining = deadline - Date.now()
           if (remaining <= 0) return { kind: 'none' }
           if ((await subscription.wait(remaining, input.signal)) !== 'rang') return { kind: 'none' }
@@ -217,6 +223,7 @@ export function createRunCommands(deps: {
         status,
         fence: { ownerId: fence.claimToken, generation: fence.generation },
       })
+      countDeliveries(deps.metrics, outcome)
       const answer = settled(outcome, runId)
       if (!('run' in answer)) return answer
       // The settlement reconciled the delivery; reload it for the answer.

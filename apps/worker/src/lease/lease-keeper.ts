@@ -1,4 +1,4 @@
-import type { Logger } from '@baton/observability'
+import type { Logger, WorkerMetrics } from '@baton/observability'
 import { isTransientStoreError, renewLeases, type Db } from '@baton/store'
 import { ExecutionAbort, type AbortCause } from './execution-abort.ts'
 
@@ -15,6 +15,10 @@ export interface OwnedExecution {
    */
   readonly whenLost: Promise<void>
   abort(cause: AbortCause): void
+  /** `performance.now()` when this worker took the execution (just after its claim). */
+  readonly heldAt: number
+  /** `performance.now()` of its first abort, when that abort was a cancel; else undefined. */
+  readonly cancelledAt: number | undefined
   /**
    * The terminal commit is under way: from now on its own outcome decides. A renewal that finds
    * the attempt no longer running (it may be this very commit, applied but not yet answered) is
@@ -53,6 +57,7 @@ export function createLeaseKeeper(deps: {
   logger: Logger
   /** Undelivered steering waits for an owned attempt (the fallback for a missed event). */
   onSteeringPending?: (attemptId: string) => void
+  metrics?: Pick<WorkerMetrics, 'leaseRenewals' | 'leaseLosses'>
 }): LeaseKeeper {
   const owned = new Map<
     string,
@@ -83,6 +88,7 @@ export function createLeaseKeeper(deps: {
       )
       return
     }
+    deps.metrics?.leaseRenewals.inc(renewals.filter((r) => r.status === 'renewed').length)
     for (const renewal of renewals) {
       const execution = owned.get(renewal.attemptId)
       if (execution === undefined) continue
@@ -95,6 +101,7 @@ export function createLeaseKeeper(deps: {
         deps.logger.warn({ attemptId: renewal.attemptId }, 'lease lost; aborting child')
         execution.markLost()
         execution.abort('lease_lost')
+        deps.metrics?.leaseLosses.inc()
       } else if (renewal.cancelRequested && !execution.signal.aborted) {
         deps.logger.info({ attemptId: renewal.attemptId }, 'cancel request found by heartbeat')
         execution.abort('cancelled')
@@ -119,10 +126,15 @@ export function createLeaseKeeper(deps: {
       let resolveLost!: () => void
       const whenLost = new Promise<void>((resolve) => (resolveLost = resolve))
       let committing = false
+      let cancelledAt: number | undefined
       const execution = {
         attemptId,
         ownerGeneration,
         signal: controller.signal,
+        heldAt: performance.now(),
+        get cancelledAt() {
+          return cancelledAt
+        },
         get lost() {
           return lost
         },
@@ -138,7 +150,9 @@ export function createLeaseKeeper(deps: {
           committing = true
         },
         abort(cause: AbortCause) {
-          if (!controller.signal.aborted) controller.abort(new ExecutionAbort(cause))
+          if (controller.signal.aborted) return
+          if (cause === 'cancelled') cancelledAt = performance.now()
+          controller.abort(new ExecutionAbort(cause))
         },
       }
       owned.set(attemptId, execution)

@@ -1,7 +1,7 @@
 import { setTimeout as sleep } from 'node:timers/promises'
 import type { Job } from 'bullmq'
 import { FailureCategory, type AttemptJob } from '@baton/contracts'
-import type { Logger } from '@baton/observability'
+import type { Logger, WorkerMetrics } from '@baton/observability'
 import { announceSettled, type SettlementPublisher } from '@baton/queue'
 import type { SubagentHistoryEvent } from '@baton/subagents'
 import {
@@ -16,6 +16,7 @@ import {
   type TerminalResultInput,
 } from '@baton/store'
 import { executionAbortOf } from '../lease/execution-abort.ts'
+import { countProcessLoss } from '../ledger-metrics.ts'
 import type { LeaseKeeper, OwnedExecution } from '../lease/lease-keeper.ts'
 import type { WorkerOutputBudget } from '../output-budget.ts'
 import type { SteeringDelivery } from '../steering/steering-delivery.ts'
@@ -39,6 +40,7 @@ export interface AttemptProcessorDeps {
   readonly steering: SteeringDelivery
   readonly publisher: SettlementPublisher
   readonly logger: Logger
+  readonly metrics?: WorkerMetrics
 }
 
 /**
@@ -82,6 +84,7 @@ async function claimAndRun(
       const made = await commitProcessLoss(deps.db, [
         { attemptId, ownerGeneration: claim.ownerGeneration },
       ])
+      countProcessLoss(deps.metrics, made.length)
       if (made.length > 0) {
         log.warn('owner vanished mid-run; recorded process loss')
         await ringTerminal(deps, attemptId, log)

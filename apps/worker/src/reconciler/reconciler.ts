@@ -1,4 +1,4 @@
-import type { Logger } from '@baton/observability'
+import type { Logger, WorkerMetrics } from '@baton/observability'
 import {
   announceSettled,
   ensureAttemptsEnqueued,
@@ -14,6 +14,7 @@ import {
   type Db,
   type DeliveryAction,
 } from '@baton/store'
+import { observeReconcilePass } from '../ledger-metrics.ts'
 
 export interface ReconcileReport {
   readonly processLost: number
@@ -55,6 +56,7 @@ export function createReconciler(deps: {
   intervalMs: number
   requeueAfterMs: number
   logger: Logger
+  metrics?: WorkerMetrics
 }): Reconciler {
   let timer: NodeJS.Timeout | undefined
   let inFlight: Promise<ReconcileReport> | undefined
@@ -74,11 +76,13 @@ export function createReconciler(deps: {
     if (requeued > 0) deps.logger.warn({ requeued }, 'accepted attempts had no job; re-enqueued')
     const expiry = await expireArtifacts(deps.db, { limit: EXPIRY_BATCH })
     if (expiry.expired > 0) deps.logger.info(expiry, 'artifact retention ended; content deleted')
-    const deliveries = await reconcileContinuations()
-    return { processLost: lost.length, requeued, deliveries, expired: expiry.expired }
+    const moved = await reconcileContinuations()
+    const report = { processLost: lost.length, requeued, expired: expiry.expired }
+    observeReconcilePass(deps.metrics, { ...report, moved })
+    return { ...report, deliveries: moved.length }
   }
 
-  async function reconcileContinuations(): Promise<number> {
+  async function reconcileContinuations(): Promise<{ action: DeliveryAction }[]> {
     const actions = await reconcileDeliveries(deps.db, { due: true, limit: BATCH })
     const moved = actions.filter((a) => !UNMOVED.has(a.action))
     for (const { attemptId, action } of moved) {
@@ -86,7 +90,7 @@ export function createReconciler(deps: {
       if (action === 'released' || action === 'admitted')
         await announceSettled(deps.publisher, attemptId, deps.logger)
     }
-    return moved.length
+    return moved
   }
 
   function runOnce(): Promise<ReconcileReport> {

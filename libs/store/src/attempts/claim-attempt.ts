@@ -23,6 +23,8 @@ export interface ClaimedAttempt {
    * false, a message can only come later, and its bell rings after the claim committed.
    */
   readonly steeringPending: boolean
+  /** Milliseconds from accept to this claim on the database clock (for the queued-time metric). */
+  readonly queuedMs: number
 }
 
 export type ClaimAttemptOutcome =
@@ -74,6 +76,7 @@ export async function claimAttempts(
     owner_generation: number
     steering_pending: boolean
     context_length: number
+    queued_ms: number
   }>`
     with c as (
       update attempts a
@@ -86,7 +89,8 @@ export async function claimAttempts(
       from unnest(${input.attemptIds}::uuid[]) as i(id)
       where a.id = i.id and a.status = 'accepted'
       returning a.id, a.agent_id, a.session_id, a.name, a.prompt, a.metadata, a.owner_generation,
-                a.steer_sequence > 0 as steering_pending
+                a.steer_sequence > 0 as steering_pending,
+                (extract(epoch from now() - a.created_at) * 1000)::float8 as queued_ms
     ), t as (
       insert into attempt_transitions (attempt_id, from_status, to_status, event, owner_id, owner_generation)
       select id, 'accepted', 'running', 'claimed', ${input.ownerId}, owner_generation from c
@@ -128,6 +132,7 @@ export async function claimAttempts(
           ownerGeneration: row.owner_generation,
           historyLength: row.context_length,
           steeringPending: row.steering_pending,
+          queuedMs: row.queued_ms,
         },
       }
     }

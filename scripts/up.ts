@@ -223,6 +223,13 @@ const processes = [
     },
   },
 ]
+/** Worker `i`'s metrics port (1-based): consecutive from METRICS_PORT, or 0 (off) for all. */
+function workerMetricsPort(i: number): string {
+  const first = Number(process.env.METRICS_PORT ?? DEFAULT_WORKER_METRICS_PORT)
+  return first === 0 ? '0' : String(first + i - 1)
+}
+const DEFAULT_WORKER_METRICS_PORT = 9464
+
 for (let i = 1; i <= WORKERS; i += 1) {
   const name = `worker-${i}`
   processes.push({
@@ -234,7 +241,9 @@ for (let i = 1; i <= WORKERS; i += 1) {
       const service = await startService(
         name,
         'worker',
-        { ...env, WORKER_ID: workerId },
+        // Each worker serves its metrics on a port of its own: 9464, 9465, … (METRICS_PORT sets
+        // the first; 0 turns them off).
+        { ...env, WORKER_ID: workerId, METRICS_PORT: workerMetricsPort(i) },
         { echo: true },
       )
       say(`up: ${name} started (pid ${String(service.child.pid)}, WORKER_ID ${workerId})`)
@@ -266,7 +275,11 @@ say('')
 say(`Baton is up: the API and ${WORKERS} workers.`)
 say(`  API        ${base}`)
 say(`  docs       ${base}/docs`)
-say(`  dashboard  ${base}/admin/queues  (user: admin, password: the admin key below)`)
+say(`  ledger     ${base}/admin  (user: admin, password: the admin key below)`)
+say(`  queues     ${base}/admin/queues  (the same credentials)`)
+say(
+  `  metrics    ${base}/metrics (admin key); workers: ${workerMetricsPort(1) === '0' ? 'off' : `port ${workerMetricsPort(1)} and up`}`,
+)
 say(`  readiness  ${base}/readyz`)
 say('')
 say('Delegate to the `scripted` subagent and wait for its result:')

@@ -1,4 +1,4 @@
-import type { Logger } from '@baton/observability'
+import { createTracing, type Logger, type Tracing } from '@baton/observability'
 import {
   createAttemptQueue,
   createRedisConnection,
@@ -13,6 +13,7 @@ import type { ApiConfig } from './config.ts'
 import { createKeyResolver } from './http/caller.ts'
 import { buildServer } from './server.ts'
 import { createAdmission } from './services/admission.ts'
+import { traceAdmission } from './services/admission-tracing.ts'
 import { createAttemptCommands } from './services/attempt-commands.ts'
 import { createSettledDoorbell } from './services/bounded-wait.ts'
 import { CLAIMABLE, createRunCommands } from './services/run-commands.ts'
@@ -21,6 +22,8 @@ import { CLAIMABLE, createRunCommands } from './services/run-commands.ts'
 export interface ApiOptions {
   /** Told each statement the API's pool ran (see `CreateDbOptions.onQuery`). */
   readonly onQuery?: CreateDbOptions['onQuery']
+  /** Tracing to use instead of the config's (a test's in-memory exporter); the caller shuts it down. */
+  readonly tracing?: Tracing
 }
 
 export interface ApiProcess {
@@ -47,6 +50,8 @@ export async function composeApi(
     logger: logger.child({ component: 'subagents' }),
     scriptedEnabled: config.scriptedEnabled,
   })
+  const tracing =
+    options.tracing ?? createTracing({ service: 'baton-api', config: config.tracing, logger })
   const db = createDb({
     connectionString: config.databaseUrl,
     maxConnections: config.dbPoolSize,
@@ -76,7 +81,7 @@ export async function composeApi(
   await listener.ready()
   const commands = createAttemptCommands({
     db,
-    admission: createAdmission({ db, queue, logger, maxInFlight: 2 }),
+    admission: traceAdmission(createAdmission({ db, queue, logger, maxInFlight: 2 }), tracing),
     doorbell,
     workerCommands,
     settlements,
@@ -85,7 +90,7 @@ export async function composeApi(
   })
   const keys = createKeyResolver(db, config.apiKeyCacheMs)
   const runs = createRunCommands({ db, claimBell, settlements, logger })
-  const app = await buildServer({ config, logger, db, redis, queue, commands, keys, runs })
+  const app = await buildServer({ config, logger, db, redis, queue, commands, keys, runs, tracing })
   let closed = false
   return {
     app,
@@ -98,6 +103,8 @@ export async function composeApi(
       await queue.close()
       await db.destroy()
       redis.disconnect()
+      // Last: the spans of the requests answered above are exported before the process exits.
+      if (options.tracing === undefined) await tracing.shutdown()
       closed = true
     },
   }

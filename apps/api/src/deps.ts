@@ -1,4 +1,4 @@
-import type { Logger } from '@baton/observability'
+import type { Logger, Tracing } from '@baton/observability'
 import type { AttemptQueue } from '@baton/queue'
 import type { Db } from '@baton/store'
 import type { SubagentCatalog } from '@baton/subagents'
@@ -25,4 +25,6 @@ export interface ApiDeps {
   /** Verifies tenants' API keys (with a short cache). */
   readonly keys: KeyResolver
   readonly runs: RunCommands
+  /** Request spans when on (see http/request-tracing.ts). */
+  readonly tracing: Tracing
 }

@@ -1,6 +1,7 @@
 import { hostname } from 'node:os'
 import { randomUUID } from 'node:crypto'
 import { z } from 'zod'
+import { tracingConfig, tracingEnvShape, type TracingConfig } from '@baton/observability'
 import type { ResultPolicy } from '@baton/store'
 
 const MIB = 1024 * 1024
@@ -57,6 +58,7 @@ const configSchema = z
     LOG_LEVEL: z
       .enum(['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent'])
       .default('info'),
+    ...tracingEnvShape,
   })
   .refine((c) => c.HEARTBEAT_INTERVAL_MS * 2 <= c.LEASE_TTL_MS, {
     message:
@@ -96,6 +98,8 @@ export interface WorkerConfig {
   /** Model provider credentials; never logged. */
   readonly models: ModelCredentials
   readonly logLevel: string
+  /** Where spans go (`OTEL_*`); off unless an OTLP endpoint is set. */
+  readonly tracing: TracingConfig
 }
 
 export interface ModelCredentials {
@@ -159,5 +163,6 @@ export function loadConfig(env: Readonly<Record<string, string | undefined>>): W
           }),
     },
     logLevel: c.LOG_LEVEL,
+    tracing: tracingConfig(c),
   })
 }

@@ -1,6 +1,11 @@
 import { Worker } from 'bullmq'
 import { QueueName, type AttemptJob } from '@baton/contracts'
-import { WORKER_READY_MESSAGE, type Logger } from '@baton/observability'
+import {
+  WORKER_READY_MESSAGE,
+  createTracing,
+  type Logger,
+  type Tracing,
+} from '@baton/observability'
 import {
   createAttemptQueue,
   createRedisConnection,
@@ -23,6 +28,7 @@ import { LEDGER_BATCH, createClaimBatcher, isolateUnexpected } from './ledger-ba
 import { createSteeringDelivery } from './steering/steering-delivery.ts'
 import { createOutputBudget } from './output-budget.ts'
 import { createAttemptProcessor } from './processors/attempt.processor.ts'
+import { traceAttemptJobs, traceLedgerCalls } from './processors/attempt-tracing.ts'
 import { createReconciler, type Reconciler } from './reconciler/reconciler.ts'
 import { createCheckedShutdown } from './shutdown.ts'
 import { builtInSubagents, type WorkerSubagents } from './subagents/subagent-catalog.ts'
@@ -46,6 +52,8 @@ export interface WorkerRuntime {
 export interface WorkerRuntimeOptions {
   /** Told each statement the worker's pool ran (see `CreateDbOptions.onQuery`). */
   readonly onQuery?: CreateDbOptions['onQuery']
+  /** Tracing to use instead of the config's (a test's in-memory exporter); the caller shuts it down. */
+  readonly tracing?: Tracing
 }
 
 /**
@@ -59,6 +67,9 @@ export function createWorkerRuntime(
   options: WorkerRuntimeOptions = {},
 ): WorkerRuntime {
   const log = logger.child({ workerId: config.workerId })
+  const tracing =
+    options.tracing ??
+    createTracing({ service: 'baton-worker', config: config.tracing, logger: log })
   const db = createDb({
     connectionString: config.databaseUrl,
     maxConnections: config.dbPoolSize,
@@ -103,11 +114,15 @@ export function createWorkerRuntime(
     (inputs) => commitTerminals(db, inputs, config.results),
     { ...LEDGER_BATCH, isolate: isolateUnexpected },
   )
+  const ledger = traceLedgerCalls(tracing, {
+    claim: (attemptId) => claims.submit(attemptId),
+    commit: (input) => commits.submit(input),
+  })
   const processor = createAttemptProcessor({
     db,
     ownerId: config.workerId,
-    claim: (attemptId) => claims.submit(attemptId),
-    commit: (input) => commits.submit(input),
+    claim: ledger.claim,
+    commit: ledger.commit,
     heartbeatIntervalMs: config.heartbeatIntervalMs,
     outputBudget: createOutputBudget(config.outputMemoryBudgetBytes),
     workspaceDir: config.workspaceDir,
@@ -116,8 +131,9 @@ export function createWorkerRuntime(
     steering,
     publisher,
     logger: log.child({ component: 'attempt-processor' }),
+    tracing,
   })
-  const worker = new Worker<AttemptJob>(QueueName.Attempts, processor, {
+  const worker = new Worker<AttemptJob>(QueueName.Attempts, traceAttemptJobs(tracing, processor), {
     connection: createRedisConnection(config.redisUrl, `baton-worker:${config.workerId}:blocking`),
     prefix: config.queuePrefix,
     concurrency: config.concurrency,
@@ -148,6 +164,8 @@ export function createWorkerRuntime(
     await worker.close(true)
     await db.destroy()
     connection.disconnect()
+    // Last: the spans of the attempts drained above are exported before the process exits.
+    if (options.tracing === undefined) await tracing.shutdown()
     stopped = true
   }
 

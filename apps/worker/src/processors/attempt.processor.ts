@@ -1,7 +1,7 @@
 import { setTimeout as sleep } from 'node:timers/promises'
 import type { Job } from 'bullmq'
 import { FailureCategory, type AttemptJob } from '@baton/contracts'
-import type { Logger } from '@baton/observability'
+import { DISABLED_TRACING, type Logger, type Tracing } from '@baton/observability'
 import { announceSettled, type SettlementPublisher } from '@baton/queue'
 import type { SubagentHistoryEvent } from '@baton/subagents'
 import {
@@ -21,6 +21,7 @@ import type { WorkerOutputBudget } from '../output-budget.ts'
 import type { SteeringDelivery } from '../steering/steering-delivery.ts'
 import type { WorkerSubagents } from '../subagents/subagent-catalog.ts'
 import { readAttemptJob } from './attempt-job.ts'
+import { traceRun } from './attempt-tracing.ts'
 import { runChild } from './run-child.ts'
 
 export interface AttemptProcessorDeps {
@@ -39,6 +40,8 @@ export interface AttemptProcessorDeps {
   readonly steering: SteeringDelivery
   readonly publisher: SettlementPublisher
   readonly logger: Logger
+  /** The child's run gets a span when on (claim and commit are traced by the runtime). */
+  readonly tracing?: Tracing
 }
 
 /**
@@ -116,14 +119,17 @@ async function claimAndRun(
         : entry === undefined
           ? { stopReason: 'error', output: '', failureCategory: FailureCategory.UnknownSubagent }
           : await Promise.race([
-              runChild(deps.subagents, entry, claim.attempt, {
-                signal: execution.signal,
-                workspaceDir: deps.workspaceDir,
-                history,
-                logger: log,
-                outputHold,
-                onRun: (run) => deps.steering.attach(execution, run, claim.attempt.steeringPending),
-              }),
+              traceRun(deps.tracing ?? DISABLED_TRACING, claim.attempt, () =>
+                runChild(deps.subagents, entry, claim.attempt, {
+                  signal: execution.signal,
+                  workspaceDir: deps.workspaceDir,
+                  history,
+                  logger: log,
+                  outputHold,
+                  onRun: (run) =>
+                    deps.steering.attach(execution, run, claim.attempt.steeringPending),
+                }),
+              ),
               // Confirmed loss ends the job even if the child ignores its abort: ownership is
               // gone, nothing more may be written, and shutdown counts it as drained.
               execution.whenLost.then((): typeof LOST => LOST),

@@ -1,4 +1,10 @@
-import { createApiMetrics, type ApiMetrics, type Logger } from '@baton/observability'
+import {
+  createApiMetrics,
+  createTracing,
+  type ApiMetrics,
+  type Logger,
+  type Tracing,
+} from '@baton/observability'
 import {
   createAttemptQueue,
   createRedisConnection,
@@ -18,6 +24,7 @@ import type { ApiConfig } from './config.ts'
 import { createKeyResolver } from './http/caller.ts'
 import { buildServer } from './server.ts'
 import { createAdmission } from './services/admission.ts'
+import { traceAdmission } from './services/admission-tracing.ts'
 import { createAttemptCommands } from './services/attempt-commands.ts'
 import { createSettledDoorbell } from './services/bounded-wait.ts'
 import { CLAIMABLE, createRunCommands } from './services/run-commands.ts'
@@ -26,6 +33,8 @@ import { CLAIMABLE, createRunCommands } from './services/run-commands.ts'
 export interface ApiOptions {
   /** Told each statement the API's pool ran (see `CreateDbOptions.onQuery`). */
   readonly onQuery?: CreateDbOptions['onQuery']
+  /** Tracing to use instead of the config's (a test's in-memory exporter); the caller shuts it down. */
+  readonly tracing?: Tracing
 }
 
 export interface ApiProcess {
@@ -54,6 +63,8 @@ export async function composeApi(
     logger: logger.child({ component: 'subagents' }),
     scriptedEnabled: config.scriptedEnabled,
   })
+  const tracing =
+    options.tracing ?? createTracing({ service: 'baton-api', config: config.tracing, logger })
   const db = createDb({
     connectionString: config.databaseUrl,
     maxConnections: config.dbPoolSize,
@@ -90,7 +101,10 @@ export async function composeApi(
   const commands = createAttemptCommands({
     db,
     // One accept statement in flight: under load the next batch gathers behind it (see LEDGER_BATCH).
-    admission: createAdmission({ db, queue, logger, maxInFlight: 1, metrics }),
+    admission: traceAdmission(
+      createAdmission({ db, queue, logger, maxInFlight: 1, metrics }),
+      tracing,
+    ),
     doorbell,
     workerCommands,
     settlements,
@@ -100,7 +114,18 @@ export async function composeApi(
   })
   const keys = createKeyResolver(db, config.apiKeyCacheMs)
   const runs = createRunCommands({ db, claimBell, settlements, logger, metrics })
-  const app = await buildServer({ config, logger, db, redis, queue, commands, keys, runs, metrics })
+  const app = await buildServer({
+    config,
+    logger,
+    db,
+    redis,
+    queue,
+    commands,
+    keys,
+    runs,
+    metrics,
+    tracing,
+  })
   let closed = false
   return {
     app,
@@ -114,6 +139,8 @@ export async function composeApi(
       await queue.close()
       await db.destroy()
       redis.disconnect()
+      // Last: the spans of the requests answered above are exported before the process exits.
+      if (options.tracing === undefined) await tracing.shutdown()
       closed = true
     },
   }

@@ -1,3 +1,4 @@
+import { tracingConfig, tracingEnvShape, type TracingConfig } from '@baton/observability'
 import { z } from 'zod'
 
 const configSchema = z.object({
@@ -30,6 +31,7 @@ const configSchema = z.object({
   API_KEY_CACHE_MS: z.coerce.number().int().min(0).max(300_000).default(5000),
   RATE_LIMIT_MAX: z.coerce.number().int().min(0).max(1_000_000).default(0),
   RATE_LIMIT_WINDOW_MS: z.coerce.number().int().min(100).max(86_400_000).default(60_000),
+  ...tracingEnvShape,
 })
 
 /** Every environment variable the API reads (infra/docker-compose.yml is checked against it). */
@@ -57,6 +59,8 @@ export interface ApiConfig {
   /** Requests one key may make per window; 0 turns rate limiting off. */
   readonly rateLimitMax: number
   readonly rateLimitWindowMs: number
+  /** Where spans go (`OTEL_*`); off unless an OTLP endpoint is set. */
+  readonly tracing: TracingConfig
 }
 
 /** Parses the API's environment once, in main.ts. Errors name the variable to fix. */
@@ -83,5 +87,6 @@ export function loadConfig(env: Readonly<Record<string, string | undefined>>): A
     apiKeyCacheMs: c.API_KEY_CACHE_MS,
     rateLimitMax: c.RATE_LIMIT_MAX,
     rateLimitWindowMs: c.RATE_LIMIT_WINDOW_MS,
+    tracing: tracingConfig(c),
   })
 }

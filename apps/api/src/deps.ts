@@ -1,4 +1,4 @@
-import type { ApiMetrics, Logger } from '@baton/observability'
+import type { ApiMetrics, Logger, Tracing } from '@baton/observability'
 import type { AttemptQueue } from '@baton/queue'
 import type { Db } from '@baton/store'
 import type { SubagentCatalog } from '@baton/subagents'
@@ -27,4 +27,6 @@ export interface ApiDeps {
   readonly runs: RunCommands
   /** This process's metrics (its own registry), served at `/metrics`. */
   readonly metrics: ApiMetrics
+  /** Request spans when on (see http/request-tracing.ts). */
+  readonly tracing: Tracing
 }

@@ -14,6 +14,7 @@ import {
 import type { ApiDeps } from './deps.ts'
 import { BatonError, ErrorCode, Limits } from '@baton/contracts'
 import { installAuthentication } from './http/caller.ts'
+import { installRequestTracing } from './http/request-tracing.ts'
 import {
   clientErrorHandler,
   errorHandler,
@@ -57,6 +58,7 @@ export async function buildServer(deps: ApiDeps): Promise<BatonServer> {
   app.setNotFoundHandler(notFoundHandler)
   // Fastify parses text/plain by default; Baton takes JSON only, so anything else is a 415.
   app.removeContentTypeParser('text/plain')
+  if (deps.tracing.enabled) installRequestTracing(app, deps.tracing)
   installAuthentication(app, {
     keys: deps.keys,
     adminApiKey: deps.config.adminApiKey,

@@ -1,6 +1,6 @@
 // Shared by this app's integration tests: an in-process API on a free port with a tiny client.
 import { sql } from 'kysely'
-import { createLogger } from '@baton/observability'
+import { createLogger, type Logger } from '@baton/observability'
 import { createDb, type Db } from '@baton/store'
 import { eventually, tenantKey, test } from '@baton/testing'
 import { composeApi, type ApiOptions, type ApiProcess } from './compose.ts'
@@ -24,11 +24,15 @@ export interface ApiHarness {
   untilRunning(attemptId: string, timeoutMs?: number): Promise<void>
 }
 
-/** Starts the API against the test's database, Redis and prefix (plus `extraEnv`). */
+/**
+ * Starts the API against the test's database, Redis and prefix (plus `extraEnv`), logging to
+ * `logger` (default: nowhere).
+ */
 export async function startApi(
   ctx: { readonly databaseUrl: string; readonly redisUrl: string; readonly queuePrefix: string },
   extraEnv: Record<string, string> = {},
   options: ApiOptions = {},
+  logger: Logger = createLogger({ service: 'test', level: 'silent' }),
 ): Promise<ApiHarness> {
   const config = loadConfig({
     DATABASE_URL: ctx.databaseUrl,
@@ -39,7 +43,7 @@ export async function startApi(
     LOG_LEVEL: 'silent',
     ...extraEnv,
   })
-  const api = await composeApi(config, createLogger({ service: 'test', level: 'silent' }), options)
+  const api = await composeApi(config, logger, options)
   const base = await api.app.listen({ host: '127.0.0.1', port: 0 })
   const keyDb = createDb({ connectionString: ctx.databaseUrl, maxConnections: 1 })
   const key = await tenantKey(keyDb, 'default').finally(() => keyDb.destroy())

@@ -1,6 +1,7 @@
 import { hostname } from 'node:os'
 import { randomUUID } from 'node:crypto'
 import { z } from 'zod'
+import { tracingConfig, tracingEnvShape, type TracingConfig } from '@baton/observability'
 import type { ResultPolicy } from '@baton/store'
 
 const MIB = 1024 * 1024
@@ -59,6 +60,7 @@ const configSchema = z
       .default('info'),
     METRICS_HOST: z.string().min(1).default('127.0.0.1'),
     METRICS_PORT: z.coerce.number().int().min(0).max(65_535).default(9464),
+    ...tracingEnvShape,
   })
   .refine((c) => c.HEARTBEAT_INTERVAL_MS * 2 <= c.LEASE_TTL_MS, {
     message:
@@ -102,6 +104,8 @@ export interface WorkerConfig {
   readonly metricsHost: string
   /** Port of `GET /metrics`; 0 serves none. */
   readonly metricsPort: number
+  /** Where spans go (`OTEL_*`); off unless an OTLP endpoint is set. */
+  readonly tracing: TracingConfig
 }
 
 export interface ModelCredentials {
@@ -167,5 +171,6 @@ export function loadConfig(env: Readonly<Record<string, string | undefined>>): W
     logLevel: c.LOG_LEVEL,
     metricsHost: c.METRICS_HOST,
     metricsPort: c.METRICS_PORT,
+    tracing: tracingConfig(c),
   })
 }

@@ -2,9 +2,11 @@ import { Worker } from 'bullmq'
 import { QueueName, type AttemptJob } from '@baton/contracts'
 import {
   WORKER_READY_MESSAGE,
+  createTracing,
   createWorkerMetrics,
   type Logger,
   type MetricsServer,
+  type Tracing,
   type WorkerMetrics,
 } from '@baton/observability'
 import {
@@ -22,6 +24,7 @@ import { serveWorkerMetrics } from './metrics-endpoint.ts'
 import { createSteeringDelivery } from './steering/steering-delivery.ts'
 import { createOutputBudget } from './output-budget.ts'
 import { createAttemptProcessor } from './processors/attempt.processor.ts'
+import { traceAttemptJobs, traceLedgerCalls } from './processors/attempt-tracing.ts'
 import { createReconciler, type Reconciler } from './reconciler/reconciler.ts'
 import { createCheckedShutdown } from './shutdown.ts'
 import { builtInSubagents, type WorkerSubagents } from './subagents/subagent-catalog.ts'
@@ -47,6 +50,8 @@ export interface WorkerRuntime {
 export interface WorkerRuntimeOptions {
   /** Told each statement the worker's pool ran (see `CreateDbOptions.onQuery`). */
   readonly onQuery?: CreateDbOptions['onQuery']
+  /** Tracing to use instead of the config's (a test's in-memory exporter); the caller shuts it down. */
+  readonly tracing?: Tracing
 }
 
 /**
@@ -60,6 +65,9 @@ export function createWorkerRuntime(
   options: WorkerRuntimeOptions = {},
 ): WorkerRuntime {
   const log = logger.child({ workerId: config.workerId })
+  const tracing =
+    options.tracing ??
+    createTracing({ service: 'baton-worker', config: config.tracing, logger: log })
   const db = createDb({
     connectionString: config.databaseUrl,
     maxConnections: config.dbPoolSize,
@@ -111,11 +119,15 @@ export function createWorkerRuntime(
     metrics,
     timingOf: (attemptId) => leaseKeeper.get(attemptId),
   })
+  const ledger = traceLedgerCalls(tracing, {
+    claim: (attemptId) => claims.submit(attemptId),
+    commit: (input) => commits.submit(input),
+  })
   const processor = createAttemptProcessor({
     db,
     ownerId: config.workerId,
-    claim: (attemptId) => claims.submit(attemptId),
-    commit: (input) => commits.submit(input),
+    claim: ledger.claim,
+    commit: ledger.commit,
     heartbeatIntervalMs: config.heartbeatIntervalMs,
     outputBudget: createOutputBudget(config.outputMemoryBudgetBytes),
     workspaceDir: config.workspaceDir,
@@ -125,8 +137,9 @@ export function createWorkerRuntime(
     publisher,
     logger: log.child({ component: 'attempt-processor' }),
     metrics,
+    tracing,
   })
-  const worker = new Worker<AttemptJob>(QueueName.Attempts, processor, {
+  const worker = new Worker<AttemptJob>(QueueName.Attempts, traceAttemptJobs(tracing, processor), {
     connection: createRedisConnection(config.redisUrl, `baton-worker:${config.workerId}:blocking`),
     prefix: config.queuePrefix,
     concurrency: config.concurrency,
@@ -159,6 +172,8 @@ export function createWorkerRuntime(
     await worker.close(true)
     await db.destroy()
     connection.disconnect()
+    // Last: the spans of the attempts drained above are exported before the process exits.
+    if (options.tracing === undefined) await tracing.shutdown()
     stopped = true
   }
 

@@ -1,7 +1,7 @@
 // Shared by this app's integration tests: an in-process worker runtime on the test's database,
 // Redis and prefix, and the steps the API would take around it (accept, enqueue, wait).
 import { randomUUID } from 'node:crypto'
-import { createLogger } from '@baton/observability'
+import { createLogger, type Logger } from '@baton/observability'
 import { createAttemptQueue, enqueueAttempt } from '@baton/queue'
 import { sql } from 'kysely'
 import { acceptDelegations, claimAttempt, commitTerminal, getAttempt, type Db } from '@baton/store'
@@ -29,13 +29,14 @@ export interface WorkerTestContext {
 
 /**
  * Starts a tracked worker runtime with short lease, heartbeat and reconcile intervals (`env`
- * overrides them) whose built-in `scripted` subagent is `provider`.
+ * overrides them) whose built-in `scripted` subagent is `provider` (undefined: the real scripted
+ * child), logging to `options.logger` (default: nowhere).
  */
 export function startRuntime(
   ctx: WorkerTestContext,
-  provider: SubagentProvider,
+  provider: SubagentProvider | undefined,
   env: Record<string, string> = {},
-  options: WorkerRuntimeOptions = {},
+  options: WorkerRuntimeOptions & { readonly logger?: Logger } = {},
 ): Promise<WorkerRuntime> {
   const config = loadConfig({
     DATABASE_URL: ctx.databaseUrl,
@@ -49,7 +50,8 @@ export function startRuntime(
     METRICS_PORT: '0',
     ...env,
   })
-  const runtime = createWorkerRuntime(config, quiet, builtInSubagents(provider), options)
+  const { logger = quiet, ...runtimeOptions } = options
+  const runtime = createWorkerRuntime(config, logger, builtInSubagents(provider), runtimeOptions)
   ctx.track({ close: () => runtime.shutdownChecked(5_000), isClosed: () => runtime.isStopped() })
   return runtime.start().then(() => runtime)
 }

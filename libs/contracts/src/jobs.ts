@@ -1,8 +1,9 @@
 import { z } from 'zod'
 
 /**
- * The job catalog. A job carries only the attempt id and its job id IS the attempt id, so a second
- * enqueue of the same attempt is a no-op; everything else is read from the ledger.
+ * The job catalog. A job carries the attempt id (plus trace context when tracing is on) and its job
+ * id IS the attempt id, so a second enqueue of the same attempt is a no-op; everything else is read
+ * from the ledger.
  */
 export const QueueName = {
   Attempts: 'attempts',
@@ -13,7 +14,24 @@ export const QueueName = {
 } as const
 export type QueueName = (typeof QueueName)[keyof typeof QueueName]
 
-export const attemptJobSchema = z.strictObject({ attemptId: z.uuid() })
+/**
+ * An attempt's job: its attempt id and, only when the enqueuing API traces, the W3C trace context
+ * (https://www.w3.org/TR/trace-context/) the worker's spans continue, so one delegation is one
+ * trace across processes. Nothing else: the ledger holds everything that decides an outcome.
+ */
+export const attemptJobSchema = z.strictObject({
+  attemptId: z.uuid(),
+  traceparent: z
+    .string()
+    .regex(/^[0-9a-f]{2}-[0-9a-f]{32}-[0-9a-f]{16}-[0-9a-f]{2}$/)
+    .optional(),
+  // The specification's bound: a longer tracestate is dropped by the propagator anyway.
+  tracestate: z
+    .string()
+    .max(512)
+    .regex(/^[\x20-\x7e]*$/)
+    .optional(),
+})
 export type AttemptJob = z.infer<typeof attemptJobSchema>
 export const ATTEMPT_JOB_NAME = 'attempt'
 

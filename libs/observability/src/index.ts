@@ -10,3 +10,16 @@ export { createWorkerMetrics } from './worker-metrics.ts'
 export type { WorkerMetrics } from './worker-metrics.ts'
 export { METRICS_PATH, startMetricsServer } from './metrics-server.ts'
 export type { MetricsServer } from './metrics-server.ts'
+export { DISABLED_TRACING, SpanKind, SpanStatusCode, createTracing } from './tracing.ts'
+export type {
+  CreateTracingOptions,
+  Span,
+  TraceCarrier,
+  TraceSpanOptions,
+  Tracing,
+} from './tracing.ts'
+export { tracingConfig, tracingEnvShape } from './tracing-config.ts'
+export type { TracingConfig, TracingEnv } from './tracing-config.ts'
+// For tests that collect spans in memory instead of exporting them.
+export { InMemorySpanExporter, SimpleSpanProcessor } from '@opentelemetry/sdk-trace'
+export type { ReadableSpan } from '@opentelemetry/sdk-trace'

@@ -1,4 +1,5 @@
 import { pino, type Logger, type LoggerOptions } from 'pino'
+import { traceFields } from './trace-fields.ts'
 
 export type { Logger }
 
@@ -33,8 +34,9 @@ const REDACT_PATHS = [
 ]
 
 /**
- * The one way Baton builds a logger: `base: { service }`, redaction, ISO timestamps. Messages are
- * constant strings; ids travel in fields (`{ attemptId }`), and child loggers carry component ids.
+ * The one way Baton builds a logger: `base: { service }`, redaction, ISO timestamps, and the
+ * active span's ids. Messages are constant strings; ids travel in fields (`{ attemptId }`), and
+ * child loggers carry component ids.
  */
 export function createLogger(options: CreateLoggerOptions): Logger {
   const config: LoggerOptions = {
@@ -42,6 +44,8 @@ export function createLogger(options: CreateLoggerOptions): Logger {
     base: { service: options.service },
     redact: { paths: REDACT_PATHS, censor: '[redacted]' },
     timestamp: pino.stdTimeFunctions.isoTime,
+    // `trace_id` and `span_id` of the active span, when tracing is on and one is active.
+    mixin: traceFields,
   }
   return options.destination === undefined
     ? pino(config)

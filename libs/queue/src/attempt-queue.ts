@@ -39,18 +39,21 @@ export interface AttemptJobSpec {
 /**
  * The one shape of an attempt's job. The job id is the attempt id, so adding it twice is a no-op
  * while the first job exists: every enqueue path (the API's batch, the reconciler) builds it here.
+ * An attempt id alone makes `{ attemptId }`; a traced API passes the job data with its trace
+ * context.
  */
-export function attemptJob(attemptId: string): AttemptJobSpec {
-  return { name: ATTEMPT_JOB_NAME, data: { attemptId }, opts: { jobId: attemptId } }
+export function attemptJob(attempt: string | AttemptJob): AttemptJobSpec {
+  const data = typeof attempt === 'string' ? { attemptId: attempt } : attempt
+  return { name: ATTEMPT_JOB_NAME, data, opts: { jobId: data.attemptId } }
 }
 
 /** Enqueue attempts in one round trip. Attempts whose job exists are left as they are. */
 export async function enqueueAttempts(
   queue: AttemptQueue,
-  attemptIds: readonly string[],
+  attempts: readonly (string | AttemptJob)[],
 ): Promise<void> {
-  if (attemptIds.length === 0) return
-  await queue.addBulk(attemptIds.map(attemptJob))
+  if (attempts.length === 0) return
+  await queue.addBulk(attempts.map(attemptJob))
 }
 
 /** Enqueue one attempt (see `enqueueAttempts`). */

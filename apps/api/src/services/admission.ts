@@ -1,4 +1,5 @@
-import type { ApiMetrics, Logger } from '@baton/observability'
+import type { AttemptJob } from '@baton/contracts'
+import type { ApiMetrics, Logger, TraceCarrier } from '@baton/observability'
 import { enqueueAttempts, type AttemptQueue } from '@baton/queue'
 import {
   acceptDelegations,
@@ -13,12 +14,15 @@ import { countAccepted } from './service-metrics.ts'
 export interface Admission {
   /** Records a delegation in the ledger (batched with concurrent ones, whatever their kind). */
   accept(input: AcceptDelegationInput): Promise<AcceptDelegationOutcome>
-  /** Enqueues an accepted attempt (batched with concurrent ones). Never rejects: see below. */
-  enqueue(attemptId: string): Promise<void>
+  /**
+   * Enqueues an accepted attempt (batched with concurrent ones). Never rejects: see below. `trace`
+   * (only when tracing is on) rides in the job data.
+   */
+  enqueue(attemptId: string, trace?: TraceCarrier): Promise<void>
   /** Records a batch submit's delegations in one ledger statement, answered per item. */
   acceptAll(inputs: readonly AcceptDelegationInput[]): Promise<AcceptDelegationOutcome[]>
   /** Enqueues a batch submit's accepted attempts in one `addBulk`. Never rejects, like `enqueue`. */
-  enqueueAll(attemptIds: readonly string[]): Promise<void>
+  enqueueAll(attemptIds: readonly string[], trace?: TraceCarrier): Promise<void>
 }
 
 const MAX_BATCH = 256
@@ -50,19 +54,24 @@ export function createAdmission(deps: {
       isolate: (e) => !isTransientStoreError(e),
     },
   )
-  const enqueues = createGroupBatcher<string, void>(
-    async (attemptIds) => {
-      await enqueueAttempts(deps.queue, attemptIds)
-      return attemptIds.map(() => undefined)
+  const enqueues = createGroupBatcher<string | AttemptJob, void>(
+    async (attempts) => {
+      await enqueueAttempts(deps.queue, attempts)
+      return attempts.map(() => undefined)
     },
     { maxBatch: MAX_BATCH, maxInFlight: 1 },
   )
   return {
     accept: (input) => accepts.submit(input),
     acceptAll: acceptBatch,
-    async enqueueAll(attemptIds) {
+    async enqueueAll(attemptIds, trace) {
       try {
-        await enqueueAttempts(deps.queue, attemptIds)
+        await enqueueAttempts(
+          deps.queue,
+          trace === undefined
+            ? attemptIds
+            : attemptIds.map((attemptId) => ({ attemptId, ...trace })),
+        )
       } catch (error) {
         deps.logger.warn(
           { err: error, attempts: attemptIds.length },
@@ -70,9 +79,9 @@ export function createAdmission(deps: {
         )
       }
     },
-    async enqueue(attemptId) {
+    async enqueue(attemptId, trace) {
       try {
-        await enqueues.submit(attemptId)
+        await enqueues.submit(trace === undefined ? attemptId : { attemptId, ...trace })
       } catch (error) {
         deps.logger.warn(
           { err: error, attemptId },

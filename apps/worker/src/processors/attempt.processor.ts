@@ -1,7 +1,12 @@
 import { setTimeout as sleep } from 'node:timers/promises'
 import type { Job } from 'bullmq'
 import { FailureCategory, type AttemptJob } from '@baton/contracts'
-import type { Logger, WorkerMetrics } from '@baton/observability'
+import {
+  DISABLED_TRACING,
+  type Logger,
+  type Tracing,
+  type WorkerMetrics,
+} from '@baton/observability'
 import { announceSettled, type SettlementPublisher } from '@baton/queue'
 import type { SubagentHistoryEvent } from '@baton/subagents'
 import {
@@ -22,6 +27,7 @@ import type { WorkerOutputBudget } from '../output-budget.ts'
 import type { SteeringDelivery } from '../steering/steering-delivery.ts'
 import type { WorkerSubagents } from '../subagents/subagent-catalog.ts'
 import { readAttemptJob } from './attempt-job.ts'
+import { traceRun } from './attempt-tracing.ts'
 import { runChild } from './run-child.ts'
 
 export interface AttemptProcessorDeps {
@@ -41,6 +47,8 @@ export interface AttemptProcessorDeps {
   readonly publisher: SettlementPublisher
   readonly logger: Logger
   readonly metrics?: WorkerMetrics
+  /** The child's run gets a span when on (claim and commit are traced by the runtime). */
+  readonly tracing?: Tracing
 }
 
 /**
@@ -119,14 +127,17 @@ async function claimAndRun(
         : entry === undefined
           ? { stopReason: 'error', output: '', failureCategory: FailureCategory.UnknownSubagent }
           : await Promise.race([
-              runChild(deps.subagents, entry, claim.attempt, {
-                signal: execution.signal,
-                workspaceDir: deps.workspaceDir,
-                history,
-                logger: log,
-                outputHold,
-                onRun: (run) => deps.steering.attach(execution, run, claim.attempt.steeringPending),
-              }),
+              traceRun(deps.tracing ?? DISABLED_TRACING, claim.attempt, () =>
+                runChild(deps.subagents, entry, claim.attempt, {
+                  signal: execution.signal,
+                  workspaceDir: deps.workspaceDir,
+                  history,
+                  logger: log,
+                  outputHold,
+                  onRun: (run) =>
+                    deps.steering.attach(execution, run, claim.attempt.steeringPending),
+                }),
+              ),
               // Confirmed loss ends the job even if the child ignores its abort: ownership is
               // gone, nothing more may be written, and shutdown counts it as drained.
               execution.whenLost.then((): typeof LOST => LOST),

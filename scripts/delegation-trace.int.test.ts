@@ -146,7 +146,6 @@ tracedTest(
     const apiLog = capturedLog('baton-api')
     const workerLog = capturedLog('baton-worker')
     const api = await traced.api(apiLog.logger)
-    await traced.worker(workerLog.logger)
 
     const accepted = await api.post(delegate('s-trace'), {
       name: 'scripted',
@@ -155,6 +154,9 @@ tracedTest(
     })
     expect(accepted.status).toBe(202)
     const { attemptId } = accepted.body
+    // Read while the job waits: a completed attempt job is removed at once. Then a worker runs it.
+    const jobData = await traced.jobData(attemptId)
+    await traced.worker(workerLog.logger)
     await terminal(api, attemptId)
     await untilWorkerDone(exporter, attemptId)
 
@@ -207,7 +209,7 @@ tracedTest(
     })
 
     // The job carried exactly the enqueue span's context, and nothing else but the attempt id.
-    expect(await traced.jobData(attemptId)).toEqual({
+    expect(jobData).toEqual({
       attemptId,
       traceparent: `00-${traceId(request)}-${spanId(enqueue)}-01`,
     })
@@ -271,7 +273,6 @@ tracedTest(
   async ({ traced }) => {
     const { exporter } = traced
     const api = await traced.api()
-    await traced.worker()
     const answer = await api.post(`${delegate('s-batch-trace')}/batch`, {
       items: ['one', 'two', 'three'].map((output) => ({
         name: 'scripted',
@@ -282,6 +283,9 @@ tracedTest(
     const results = answer.body.results as { status: number; body: { attemptId: string } }[]
     expect(results.map((r) => r.status)).toEqual([202, 202, 202])
     const attemptIds = results.map((r) => r.body.attemptId)
+    // Read while the jobs wait (a completed attempt job is removed at once), then run them.
+    const jobData = await Promise.all(attemptIds.map((id) => traced.jobData(id)))
+    await traced.worker()
     for (const attemptId of attemptIds) {
       await terminal(api, attemptId)
       await untilWorkerDone(exporter, attemptId)
@@ -295,8 +299,8 @@ tracedTest(
     const enqueues = trace.filter((s) => s.name === 'baton.enqueue')
     expect(enqueues).toHaveLength(1)
     expect(enqueues[0]!.attributes['baton.items']).toBe(3)
-    for (const attemptId of attemptIds) {
-      expect(await traced.jobData(attemptId)).toEqual({
+    for (const [i, attemptId] of attemptIds.entries()) {
+      expect(jobData[i]).toEqual({
         attemptId,
         traceparent: `00-${traceId(request)}-${spanId(enqueues[0]!)}-01`,
       })

@@ -68,15 +68,22 @@ export const idempotencyKeySchema = z
   .max(128)
   .regex(/^[A-Za-z0-9._:-]+$/, 'letters, digits, ".", "_", ":" and "-" only')
 
-export const delegationRequestSchema = z.strictObject({
-  name: subagentNameSchema,
-  prompt: promptSchema,
-  agentId: uuidSchema.optional(),
-  /** The run that makes this delegation (a run of the same session): its result comes back to it. */
-  parentRunId: uuidSchema.optional(),
-  metadata: delegationMetadataSchema.optional(),
-  wait: waitOptionsSchema.optional(),
-})
+export const delegationRequestSchema = z
+  .strictObject({
+    name: subagentNameSchema,
+    prompt: promptSchema,
+    agentId: uuidSchema.optional(),
+    /** The run that makes this delegation (a run of the same session): its result comes back to it. */
+    parentRunId: uuidSchema.optional(),
+    metadata: delegationMetadataSchema.optional(),
+    wait: waitOptionsSchema.optional(),
+  })
+  .meta({
+    examples: [
+      { name: 'scripted', prompt: '{"output":"hello"}', wait: { timeoutMs: 5000 } },
+      { name: 'researcher', prompt: 'Find where leases are renewed', metadata: { traceId: 't-1' } },
+    ],
+  })
 export type DelegationRequest = z.infer<typeof delegationRequestSchema>
 
 /**
@@ -100,7 +107,16 @@ const acceptedFields = {
 }
 
 /** The answer of an accepted delegation (`202`): its ids; wait on the attempt for the result. */
-export const delegationAcceptedSchema = z.object(acceptedFields).meta({ id: 'DelegationAccepted' })
+export const delegationAcceptedSchema = z.object(acceptedFields).meta({
+  id: 'DelegationAccepted',
+  examples: [
+    {
+      agentId: '0b9e8f3c-5d1a-4e7b-9c2f-6a8d4e1b3c5f',
+      attemptId: '7c4a1e2b-3f5d-4a6b-8c9d-0e1f2a3b4c5d',
+      status: 'accepted',
+    },
+  ],
+})
 export type DelegationAccepted = z.infer<typeof delegationAcceptedSchema>
 
 /** A batch item's `202`: the accepted delegation, and whether its key's first attempt answered. */

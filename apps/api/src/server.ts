@@ -5,12 +5,7 @@ import swaggerUi from '@fastify/swagger-ui'
 import { createBullBoard } from '@bull-board/api'
 import { BullMQAdapter } from '@bull-board/api/bullMQAdapter'
 import { FastifyAdapter } from '@bull-board/fastify'
-import {
-  jsonSchemaTransform,
-  serializerCompiler,
-  validatorCompiler,
-  type ZodTypeProvider,
-} from 'fastify-type-provider-zod'
+import { validatorCompiler, type ZodTypeProvider } from 'fastify-type-provider-zod'
 import type { ApiDeps } from './deps.ts'
 import { BatonError, ErrorCode, Limits } from '@baton/contracts'
 import { installAuthentication } from './http/caller.ts'
@@ -21,6 +16,7 @@ import {
   frameworkErrorHandler,
   notFoundHandler,
 } from './http/errors.ts'
+import { jsonSerializerCompiler, openApiOptions } from './http/openapi.ts'
 import { adminRoutes } from './routes/admin.routes.ts'
 import { agentRoutes } from './routes/agents.routes.ts'
 import { artifactRoutes } from './routes/artifacts.routes.ts'
@@ -53,7 +49,7 @@ export async function buildServer(deps: ApiDeps): Promise<BatonServer> {
     logController: new LogController({ disableRequestLogging: true }),
   }).withTypeProvider<ZodTypeProvider>()
   app.setValidatorCompiler(validatorCompiler)
-  app.setSerializerCompiler(serializerCompiler)
+  app.setSerializerCompiler(jsonSerializerCompiler)
   app.setErrorHandler(errorHandler)
   app.setNotFoundHandler(notFoundHandler)
   // Fastify parses text/plain by default; Baton takes JSON only, so anything else is a 415.
@@ -66,10 +62,7 @@ export async function buildServer(deps: ApiDeps): Promise<BatonServer> {
   })
   if (deps.config.rateLimitMax > 0) await installRateLimit(app, deps)
 
-  await app.register(swagger, {
-    openapi: { info: { title: 'Baton API', version: '1.0.0' } },
-    transform: jsonSchemaTransform,
-  })
+  await app.register(swagger, openApiOptions([DASHBOARD_PATH]))
   await app.register(swaggerUi, { routePrefix: DOCS_PATH })
 
   const board = new FastifyAdapter()

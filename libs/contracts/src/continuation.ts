@@ -1,5 +1,5 @@
 import { z } from 'zod'
-import { Limits, uuidSchema } from './delegation.ts'
+import { Limits, isoTimeSchema, uuidSchema } from './delegation.ts'
 
 /**
  * Runs and continuations: a session's parent turns, and the exactly-once hand-back of a child's
@@ -62,47 +62,66 @@ export type ClaimFence = z.infer<typeof claimFenceSchema>
 
 export const heartbeatRequestSchema = claimFenceSchema.extend({ leaseMs: leaseMsSchema })
 
-export interface RunView {
-  readonly runId: string
-  readonly sessionId: string
-  readonly triggerType: RunTrigger
-  readonly status: RunStatus
-  /** For an `async_subagent_result` run: the attempt whose result it carries. */
-  readonly causeAttemptId: string | null
-  readonly createdAt: string
-  readonly settledAt: string | null
-}
+export const runViewSchema = z
+  .object({
+    runId: z.uuid(),
+    sessionId: z.string(),
+    triggerType: z.enum(RUN_TRIGGERS),
+    status: z.enum(RUN_STATUSES),
+    /** For an `async_subagent_result` run: the attempt whose result it carries. */
+    causeAttemptId: z.uuid().nullable(),
+    createdAt: isoTimeSchema,
+    settledAt: isoTimeSchema.nullable(),
+  })
+  .meta({ id: 'RunView' })
+export type RunView = z.infer<typeof runViewSchema>
 
 /** An attempt's delivery to its parent run (present on views of attempts with a parent run). */
-export interface DeliveryView {
-  readonly state: DeliveryState
-  /** The digest the receipt binds: SHA-256 of the canonical durable input (`continuationDigest`). */
-  readonly receiptDigest: string
-  /** The run that consumes or consumed it: the parent while it is held for it, or a continuation. */
-  readonly consumingRunId: string | null
-  readonly suppression: {
-    readonly reason: SuppressionReason
-    readonly runId: string | null
-  } | null
-}
+export const deliveryViewSchema = z
+  .object({
+    state: z.enum(DELIVERY_STATES),
+    /** The digest the receipt binds: SHA-256 of the canonical durable input (`continuationDigest`). */
+    receiptDigest: z.string(),
+    /** The run that consumes or consumed it: the parent while it is held for it, or a continuation. */
+    consumingRunId: z.uuid().nullable(),
+    suppression: z
+      .object({ reason: z.enum(SUPPRESSION_REASONS), runId: z.uuid().nullable() })
+      .nullable(),
+  })
+  .meta({ id: 'DeliveryView' })
+export type DeliveryView = z.infer<typeof deliveryViewSchema>
 
 /**
  * A claimed continuation. `receipt` and `input` are RFC 8785 canonical JSON texts exactly as the
  * ledger stored them: `continuationDigest(input)` equals the receipt's `inputDigest`.
  */
-export interface ContinuationClaim {
-  readonly runId: string
-  readonly attemptId: string
-  readonly receipt: string
-  readonly input: string
-  readonly claim: ClaimFence & { readonly leaseExpiresAt: string }
-}
+export const continuationClaimSchema = z
+  .object({
+    runId: z.uuid(),
+    attemptId: z.uuid(),
+    receipt: z.string(),
+    input: z.string(),
+    claim: z.object({
+      claimToken: z.uuid(),
+      generation: z.number().int().min(1),
+      leaseExpiresAt: isoTimeSchema,
+    }),
+  })
+  .meta({ id: 'ContinuationClaim' })
+export type ContinuationClaim = z.infer<typeof continuationClaimSchema>
+
+/** The answer of a continuation's heartbeat: its lease now ends at `leaseExpiresAt`. */
+export const continuationLeaseSchema = z.object({ runId: z.uuid(), leaseExpiresAt: isoTimeSchema })
+export type ContinuationLease = z.infer<typeof continuationLeaseSchema>
 
 /** The answer of a continuation's `complete` or `fail`: the receipt, and where delivery stands. */
-export interface ContinuationSettled {
-  readonly runId: string
-  readonly attemptId: string
-  readonly receipt: string
-  readonly delivery: DeliveryView
-  readonly replayed: boolean
-}
+export const continuationSettledSchema = z
+  .object({
+    runId: z.uuid(),
+    attemptId: z.uuid(),
+    receipt: z.string(),
+    delivery: deliveryViewSchema,
+    replayed: z.boolean(),
+  })
+  .meta({ id: 'ContinuationSettled' })
+export type ContinuationSettled = z.infer<typeof continuationSettledSchema>

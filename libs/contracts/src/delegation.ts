@@ -1,4 +1,5 @@
 import { z } from 'zod'
+import { errorBodySchema } from './errors.ts'
 import { storableText } from './storable-text.ts'
 
 /** Limits that bound what a caller may send. The API enforces them before anything is written. */
@@ -18,6 +19,9 @@ export const sessionIdSchema = z
   .regex(/^[A-Za-z0-9._:-]+$/, 'letters, digits, ".", "_", ":" and "-" only')
 
 export const uuidSchema = z.uuid()
+
+/** A time as the API writes it: an ISO 8601 UTC timestamp (`Date.prototype.toISOString`). */
+export const isoTimeSchema = z.iso.datetime()
 
 export const subagentNameSchema = z
   .string()
@@ -64,15 +68,22 @@ export const idempotencyKeySchema = z
   .max(128)
   .regex(/^[A-Za-z0-9._:-]+$/, 'letters, digits, ".", "_", ":" and "-" only')
 
-export const delegationRequestSchema = z.strictObject({
-  name: subagentNameSchema,
-  prompt: promptSchema,
-  agentId: uuidSchema.optional(),
-  /** The run that makes this delegation (a run of the same session): its result comes back to it. */
-  parentRunId: uuidSchema.optional(),
-  metadata: delegationMetadataSchema.optional(),
-  wait: waitOptionsSchema.optional(),
-})
+export const delegationRequestSchema = z
+  .strictObject({
+    name: subagentNameSchema,
+    prompt: promptSchema,
+    agentId: uuidSchema.optional(),
+    /** The run that makes this delegation (a run of the same session): its result comes back to it. */
+    parentRunId: uuidSchema.optional(),
+    metadata: delegationMetadataSchema.optional(),
+    wait: waitOptionsSchema.optional(),
+  })
+  .meta({
+    examples: [
+      { name: 'scripted', prompt: '{"output":"hello"}', wait: { timeoutMs: 5000 } },
+      { name: 'researcher', prompt: 'Find where leases are renewed', metadata: { traceId: 't-1' } },
+    ],
+  })
 export type DelegationRequest = z.infer<typeof delegationRequestSchema>
 
 /**
@@ -89,12 +100,43 @@ export const batchItemSchema = z.strictObject({
 })
 export type BatchItem = z.infer<typeof batchItemSchema>
 
-export const delegationAcceptedSchema = z.object({
+const acceptedFields = {
   agentId: z.uuid(),
   attemptId: z.uuid(),
   status: z.literal('accepted'),
+}
+
+/** The answer of an accepted delegation (`202`): its ids; wait on the attempt for the result. */
+export const delegationAcceptedSchema = z.object(acceptedFields).meta({
+  id: 'DelegationAccepted',
+  examples: [
+    {
+      agentId: '0b9e8f3c-5d1a-4e7b-9c2f-6a8d4e1b3c5f',
+      attemptId: '7c4a1e2b-3f5d-4a6b-8c9d-0e1f2a3b4c5d',
+      status: 'accepted',
+    },
+  ],
 })
 export type DelegationAccepted = z.infer<typeof delegationAcceptedSchema>
+
+/** A batch item's `202`: the accepted delegation, and whether its key's first attempt answered. */
+export const batchItemAcceptedSchema = z.object({ ...acceptedFields, replayed: z.boolean() })
+
+/**
+ * The answer of a batch submit: one entry per item, in order — the item's `202`, or the status
+ * and error body the single route would have given it.
+ */
+export const batchAnswerSchema = z
+  .object({
+    results: z.array(
+      z.union([
+        z.object({ status: z.literal(202), body: batchItemAcceptedSchema }),
+        z.object({ status: z.number().int().min(400).max(599), body: errorBodySchema }),
+      ]),
+    ),
+  })
+  .meta({ id: 'BatchAnswer' })
+export type BatchAnswer = z.infer<typeof batchAnswerSchema>
 
 export const cancelRequestSchema = z.strictObject({
   reason: storableText().min(1).max(Limits.cancelReasonChars).optional(),
@@ -102,6 +144,20 @@ export const cancelRequestSchema = z.strictObject({
 
 /** A steering message for a running (or queued) attempt: text or text blocks, like a prompt. */
 export const steerRequestSchema = z.strictObject({ content: promptSchema })
+
+/** The answer of a cancel: a queued attempt ended at once, or a running one was asked to stop. */
+export const cancelAnswerSchema = z.object({
+  attemptId: z.uuid(),
+  outcome: z.enum(['cancelled_queued', 'cancel_requested']),
+})
+export type CancelAnswer = z.infer<typeof cancelAnswerSchema>
+
+/** The answer of a steer: the message is recorded with this sequence (delivery: the view). */
+export const steerAnswerSchema = z.object({
+  attemptId: z.uuid(),
+  sequence: z.number().int().min(1),
+})
+export type SteerAnswer = z.infer<typeof steerAnswerSchema>
 
 /**
  * A number in a query string: plain decimal digits only. Number() would also take "", " 5",

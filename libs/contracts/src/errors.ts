@@ -1,3 +1,5 @@
+import { z } from 'zod'
+
 /**
  * Baton's error vocabulary. One const object and its derived union; `BatonError` carries the code,
  * whether a retry can help, and the cause. HTTP status knowledge lives only in the API's error
@@ -67,11 +69,19 @@ export class BatonError extends Error {
   }
 }
 
-/** The body of every error response: `{ error: { code, message, details? } }`. */
-export interface ErrorBody {
-  readonly error: {
-    readonly code: ErrorCode
-    readonly message: string
-    readonly details?: Readonly<Record<string, unknown>>
-  }
+/** The body of an error answer whose code is one of `codes`. */
+export function errorBodySchemaOf(codes: readonly [ErrorCode, ...ErrorCode[]]) {
+  return z.object({
+    error: z.object({
+      code: z.enum(codes),
+      message: z.string(),
+      details: z.record(z.string(), z.unknown()).optional(),
+    }),
+  })
 }
+
+/** The body of every error response: `{ error: { code, message, details? } }`. */
+export const errorBodySchema = errorBodySchemaOf(
+  Object.values(ErrorCode) as [ErrorCode, ...ErrorCode[]],
+).meta({ id: 'ErrorBody' })
+export type ErrorBody = z.infer<typeof errorBodySchema>

@@ -1,4 +1,4 @@
-export { BatonError, ErrorCode } from './errors.ts'
+export { BatonError, ErrorCode, errorBodySchema, errorBodySchemaOf } from './errors.ts'
 export type { BatonErrorOptions, ErrorBody } from './errors.ts'
 export {
   canonicalJson,
@@ -15,11 +15,24 @@ export {
   failureCategorySchema,
   isFailureCategory,
 } from './failure-category.ts'
-export { ATTEMPT_STATUSES, STOP_REASONS, isTerminalView, stopReasonSchema } from './attempt.ts'
+export {
+  ATTEMPT_STATUSES,
+  STOP_REASONS,
+  agentHistoryViewSchema,
+  artifactViewSchema,
+  attemptSnapshotSchema,
+  attemptViewSchema,
+  historyEventViewSchema,
+  isTerminalView,
+  steeringProgressSchema,
+  stopReasonSchema,
+  terminalAttemptViewSchema,
+} from './attempt.ts'
 export type {
   AgentHistoryView,
   AnyAttemptView,
   ArtifactView,
+  AttemptSnapshot,
   AttemptStatus,
   HistoryEventView,
   AttemptView,
@@ -29,15 +42,20 @@ export type {
 } from './attempt.ts'
 export {
   Limits,
+  batchAnswerSchema,
+  batchItemAcceptedSchema,
+  cancelAnswerSchema,
   cancelRequestSchema,
   delegationAcceptedSchema,
   delegationMetadataSchema,
   delegationRequestSchema,
   idempotencyKeySchema,
+  isoTimeSchema,
   batchItemSchema,
   promptSchema,
   promptToBlocks,
   sessionIdSchema,
+  steerAnswerSchema,
   steerRequestSchema,
   subagentNameSchema,
   textBlockSchema,
@@ -46,6 +64,9 @@ export {
   waitQuerySchema,
 } from './delegation.ts'
 export type {
+  BatchAnswer,
+  CancelAnswer,
+  SteerAnswer,
   DelegationAccepted,
   DelegationMetadata,
   BatchItem,
@@ -65,11 +86,13 @@ export { isStorableText, storableText } from './storable-text.ts'
 export { SCRIPT_OUTPUT_BYTES_MAX, readScript, scriptSchema } from './scripted-script.ts'
 export type { Script, ScriptReading } from './scripted-script.ts'
 export {
+  apiKeyListSchema,
   apiKeyViewSchema,
   createNamespaceRequestSchema,
   issueApiKeyRequestSchema,
   issuedApiKeySchema,
   namespaceIdSchema,
+  namespaceListSchema,
   namespaceViewSchema,
 } from './tenants.ts'
 export type { ApiKeyView, IssuedApiKeyView, NamespaceView } from './tenants.ts'
@@ -82,12 +105,18 @@ export {
   claimFenceSchema,
   claimRequestSchema,
   completeRunRequestSchema,
+  continuationClaimSchema,
+  continuationLeaseSchema,
+  continuationSettledSchema,
   createRunRequestSchema,
+  deliveryViewSchema,
   heartbeatRequestSchema,
+  runViewSchema,
 } from './continuation.ts'
 export type {
   ClaimFence,
   ContinuationClaim,
+  ContinuationLease,
   ContinuationSettled,
   CreateRunRequest,
   DeliveryState,

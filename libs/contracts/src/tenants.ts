@@ -1,4 +1,5 @@
 import { z } from 'zod'
+import { isoTimeSchema } from './delegation.ts'
 import { storableText } from './storable-text.ts'
 
 /**
@@ -18,24 +19,34 @@ export const issueApiKeyRequestSchema = z.strictObject({
   name: storableText().min(1).max(100),
 })
 
-export const namespaceViewSchema = z.object({
-  namespaceId: z.string(),
-  description: z.string().nullable(),
-  createdAt: z.string(),
-})
+export const namespaceViewSchema = z
+  .object({
+    namespaceId: z.string(),
+    description: z.string().nullable(),
+    createdAt: isoTimeSchema,
+  })
+  .meta({ id: 'NamespaceView' })
 export type NamespaceView = z.infer<typeof namespaceViewSchema>
 
-/** A key as listings show it: its prefix, never the key. */
-export const apiKeyViewSchema = z.object({
+export const namespaceListSchema = z.object({ namespaces: z.array(namespaceViewSchema) })
+
+const apiKeyFields = {
   keyId: z.uuid(),
   namespaceId: z.string(),
   name: z.string(),
   prefix: z.string(),
-  createdAt: z.string(),
-  revokedAt: z.string().nullable(),
-})
+  createdAt: isoTimeSchema,
+  revokedAt: isoTimeSchema.nullable(),
+}
+
+/** A key as listings show it: its prefix, never the key. */
+export const apiKeyViewSchema = z.object(apiKeyFields).meta({ id: 'ApiKeyView' })
 export type ApiKeyView = z.infer<typeof apiKeyViewSchema>
 
+export const apiKeyListSchema = z.object({ keys: z.array(apiKeyViewSchema) })
+
 /** A key as issued: the one answer that carries the key itself. */
-export const issuedApiKeySchema = apiKeyViewSchema.extend({ key: z.string() })
+export const issuedApiKeySchema = z
+  .object({ ...apiKeyFields, key: z.string() })
+  .meta({ id: 'IssuedApiKey' })
 export type IssuedApiKeyView = z.infer<typeof issuedApiKeySchema>

@@ -3,11 +3,13 @@ import { z } from 'zod'
 import {
   BatonError,
   ErrorCode,
+  apiKeyListSchema,
   apiKeyViewSchema,
   createNamespaceRequestSchema,
   issueApiKeyRequestSchema,
   issuedApiKeySchema,
   namespaceIdSchema,
+  namespaceListSchema,
   namespaceViewSchema,
   uuidSchema,
   type ApiKeyView,
@@ -24,6 +26,10 @@ import {
 } from '@baton/store'
 import type { ApiDeps } from '../deps.ts'
 import type { KeyResolver } from '../http/caller.ts'
+import { Refusals, answer, answers } from '../http/route-answers.ts'
+
+/** Every admin route is called with the admin key, never a namespace's. */
+const security = [{ adminKey: [] }]
 
 /**
  * Namespace and key management, behind the admin key (see http/caller.ts). A key is shown once,
@@ -39,8 +45,14 @@ export function adminRoutes(deps: ApiDeps & { readonly keys: KeyResolver }): Fas
       {
         schema: {
           summary: 'Create a namespace',
+          security,
           body: createNamespaceRequestSchema,
-          response: { 201: namespaceViewSchema },
+          response: answers(
+            { 201: answer('The namespace', namespaceViewSchema) },
+            Refusals.admin,
+            Refusals.body,
+            [ErrorCode.NamespaceExists],
+          ),
         },
       },
       async (request, reply) => {
@@ -64,7 +76,11 @@ export function adminRoutes(deps: ApiDeps & { readonly keys: KeyResolver }): Fas
       {
         schema: {
           summary: 'List namespaces',
-          response: { 200: z.object({ namespaces: z.array(namespaceViewSchema) }) },
+          security,
+          response: answers(
+            { 200: answer('Every namespace', namespaceListSchema) },
+            Refusals.admin,
+          ),
         },
       },
       async () => ({ namespaces: (await listNamespaces(deps.db)).map(namespaceView) }),
@@ -75,9 +91,16 @@ export function adminRoutes(deps: ApiDeps & { readonly keys: KeyResolver }): Fas
       {
         schema: {
           summary: 'Issue an API key for a namespace (the answer is the only time it is shown)',
+          security,
           params: namespaceParams,
           body: issueApiKeyRequestSchema,
-          response: { 201: issuedApiKeySchema },
+          response: answers(
+            { 201: answer('The key: the only answer that shows it', issuedApiKeySchema) },
+            Refusals.admin,
+            Refusals.params,
+            Refusals.body,
+            [ErrorCode.NamespaceNotFound],
+          ),
         },
       },
       async (request, reply) => {
@@ -94,8 +117,14 @@ export function adminRoutes(deps: ApiDeps & { readonly keys: KeyResolver }): Fas
       {
         schema: {
           summary: "List a namespace's API keys (prefixes only)",
+          security,
           params: namespaceParams,
-          response: { 200: z.object({ keys: z.array(apiKeyViewSchema) }) },
+          response: answers(
+            { 200: answer("The namespace's keys (prefixes only)", apiKeyListSchema) },
+            Refusals.admin,
+            Refusals.params,
+            [ErrorCode.NamespaceNotFound],
+          ),
         },
       },
       async (request) => {
@@ -111,8 +140,14 @@ export function adminRoutes(deps: ApiDeps & { readonly keys: KeyResolver }): Fas
       {
         schema: {
           summary: 'Revoke an API key (idempotent)',
+          security,
           params: z.strictObject({ keyId: uuidSchema }),
-          response: { 200: apiKeyViewSchema },
+          response: answers(
+            { 200: answer('The key, revoked (idempotent)', apiKeyViewSchema) },
+            Refusals.admin,
+            Refusals.params,
+            [ErrorCode.ApiKeyNotFound],
+          ),
         },
       },
       async (request) => {

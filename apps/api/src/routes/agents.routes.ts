@@ -1,9 +1,10 @@
 import type { FastifyPluginAsyncZod } from 'fastify-type-provider-zod'
 import { z } from 'zod'
-import { BatonError, ErrorCode, uuidSchema } from '@baton/contracts'
+import { BatonError, ErrorCode, agentHistoryViewSchema, uuidSchema } from '@baton/contracts'
 import { getAgentHistory } from '@baton/store'
 import type { ApiDeps } from '../deps.ts'
 import { callerNamespace } from '../http/caller.ts'
+import { Refusals, answer, answers } from '../http/route-answers.ts'
 
 const params = z.strictObject({ agentId: uuidSchema })
 
@@ -16,6 +17,12 @@ export function agentRoutes(deps: ApiDeps): FastifyPluginAsyncZod {
           summary:
             "Read an agent's durable history: the events its attempts' terminal commits appended",
           params,
+          response: answers(
+            { 200: answer("The agent's history, in order", agentHistoryViewSchema) },
+            Refusals.tenant,
+            Refusals.params,
+            [ErrorCode.AgentNotFound],
+          ),
         },
       },
       async (request) => {

@@ -5,11 +5,25 @@ import { BatonError, ErrorCode, uuidSchema } from '@baton/contracts'
 import { loadArtifact, type ArtifactLoad } from '@baton/store'
 import type { ApiDeps } from '../deps.ts'
 import { callerNamespace } from '../http/caller.ts'
+import { Refusals, answers } from '../http/route-answers.ts'
 
 const params = z.strictObject({ artifactId: uuidSchema })
 
 /** The header carrying Baton's own digest (`resultDigest`) of the complete content. */
 export const DIGEST_HEADER = 'baton-digest'
+
+const CONTENT = { 'text/plain; charset=utf-8': { schema: z.string() } }
+const CONTENT_HEADERS = {
+  'repr-digest': {
+    description: 'RFC 9530: `sha-256=:<base64>:`, the SHA-256 of the complete content',
+    type: 'string' as const,
+  },
+  [DIGEST_HEADER]: {
+    description: "Baton's result digest of the complete content (the view's `digest`)",
+    type: 'string' as const,
+  },
+  'accept-ranges': { description: '`bytes`', type: 'string' as const },
+}
 
 export function artifactRoutes(deps: ApiDeps): FastifyPluginAsyncZod {
   return async (app) => {
@@ -20,6 +34,26 @@ export function artifactRoutes(deps: ApiDeps): FastifyPluginAsyncZod {
           summary:
             "Load an attempt's complete output: its bytes, verified against its digest (one byte range welcome)",
           params,
+          response: answers(
+            {
+              200: {
+                description: "The complete output's bytes (UTF-8 text)",
+                content: CONTENT,
+                headers: CONTENT_HEADERS,
+              },
+              206: {
+                description: 'The one byte range asked for with `Range: bytes=a-b`',
+                content: CONTENT,
+                headers: {
+                  ...CONTENT_HEADERS,
+                  'content-range': { description: '`bytes a-b/size`', type: 'string' as const },
+                },
+              },
+            },
+            Refusals.tenant,
+            Refusals.params,
+            [ErrorCode.ArtifactNotFound, ErrorCode.ArtifactExpired, ErrorCode.ArtifactIntegrity],
+          ),
         },
       },
       async (request, reply) => {

@@ -1,7 +1,11 @@
 import type { FastifyPluginAsyncZod } from 'fastify-type-provider-zod'
 import { z } from 'zod'
 import {
+  ErrorCode,
+  attemptViewSchema,
+  cancelAnswerSchema,
   cancelRequestSchema,
+  steerAnswerSchema,
   steerRequestSchema,
   uuidSchema,
   waitQuerySchema,
@@ -9,6 +13,7 @@ import {
 import type { ApiDeps } from '../deps.ts'
 import { callerNamespace } from '../http/caller.ts'
 import { unlessRefused } from '../http/refusals.ts'
+import { Refusals, answer, answers } from '../http/route-answers.ts'
 import { abortOnClose } from './delegations.routes.ts'
 
 const params = z.strictObject({ attemptId: uuidSchema })
@@ -17,7 +22,18 @@ export function attemptRoutes(deps: ApiDeps): FastifyPluginAsyncZod {
   return async (app) => {
     app.get(
       '/v1/attempts/:attemptId',
-      { schema: { summary: 'Read an attempt', params } },
+      {
+        schema: {
+          summary: 'Read an attempt',
+          params,
+          response: answers(
+            { 200: answer('The terminal view, or the snapshot', attemptViewSchema) },
+            Refusals.tenant,
+            Refusals.params,
+            [ErrorCode.AttemptNotFound],
+          ),
+        },
+      },
       async (request) =>
         unlessRefused(await deps.commands.read(callerNamespace(request), request.params.attemptId))
           .view,
@@ -31,6 +47,18 @@ export function attemptRoutes(deps: ApiDeps): FastifyPluginAsyncZod {
             'One bounded wait: the terminal result, or the current snapshot when the bound expires',
           params,
           querystring: waitQuerySchema,
+          response: answers(
+            {
+              200: answer(
+                'The terminal view, or the snapshot when the bound expired (never an error)',
+                attemptViewSchema,
+              ),
+            },
+            Refusals.tenant,
+            Refusals.params,
+            Refusals.query,
+            [ErrorCode.AttemptNotFound],
+          ),
         },
       },
       async (request, reply) =>
@@ -46,7 +74,20 @@ export function attemptRoutes(deps: ApiDeps): FastifyPluginAsyncZod {
 
     app.post(
       '/v1/attempts/:attemptId/cancel',
-      { schema: { summary: 'Cancel an attempt', params, body: cancelRequestSchema.nullish() } },
+      {
+        schema: {
+          summary: 'Cancel an attempt',
+          params,
+          body: cancelRequestSchema.nullish(),
+          response: answers(
+            { 202: answer('The cancel is recorded', cancelAnswerSchema) },
+            Refusals.tenant,
+            Refusals.params,
+            Refusals.body,
+            [ErrorCode.AttemptNotFound, ErrorCode.AttemptTerminal],
+          ),
+        },
+      },
       async (request, reply) => {
         const { attemptId } = request.params
         const outcome = unlessRefused(
@@ -67,6 +108,18 @@ export function attemptRoutes(deps: ApiDeps): FastifyPluginAsyncZod {
           summary: 'Send a steering message to a running (or queued) attempt',
           params,
           body: steerRequestSchema,
+          response: answers(
+            {
+              202: answer(
+                "The message is recorded (its delivery: the view's `steering`)",
+                steerAnswerSchema,
+              ),
+            },
+            Refusals.tenant,
+            Refusals.params,
+            Refusals.body,
+            [ErrorCode.AttemptNotFound, ErrorCode.AttemptTerminal, ErrorCode.SteeringUnsupported],
+          ),
         },
       },
       async (request, reply) => {

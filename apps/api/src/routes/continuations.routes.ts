@@ -1,8 +1,12 @@
 import type { FastifyPluginAsyncZod } from 'fastify-type-provider-zod'
 import { z } from 'zod'
 import {
+  ErrorCode,
   claimFenceSchema,
   claimRequestSchema,
+  continuationClaimSchema,
+  continuationLeaseSchema,
+  continuationSettledSchema,
   heartbeatRequestSchema,
   sessionIdSchema,
   uuidSchema,
@@ -10,6 +14,7 @@ import {
 import type { ApiDeps } from '../deps.ts'
 import { callerNamespace } from '../http/caller.ts'
 import { unlessRefused } from '../http/refusals.ts'
+import { Refusals, answer, answers, noContent } from '../http/route-answers.ts'
 import { abortOnClose } from './delegations.routes.ts'
 
 const runParams = z.strictObject({ runId: uuidSchema })
@@ -27,6 +32,15 @@ export function continuationRoutes(deps: ApiDeps): FastifyPluginAsyncZod {
           summary: "Claim the session's next continuation: one bounded wait, 204 when none came",
           params: z.strictObject({ sessionId: sessionIdSchema }),
           body: claimRequestSchema,
+          response: answers(
+            {
+              200: answer('The claimed continuation, with its fence', continuationClaimSchema),
+              204: noContent('None came within `timeoutMs`'),
+            },
+            Refusals.tenant,
+            Refusals.params,
+            Refusals.body,
+          ),
         },
       },
       async (request, reply) => {
@@ -49,6 +63,13 @@ export function continuationRoutes(deps: ApiDeps): FastifyPluginAsyncZod {
           summary: "Extend a claimed continuation's lease",
           params: runParams,
           body: heartbeatRequestSchema,
+          response: answers(
+            { 200: answer('The lease is extended', continuationLeaseSchema) },
+            Refusals.tenant,
+            Refusals.params,
+            Refusals.body,
+            [ErrorCode.RunNotFound, ErrorCode.StaleClaim],
+          ),
         },
       },
       async (request) => {
@@ -68,6 +89,13 @@ export function continuationRoutes(deps: ApiDeps): FastifyPluginAsyncZod {
             summary: `Settle a claimed continuation as ${status}; an exact retry answers the same receipt`,
             params: runParams,
             body: claimFenceSchema,
+            response: answers(
+              { 200: answer('The receipt, and where delivery stands', continuationSettledSchema) },
+              Refusals.tenant,
+              Refusals.params,
+              Refusals.body,
+              [ErrorCode.RunNotFound, ErrorCode.RunNotActive, ErrorCode.StaleClaim],
+            ),
           },
         },
         async (request) =>

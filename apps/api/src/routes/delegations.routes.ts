@@ -4,16 +4,34 @@ import { z } from 'zod'
 import {
   BatonError,
   ErrorCode,
+  attemptSnapshotSchema,
+  batchAnswerSchema,
   batchItemSchema,
+  delegationAcceptedSchema,
   delegationRequestSchema,
   idempotencyKeySchema,
   isTerminalView,
   sessionIdSchema,
+  terminalAttemptViewSchema,
+  type AttemptSnapshot,
 } from '@baton/contracts'
 import type { ApiDeps } from '../deps.ts'
 import { callerNamespace } from '../http/caller.ts'
 import { errorAnswer } from '../http/errors.ts'
 import { isRefusal, refusalError, unlessRefused } from '../http/refusals.ts'
+import { Refusals, answer, answers } from '../http/route-answers.ts'
+
+/** What accepting one delegation can be refused with (a batch item gets the same, per item). */
+const DELEGATION_REFUSALS = [
+  ErrorCode.ValidationFailed,
+  ErrorCode.UnknownSubagent,
+  ErrorCode.SubagentUnavailable,
+  ErrorCode.AgentNotFound,
+  ErrorCode.RunNotFound,
+  ErrorCode.AgentBusy,
+  ErrorCode.IdempotencyKeyReused,
+  ErrorCode.SessionDeleted,
+]
 
 /**
  * POST /v1/sessions/:sessionId/delegations — accept a delegation: validate (nothing is written for
@@ -30,6 +48,22 @@ export function delegationRoutes(deps: ApiDeps): FastifyPluginAsyncZod {
           params: z.strictObject({ sessionId: sessionIdSchema }),
           headers: z.looseObject({ 'idempotency-key': idempotencyKeySchema.optional() }),
           body: delegationRequestSchema,
+          response: answers(
+            {
+              200: answer(
+                'With `wait`: the attempt ended within the bound',
+                terminalAttemptViewSchema,
+              ),
+              202: answer(
+                'Accepted (`DelegationAccepted`); with `wait`, the snapshot when the bound expired',
+                z.union([delegationAcceptedSchema, attemptSnapshotSchema]),
+              ),
+            },
+            Refusals.tenant,
+            Refusals.params,
+            Refusals.body,
+            DELEGATION_REFUSALS,
+          ),
         },
       },
       async (request, reply) => {
@@ -42,8 +76,11 @@ export function delegationRoutes(deps: ApiDeps): FastifyPluginAsyncZod {
             signal: abortOnClose(reply.raw),
           }),
         )
-        if (outcome.view === undefined) return reply.status(202).send(outcome.accepted)
-        return reply.status(isTerminalView(outcome.view) ? 200 : 202).send(outcome.view)
+        const { view } = outcome
+        if (view === undefined) return reply.status(202).send(outcome.accepted)
+        if (isTerminalView(view)) return reply.status(200).send(view)
+        // Not terminal: the snapshot of an accepted or running attempt.
+        return reply.status(202).send(view as AttemptSnapshot)
       },
     )
 
@@ -57,6 +94,17 @@ export function delegationRoutes(deps: ApiDeps): FastifyPluginAsyncZod {
           body: z.strictObject({
             items: z.array(z.unknown()).min(1).max(deps.config.batchMaxItems),
           }),
+          response: answers(
+            {
+              200: answer(
+                "One answer per item, in order: the item's `202`, or the error the single route would give it",
+                batchAnswerSchema,
+              ),
+            },
+            Refusals.tenant,
+            Refusals.params,
+            Refusals.body,
+          ),
         },
       },
       async (request, reply) => {
@@ -87,7 +135,7 @@ export function delegationRoutes(deps: ApiDeps): FastifyPluginAsyncZod {
           if (outcome === undefined) throw new Error('fewer answers than valid items')
           if (isRefusal(outcome)) return errorAnswer(itemError(refusalError(outcome), at))
           return {
-            status: 202,
+            status: 202 as const,
             body: { ...outcome.accepted, replayed: outcome.kind === 'replayed' },
           }
         })

@@ -1,14 +1,20 @@
 import type { FastifyPluginAsyncZod } from 'fastify-type-provider-zod'
 import { z } from 'zod'
 import {
+  ErrorCode,
   completeRunRequestSchema,
   createRunRequestSchema,
+  runViewSchema,
   sessionIdSchema,
   uuidSchema,
 } from '@baton/contracts'
 import type { ApiDeps } from '../deps.ts'
 import { callerNamespace } from '../http/caller.ts'
 import { unlessRefused } from '../http/refusals.ts'
+import { Refusals, answer, answers, noContent } from '../http/route-answers.ts'
+
+/** What settling a run can be refused with (a claimed continuation run is settled by its claim). */
+const SETTLE_REFUSALS = [ErrorCode.RunNotFound, ErrorCode.RunNotActive, ErrorCode.StaleClaim]
 
 const runParams = z.strictObject({ runId: uuidSchema })
 const sessionParams = z.strictObject({ sessionId: sessionIdSchema })
@@ -28,6 +34,13 @@ export function runRoutes(deps: ApiDeps): FastifyPluginAsyncZod {
             'Start a run of a session; with `consume`, an explicit run of suppressed results',
           params: sessionParams,
           body: createRunRequestSchema.nullish(),
+          response: answers(
+            { 201: answer('The run, active', runViewSchema) },
+            Refusals.tenant,
+            Refusals.params,
+            Refusals.body,
+            [ErrorCode.SessionDeleted, ErrorCode.ResultNotConsumable],
+          ),
         },
       },
       async (request, reply) => {
@@ -44,7 +57,18 @@ export function runRoutes(deps: ApiDeps): FastifyPluginAsyncZod {
 
     app.get(
       '/v1/runs/:runId',
-      { schema: { summary: 'Read a run', params: runParams } },
+      {
+        schema: {
+          summary: 'Read a run',
+          params: runParams,
+          response: answers(
+            { 200: answer('The run', runViewSchema) },
+            Refusals.tenant,
+            Refusals.params,
+            [ErrorCode.RunNotFound],
+          ),
+        },
+      },
       async (request) =>
         unlessRefused(await deps.runs.read(callerNamespace(request), request.params.runId)).view,
     )
@@ -56,6 +80,14 @@ export function runRoutes(deps: ApiDeps): FastifyPluginAsyncZod {
           summary: 'Complete a run; `consumed` names held results it consumed itself',
           params: runParams,
           body: completeRunRequestSchema.nullish(),
+          response: answers(
+            { 200: answer('The run, completed (a repeat answers the same)', runViewSchema) },
+            Refusals.tenant,
+            Refusals.params,
+            Refusals.body,
+            SETTLE_REFUSALS,
+            [ErrorCode.ResultNotConsumable],
+          ),
         },
       },
       async (request) =>
@@ -77,6 +109,13 @@ export function runRoutes(deps: ApiDeps): FastifyPluginAsyncZod {
             summary: `Settle a run as ${status}`,
             params: runParams,
             body: z.strictObject({}).nullish(),
+            response: answers(
+              { 200: answer(`The run, ${status} (a repeat answers the same)`, runViewSchema) },
+              Refusals.tenant,
+              Refusals.params,
+              Refusals.body,
+              SETTLE_REFUSALS,
+            ),
           },
         },
         async (request) =>
@@ -92,6 +131,12 @@ export function runRoutes(deps: ApiDeps): FastifyPluginAsyncZod {
         schema: {
           summary: 'Delete a session: a fence that admits nothing new and keeps the evidence',
           params: sessionParams,
+          response: answers(
+            { 204: noContent('The session is behind its deletion fence') },
+            Refusals.tenant,
+            Refusals.params,
+            [ErrorCode.SessionNotFound],
+          ),
         },
       },
       async (request, reply) => {

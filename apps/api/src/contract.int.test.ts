@@ -96,9 +96,9 @@ const INVALID_PARAM: Readonly<Record<string, string>> = {
   namespaceId: 'Bad',
 }
 
+const isAdmin = (op: Operation) => op.path.startsWith('/v1/admin/') || op.path.startsWith('/admin/')
 const isTenant = (op: Operation) =>
-  !op.path.startsWith('/v1/admin/') && (op.doc.security === undefined || op.doc.security.length > 0)
-const isAdmin = (op: Operation) => op.path.startsWith('/v1/admin/')
+  !isAdmin(op) && (op.doc.security === undefined || op.doc.security.length > 0)
 
 /**
  * Statuses the document lists that no test can provoke on a healthy deployment: `503 NOT_READY`
@@ -137,6 +137,7 @@ describe('the OpenAPI document is the contract', () => {
       await runsAndContinuations(call, key)
       await artifacts(call, key, db)
       await administration(call)
+      await dashboard(call, db)
       await health(call)
       await readinessOfAnUnmigratedDatabase(checker, { ...ctx, db })
 
@@ -505,6 +506,15 @@ async function administration(call: Call): Promise<void> {
   const revoke = (keyId: string) => call('POST', `/v1/admin/keys/${keyId}/revoke`, { key })
   expect((await revoke(issued.body.keyId)).status).toBe(200)
   expect(outcome(await revoke(NO_SUCH_ID))).toBe('404 API_KEY_NOT_FOUND')
+}
+
+async function dashboard(call: Call, db: Db): Promise<void> {
+  const key = ADMIN_KEY
+  expect((await call('GET', '/admin/api/overview', { key })).status).toBe(200)
+  const timeline = (id: string) => call('GET', `/admin/api/attempts/${id}/timeline`, { key })
+  const attempt = await db.selectFrom('attempts').select('id').limit(1).executeTakeFirstOrThrow()
+  expect((await timeline(attempt.id)).status).toBe(200)
+  expect(outcome(await timeline(NO_SUCH_ID))).toBe('404 ATTEMPT_NOT_FOUND')
 }
 
 async function health(call: Call): Promise<void> {

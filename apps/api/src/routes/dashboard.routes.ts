@@ -18,6 +18,7 @@ import {
   listRecentTerminals,
 } from '@baton/store'
 import type { ApiDeps } from '../deps.ts'
+import { Refusals, answer, answers } from '../http/route-answers.ts'
 import { toDashboardTimeline } from '../services/dashboard-view.ts'
 
 /** The page's address; its JSON lives under `${DASHBOARD_PAGE_PATH}/api`. */
@@ -56,7 +57,11 @@ export function dashboardRoutes(
         schema: {
           summary:
             'Ledger dashboard: attempts by state, live leases and recent terminals (admin key)',
-          response: { 200: dashboardOverviewSchema },
+          security: ADMIN_SECURITY,
+          response: answers(
+            { 200: answer('The ledger at a glance', dashboardOverviewSchema) },
+            Refusals.admin,
+          ),
         },
       },
       async (): Promise<DashboardOverview> => {
@@ -106,8 +111,14 @@ export function dashboardRoutes(
       {
         schema: {
           summary: "Ledger dashboard: one attempt's timeline, in any namespace (admin key)",
+          security: ADMIN_SECURITY,
           params: z.strictObject({ attemptId: uuidSchema }),
-          response: { 200: dashboardTimelineSchema },
+          response: answers(
+            { 200: answer("The attempt's timeline", dashboardTimelineSchema) },
+            Refusals.admin,
+            Refusals.params,
+            [ErrorCode.AttemptNotFound],
+          ),
         },
       },
       async (request) => {
@@ -144,3 +155,6 @@ function contentSecurityPolicy(page: string): string {
     "frame-ancestors 'none'",
   ].join('; ')
 }
+
+/** The dashboard's JSON routes take the admin key (Bearer, or Basic as the page's browser sends). */
+const ADMIN_SECURITY = [{ adminKey: [] }]

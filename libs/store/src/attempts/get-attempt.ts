@@ -7,6 +7,7 @@ import type { AttemptRow, ContinuationRow } from '../schema.ts'
 /** One attempt as the ledger holds it (no lease fields); the public view is the API's to shape. */
 export interface AttemptRecord {
   readonly id: string
+  readonly namespaceId: string
   readonly agentId: string
   readonly sessionId: string
   readonly name: string
@@ -79,22 +80,7 @@ export async function getAttempt(
 ): Promise<AttemptRecord | undefined> {
   const row = await retryTransient(
     () =>
-      db
-        .selectFrom('attempts as a')
-        .leftJoin('continuations as c', 'c.attempt_id', 'a.id')
-        .leftJoin('artifacts as art', 'art.id', 'a.artifact_id')
-        .selectAll('a')
-        .select(STEERING_DELIVERED.as('steering_delivered'))
-        .select([
-          'c.state as delivery_state',
-          'c.input_digest as delivery_digest',
-          'c.consumer_run_id as delivery_consumer',
-          'c.suppression_reason as delivery_suppression',
-          'c.suppression_run_id as delivery_suppression_run',
-          'art.bytes as artifact_bytes',
-          'art.digest as artifact_digest',
-          'art.expires_at as artifact_expires_at',
-        ])
+      selectAttempts(db)
         .where('a.id', '=', attemptId)
         .$if(scope.namespaceId !== undefined, (q) =>
           q.where('a.namespace_id', '=', scope.namespaceId ?? ''),
@@ -103,6 +89,50 @@ export async function getAttempt(
     TRANSIENT_READ_RETRY,
   )
   return row === undefined ? undefined : toAttemptRecord(row)
+}
+
+/**
+ * Reads many attempts in one statement (any namespace: the caller applies its scope with
+ * `inScope`). Attempts that do not exist are absent from the map.
+ */
+export async function getAttempts(
+  db: Db,
+  attemptIds: readonly string[],
+): Promise<Map<string, AttemptRecord>> {
+  if (attemptIds.length === 0) return new Map()
+  const rows = await retryTransient(
+    () =>
+      selectAttempts(db)
+        .where('a.id', '=', sql<string>`any(${[...attemptIds]}::uuid[])`)
+        .execute(),
+    TRANSIENT_READ_RETRY,
+  )
+  return new Map(rows.map((row) => [row.id, toAttemptRecord(row)]))
+}
+
+/** Whether a record may be seen under `scope` (see `getAttempt`). */
+export function inScope(record: AttemptRecord, scope: ReadScope): boolean {
+  return scope.namespaceId === undefined || record.namespaceId === scope.namespaceId
+}
+
+/** The one shape of an attempt read: the row, its delivery, its artifact, its steering progress. */
+function selectAttempts(db: Db) {
+  return db
+    .selectFrom('attempts as a')
+    .leftJoin('continuations as c', 'c.attempt_id', 'a.id')
+    .leftJoin('artifacts as art', 'art.id', 'a.artifact_id')
+    .selectAll('a')
+    .select(STEERING_DELIVERED.as('steering_delivered'))
+    .select([
+      'c.state as delivery_state',
+      'c.input_digest as delivery_digest',
+      'c.consumer_run_id as delivery_consumer',
+      'c.suppression_reason as delivery_suppression',
+      'c.suppression_run_id as delivery_suppression_run',
+      'art.bytes as artifact_bytes',
+      'art.digest as artifact_digest',
+      'art.expires_at as artifact_expires_at',
+    ])
 }
 
 interface ArtifactColumns {
@@ -116,6 +146,7 @@ function toAttemptRecord(
 ): AttemptRecord {
   return {
     id: row.id,
+    namespaceId: row.namespace_id,
     agentId: row.agent_id,
     sessionId: row.session_id,
     name: row.name,

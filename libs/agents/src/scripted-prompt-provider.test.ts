@@ -24,6 +24,12 @@ describe('scripted prompt provider', () => {
     await run.dispose()
   })
 
+  it('dispose stops a script that is still running (its result ends aborted)', async () => {
+    const run = await createScriptedPromptProvider().start(request('{"hang":true}'))
+    await run.dispose()
+    expect(await run.result).toMatchObject({ stopReason: 'aborted', output: [] })
+  })
+
   it('a failing script ends error with a safe category, never its message', async () => {
     const run = await createScriptedPromptProvider().start(request('{"fail":"secret token abc"}'))
     const result = await run.result

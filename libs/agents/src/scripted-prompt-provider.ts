@@ -105,6 +105,9 @@ function repeatedBytes(unit: string, length: number): number {
   return whole * Buffer.byteLength(unit) + Buffer.byteLength(unit.slice(0, length % unit.length))
 }
 
+/** Why a run disposed before its script ended is stopped. */
+const DISPOSED = new Error('disposed')
+
 export function createScriptedPromptProvider(): SubagentProvider {
   return {
     name: 'scripted',
@@ -121,15 +124,19 @@ export function createScriptedPromptProvider(): SubagentProvider {
       }
       request.signal.addEventListener('abort', forward, { once: true })
       const inbox = new SteeringInbox()
-      const result = runScript(script, controller.signal, inbox, request.outputBudget).finally(() =>
-        request.signal.removeEventListener('abort', forward),
-      )
+      let settled = false
+      const result = runScript(script, controller.signal, inbox, request.outputBudget).finally(() => {
+        settled = true
+        request.signal.removeEventListener('abort', forward)
+      })
       const run: SubagentRun = {
         id: `scripted:${request.parent.session.id}:${randomUUID()}`,
         localAgent: undefined,
         result,
         async dispose() {
-          controller.abort(new Error('disposed'))
+          // A finished script has nothing to stop (the usual case: a run is disposed after its
+          // result). The reason is made once: an Error per run costs a stack capture.
+          if (!settled) controller.abort(DISPOSED)
           await result.catch(() => undefined)
         },
         sendMessage: (content) => inbox.push(content),

@@ -3,7 +3,7 @@ import {
   claimAttempts,
   commitTerminals,
   createGroupBatcher,
-  isTransientStoreError,
+  isolateUnexpected,
   type ClaimAttemptOutcome,
   type CommitTerminalInput,
   type CommitTerminalOutcome,
@@ -20,14 +20,6 @@ import { observeClaims, observeCommits, type ExecutionTiming } from './ledger-me
  * batches of ~3.5 and 0.78 Postgres transactions per delegation in the bench; one made 0.49).
  */
 export const LEDGER_BATCH = { maxBatch: 500, maxInFlight: 1 } as const
-
-/**
- * A group that failed with an unexpected error is run again one item at a time, so one item the
- * ledger refuses (a value Postgres cannot take) fails alone and its neighbours get their results.
- * Re-running is safe: a failed statement wrote nothing. A transient error fails the group as it
- * is; each item's caller retries under its own rules.
- */
-export const isolateUnexpected = (error: unknown): boolean => !isTransientStoreError(error)
 
 /**
  * Concurrent claims of this worker, batched into one fenced claim statement per group. A job's

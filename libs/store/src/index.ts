@@ -3,7 +3,12 @@ export type { CreateDbOptions, Db } from './db.ts'
 export type { DB, AttemptRow } from './schema.ts'
 export { migrateToLatest, pendingMigrations } from './migrate.ts'
 export type { MigrationReport } from './migrate.ts'
-export { isDataError, isTransientStoreError, retryTransient } from './pg-errors.ts'
+export {
+  isDataError,
+  isolateUnexpected,
+  isTransientStoreError,
+  retryTransient,
+} from './pg-errors.ts'
 export type { RetryTransientOptions } from './pg-errors.ts'
 export { acceptDelegations } from './attempts/accept-delegations.ts'
 export type {

@@ -38,6 +38,15 @@ export function isDataError(error: unknown): boolean {
 }
 
 /**
+ * The `isolate` rule of the ledger's group batchers (see createGroupBatcher): a group that failed
+ * with an unexpected error is run again one item at a time, so one item the ledger refuses (a
+ * value Postgres cannot take) fails alone and its neighbours get their results. Re-running is
+ * safe: a failed statement wrote nothing. A transient error fails the group as it is; each item's
+ * caller retries under its own rules.
+ */
+export const isolateUnexpected = (error: unknown): boolean => !isTransientStoreError(error)
+
+/**
  * Whether a failed store call may succeed if simply tried again: connection loss, a terminated
  * backend, a server restarting, serialization conflicts. Everything else is a defect or bad input.
  */

@@ -4,7 +4,7 @@ import { enqueueAttempts, type AttemptQueue } from '@baton/queue'
 import {
   acceptDelegations,
   createGroupBatcher,
-  isTransientStoreError,
+  isolateUnexpected,
   type AcceptDelegationInput,
   type AcceptDelegationOutcome,
   type Db,
@@ -51,7 +51,7 @@ export function createAdmission(deps: {
     {
       maxBatch: MAX_BATCH,
       maxInFlight: deps.maxInFlight,
-      isolate: (e) => !isTransientStoreError(e),
+      isolate: isolateUnexpected,
     },
   )
   const enqueues = createGroupBatcher<string | AttemptJob, void>(

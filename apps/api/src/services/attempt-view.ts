@@ -3,7 +3,7 @@ import {
   createGroupBatcher,
   getAttempts,
   inScope,
-  isTransientStoreError,
+  isolateUnexpected,
   type AttemptDelivery,
   type AttemptRecord,
   type Db,
@@ -84,7 +84,7 @@ function attemptReaderOf(db: Db): GroupBatcher<string, AttemptRecord | undefined
         return attemptIds.map((id) => records.get(id))
       },
       // A read the ledger refuses (it should not: ids are validated first) fails alone.
-      { maxBatch: 256, maxInFlight: 2, isolate: (e) => !isTransientStoreError(e) },
+      { maxBatch: 256, maxInFlight: 2, isolate: isolateUnexpected },
     )
     attemptReaders.set(db, reader)
   }

@@ -78,17 +78,8 @@ export async function getAttempt(
   attemptId: string,
   scope: ReadScope = {},
 ): Promise<AttemptRecord | undefined> {
-  const row = await retryTransient(
-    () =>
-      selectAttempts(db)
-        .where('a.id', '=', attemptId)
-        .$if(scope.namespaceId !== undefined, (q) =>
-          q.where('a.namespace_id', '=', scope.namespaceId ?? ''),
-        )
-        .executeTakeFirst(),
-    TRANSIENT_READ_RETRY,
-  )
-  return row === undefined ? undefined : toAttemptRecord(row)
+  const record = (await getAttempts(db, [attemptId])).get(attemptId)
+  return record !== undefined && inScope(record, scope) ? record : undefined
 }
 
 /**

@@ -68,6 +68,7 @@ export async function composeApi(
   const db = createDb({
     connectionString: config.databaseUrl,
     maxConnections: config.dbPoolSize,
+    preparedStatements: config.dbPreparedStatements,
     applicationName: 'baton-api',
     onConnectionError: (error) =>
       logger.warn({ err: error }, 'postgres connection lost; reconnecting'),

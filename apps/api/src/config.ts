@@ -16,6 +16,7 @@ const configSchema = z.object({
     .max(50 * 1024 * 1024)
     .default(1024 * 1024),
   DB_POOL_SIZE: z.coerce.number().int().min(2).max(200).default(20),
+  DB_PREPARED_STATEMENTS: z.enum(['true', 'false']).default('true'),
   BATCH_MAX_ITEMS: z.coerce.number().int().min(1).max(10_000).default(1000),
   LOG_LEVEL: z.enum(['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent']).default('info'),
   // Empty counts as unset (compose passes `${BATON_ADMIN_API_KEY:-}`).
@@ -49,6 +50,8 @@ export interface ApiConfig {
   readonly scriptedEnabled: boolean
   readonly bodyLimitBytes: number
   readonly dbPoolSize: number
+  /** Prepare each ledger statement once per connection (off behind a pooler that cannot). */
+  readonly dbPreparedStatements: boolean
   /** The most delegations one batch submit may carry. */
   readonly batchMaxItems: number
   readonly logLevel: string
@@ -81,6 +84,7 @@ export function loadConfig(env: Readonly<Record<string, string | undefined>>): A
     scriptedEnabled: c.SCRIPTED_ENABLED === 'true',
     bodyLimitBytes: c.BODY_LIMIT_BYTES,
     dbPoolSize: c.DB_POOL_SIZE,
+    dbPreparedStatements: c.DB_PREPARED_STATEMENTS === 'true',
     batchMaxItems: c.BATCH_MAX_ITEMS,
     logLevel: c.LOG_LEVEL,
     adminApiKey: c.ADMIN_API_KEY,

@@ -15,6 +15,7 @@ const configSchema = z
     WORKER_ID: z.string().min(1).optional(),
     WORKER_CONCURRENCY: z.coerce.number().int().min(1).max(10_000).default(100),
     DB_POOL_SIZE: z.coerce.number().int().min(2).max(200).default(10),
+    DB_PREPARED_STATEMENTS: z.enum(['true', 'false']).default('true'),
     LEASE_TTL_MS: ms(15_000),
     HEARTBEAT_INTERVAL_MS: ms(3_000),
     RECONCILE_INTERVAL_MS: ms(2_000),
@@ -78,6 +79,8 @@ export interface WorkerConfig {
   readonly workerId: string
   readonly concurrency: number
   readonly dbPoolSize: number
+  /** Prepare each ledger statement once per connection (off behind a pooler that cannot). */
+  readonly dbPreparedStatements: boolean
   readonly leaseTtlMs: number
   readonly heartbeatIntervalMs: number
   readonly reconcileIntervalMs: number
@@ -129,6 +132,7 @@ export function loadConfig(env: Readonly<Record<string, string | undefined>>): W
     workerId: c.WORKER_ID ?? `${hostname()}-${process.pid}-${randomUUID().slice(0, 8)}`,
     concurrency: c.WORKER_CONCURRENCY,
     dbPoolSize: c.DB_POOL_SIZE,
+    dbPreparedStatements: c.DB_PREPARED_STATEMENTS === 'true',
     leaseTtlMs: c.LEASE_TTL_MS,
     heartbeatIntervalMs: c.HEARTBEAT_INTERVAL_MS,
     reconcileIntervalMs: c.RECONCILE_INTERVAL_MS,

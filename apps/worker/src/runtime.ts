@@ -71,6 +71,7 @@ export function createWorkerRuntime(
   const db = createDb({
     connectionString: config.databaseUrl,
     maxConnections: config.dbPoolSize,
+    preparedStatements: config.dbPreparedStatements,
     applicationName: `baton-worker:${config.workerId}`,
     onConnectionError: (error) =>
       log.warn({ err: error }, 'postgres connection lost; reconnecting'),

@@ -1,5 +1,6 @@
 import { Kysely, PostgresDialect, type LogEvent } from 'kysely'
 import pg from 'pg'
+import { preparingClientClass } from './prepared-statements.ts'
 import type { DB } from './schema.ts'
 
 export type Db = Kysely<DB>
@@ -16,6 +17,14 @@ export interface CreateDbOptions {
    * the statements a component issues. Absent, statements are not observed at all.
    */
   readonly onQuery?: ((sql: string, parameters: readonly unknown[]) => void) | undefined
+  /**
+   * Prepare each parameterised statement once per connection (default true; see
+   * prepared-statements.ts). Off for a connection pooler that does not keep named statements
+   * across transactions, such as PgBouncer in transaction mode before 1.21.
+   */
+  readonly preparedStatements?: boolean
+  /** Most distinct statement texts the pool names; later ones run unnamed. Default 256. */
+  readonly preparedStatementLimit?: number
 }
 
 /** A Kysely instance over a pg pool. `db.destroy()` ends the pool. */
@@ -24,6 +33,9 @@ export function createDb(options: CreateDbOptions): Db {
     connectionString: options.connectionString,
     max: options.maxConnections ?? 10,
     application_name: options.applicationName ?? 'baton',
+    ...(options.preparedStatements === false
+      ? {}
+      : { Client: preparingClientClass(options.preparedStatementLimit ?? 256) }),
   })
   // A client's connection can die at any moment (a terminated backend, a restarted server). An
   // 'error' event nobody listens to would crash the process: the pool listens for idle clients

@@ -294,6 +294,7 @@ function perUnit(cost: PhaseCost, units: number) {
     postgresCpuMs: per(cost.postgresCpuMs),
     redisCommands: per(cost.redisCommands, 2),
     pgTransactions: per(cost.pgTransactions),
+    machineBusy: round(cost.machineBusy, 2),
     /** Every Redis command of the phase, most frequent first, per unit: `xadd 4.04, hmget 3.03, …`. */
     redisCommandsTop: [...cost.redisCommandsByName]
       .sort((a, b) => b[1] - a[1])
@@ -368,6 +369,9 @@ async function main(): Promise<void> {
     naive_pg_xacts_per_delegation: naiveCost.pgTransactions,
     naive_redis_commands_per_delegation: naiveCost.redisCommands,
     naive_pg_idle_cpu_ms_per_s: round(naiveFigures.postgresIdleMsPerS, 1),
+    raw_machine_busy: rawCost.machineBusy,
+    naive_machine_busy: naiveCost.machineBusy,
+    machine_busy: batonCost.machineBusy,
     cancel_p50_ms: round(percentile(cancels, 50)),
     cancel_p99_ms: round(percentile(cancels, 99)),
     cancel_burst_p50_ms: round(percentile(burst, 50)),
@@ -396,6 +400,9 @@ async function main(): Promise<void> {
   )
   log(
     `| Postgres transactions            | - | ${s.naive_pg_xacts_per_delegation} | ${s.pg_xacts_per_delegation} |`,
+  )
+  log(
+    `| machine CPU busy (all cores)     | ${s.raw_machine_busy} | ${s.naive_machine_busy} | ${s.machine_busy} |`,
   )
   log(`Redis commands by name, raw BullMQ: ${rawCost.redisCommandsTop}`)
   log(`Redis commands by name, hand-rolled: ${naiveCost.redisCommandsTop}`)

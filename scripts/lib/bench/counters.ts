@@ -4,7 +4,14 @@
 import { setTimeout as sleep } from 'node:timers/promises'
 import type { Redis } from 'ioredis'
 import pg from 'pg'
-import { postgresServerTicks, processTicks, readProcStat, ticksToMs } from './proc-cpu.ts'
+import {
+  postgresServerTicks,
+  processTicks,
+  readMachineTicks,
+  readProcStat,
+  ticksToMs,
+  type MachineTicks,
+} from './proc-cpu.ts'
 
 /** The `calls=` of every `cmdstat_*` line of `INFO commandstats`, by command name. */
 export function commandCallsByName(info: string): Map<string, number> {
@@ -125,6 +132,7 @@ interface Sample {
   readonly atMs: number
   readonly nodeTicks: number
   readonly redisTicks: number
+  readonly machine: MachineTicks
   readonly postgres: PostgresSample | undefined
   readonly redisCalls: number
   readonly redisCallsByName: Map<string, number>
@@ -136,6 +144,7 @@ async function sample(system: MeasuredSystem): Promise<Sample> {
     atMs: performance.now(),
     nodeTicks: processTicks(system.nodePids),
     redisTicks: processTicks([system.redisPid]),
+    machine: readMachineTicks(),
     postgres:
       system.postgres === undefined ? undefined : await samplePostgres(system.postgres.counters),
     redisCalls: commandCalls(info),
@@ -157,6 +166,11 @@ export interface PhaseCost {
   /** The phase's Redis commands by name (where the round trips go). */
   readonly redisCommandsByName: ReadonlyMap<string, number>
   readonly pgTransactions: number
+  /**
+   * The share of the whole machine's CPU time (every core, every process, the load generator
+   * included) that was busy during the phase: near 1, the phase was bound by CPU.
+   */
+  readonly machineBusy: number
 }
 
 /**
@@ -230,6 +244,9 @@ export async function measurePhase<T>(
           .filter(([, calls]) => calls > 0),
       ),
       pgTransactions,
+      machineBusy:
+        (after.machine.busy - before.machine.busy) /
+        Math.max(1, after.machine.total - before.machine.total),
     },
   }
 }

@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest'
-import { parseProcStat, postgresServerTicks } from './proc-cpu.ts'
+import { parseMachineStat, parseProcStat, postgresServerTicks } from './proc-cpu.ts'
 
 /** A /proc stat line with the given command, parent and times (utime stime cutime cstime). */
 const statLine = (pid: number, comm: string, ppid: number, times: readonly number[]): string =>
@@ -35,5 +35,21 @@ describe('postgresServerTicks', () => {
         [102, 11],
       ]),
     )
+  })
+})
+
+describe('parseMachineStat', () => {
+  it('counts user, nice, system, irq and softirq as busy, and idle and I/O wait as not', () => {
+    const text = [
+      'cpu  100 5 40 800 30 2 3 70 0 0',
+      'cpu0 50 2 20 400 15 1 1 35 0 0',
+      'intr 12345',
+    ].join('\n')
+    expect(parseMachineStat(text)).toEqual({ busy: 150, total: 980 })
+  })
+
+  it('refuses text without the machine line', () => {
+    expect(() => parseMachineStat('cpu0 1 2 3 4 5 6 7')).toThrow(/no cpu line/)
+    expect(() => parseMachineStat('cpu  1 2 x 4 5 6 7')).toThrow(/no cpu line/)
   })
 })

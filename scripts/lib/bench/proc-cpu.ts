@@ -92,3 +92,27 @@ export function processTicks(pids: readonly number[]): number {
 }
 
 export const ticksToMs = (ticks: number): number => (ticks * 1000) / clockTicksPerSecond()
+
+/** The machine's CPU time in clock ticks, all cores together, from the first line of /proc/stat. */
+export interface MachineTicks {
+  /** Time any core spent running anything: user, nice, system, irq and softirq. */
+  readonly busy: number
+  /** Time the cores had: busy plus idle and I/O wait (a virtual machine's stolen time excluded). */
+  readonly total: number
+}
+
+/** Parses the `cpu  user nice system idle iowait irq softirq steal …` line of /proc/stat. */
+export function parseMachineStat(text: string): MachineTicks {
+  const line = text.split('\n').find((l) => l.startsWith('cpu '))
+  const fields = line?.trim().split(/\s+/).slice(1, 8).map(Number) ?? []
+  if (fields.length < 7 || fields.some((n) => !Number.isFinite(n))) {
+    throw new Error(`no cpu line in /proc/stat: ${text.slice(0, 80)}`)
+  }
+  const [user = 0, nice = 0, system = 0, idle = 0, iowait = 0, irq = 0, softirq = 0] = fields
+  const busy = user + nice + system + irq + softirq
+  return { busy, total: busy + idle + iowait }
+}
+
+export function readMachineTicks(): MachineTicks {
+  return parseMachineStat(readFileSync('/proc/stat', 'utf8'))
+}

@@ -2,7 +2,8 @@
 //   [--cancels N] [--burst N] [--baseline-ms N]`
 //
 // Measures, in one run, on one private Redis and the same Postgres server, three systems:
-//   (a) raw BullMQ: add + process of no-op jobs in this process (no HTTP, no ledger);
+//   (a) raw BullMQ: add + process of no-op jobs in this process (no HTTP, no ledger), added in
+//       bulk; and after (b), (a') raw BullMQ fed one job per add at the rate Baton reached;
 //   (n) the hand-rolled service (scripts/lib/bench/naive-*.ts): Fastify + BullMQ + Postgres,
 //       an API process and `--workers` worker processes, driven by the same client and load as Baton;
 //   (b) Baton: durable delegations of a no-op `scripted` child through the HTTP API to terminal
@@ -14,6 +15,7 @@
 // database. With `--keyed` every delegation carries its own `Idempotency-Key`.
 import { randomUUID } from 'node:crypto'
 import { parseArgs } from 'node:util'
+import { setTimeout as sleep } from 'node:timers/promises'
 import { Queue, QueueEvents, Worker } from 'bullmq'
 import { Redis } from 'ioredis'
 import pg from 'pg'
@@ -101,9 +103,20 @@ interface HttpFigures {
   readonly postgresIdleMsPerS: number
 }
 
-async function rawBullmq(bench: Bench, prefix: string) {
+/**
+ * A queue of no-op jobs in this process with `workers` workers of `concurrency` each; `allDone`
+ * resolves when `SIZES.count` jobs have run. Raw BullMQ's producer and workers are this process,
+ * and it uses no Postgres: `system` is what its phases measure.
+ */
+async function noopQueue(
+  bench: Bench,
+  prefix: string,
+  name: string,
+  workers: number,
+  concurrency: number,
+) {
   const connection = new Redis(bench.redisUrl, { maxRetriesPerRequest: null })
-  const queue = new Queue('raw', {
+  const queue = new Queue(name, {
     connection,
     prefix,
     defaultJobOptions: { removeOnComplete: true },
@@ -111,25 +124,39 @@ async function rawBullmq(bench: Bench, prefix: string) {
   let done = 0
   let finish: () => void = () => {}
   const allDone = new Promise<void>((resolve) => (finish = resolve))
-  const worker = new Worker(
-    'raw',
-    async () => {
-      done += 1
-      if (done === SIZES.count) finish()
-    },
-    {
-      connection: new Redis(bench.redisUrl, { maxRetriesPerRequest: null }),
-      prefix,
-      concurrency: 100,
-    },
+  const running = Array.from(
+    { length: workers },
+    () =>
+      new Worker(
+        name,
+        async () => {
+          done += 1
+          if (done === SIZES.count) finish()
+        },
+        {
+          connection: new Redis(bench.redisUrl, { maxRetriesPerRequest: null }),
+          prefix,
+          concurrency,
+        },
+      ),
   )
-  await worker.waitUntilReady()
-  // Raw BullMQ's producer and worker are this process; it uses no Postgres.
+  await Promise.all(running.map((w) => w.waitUntilReady()))
   const system: MeasuredSystem = {
     nodePids: [process.pid],
     redis: bench.redis,
     redisPid: bench.redisPid,
   }
+  const close = async (): Promise<void> => {
+    await Promise.all(running.map((w) => w.close()))
+    await queue.obliterate({ force: true })
+    await queue.close()
+    connection.disconnect()
+  }
+  return { queue, allDone, system, close }
+}
+
+async function rawBullmq(bench: Bench, prefix: string) {
+  const { queue, allDone, system, close } = await noopQueue(bench, prefix, 'raw', 1, 100)
   const { result: perSecond, cost } = await measurePhase(system, 0, async () => {
     const started = performance.now()
     for (let i = 0; i < SIZES.count; i += 1000) {
@@ -154,11 +181,39 @@ async function rawBullmq(bench: Bench, prefix: string) {
   }
   latencies.sort((a, b) => a - b)
   await events.close()
-  await worker.close()
-  await queue.obliterate({ force: true })
-  await queue.close()
-  connection.disconnect()
+  await close()
   return { perSecond, p50: percentile(latencies, 50), p99: percentile(latencies, 99), cost }
+}
+
+/**
+ * Raw BullMQ fed at `rate` jobs per second, one job per add, by the HTTP systems' `--workers`
+ * workers and concurrency (in this process; no HTTP, no ledger): what BullMQ alone costs per job
+ * when jobs arrive as fast as Baton took them, not preloaded. A worker that has just taken a job
+ * tries at once to take another and, with no backlog, finds none; phase (a) never pays that.
+ */
+async function rawBullmqAtRate(bench: Bench, prefix: string, rate: number) {
+  const { queue, allDone, system, close } = await noopQueue(
+    bench,
+    prefix,
+    'raw-paced',
+    WORKERS,
+    WORKER_CONCURRENCY,
+  )
+  const { cost } = await measurePhase(system, 0, async () => {
+    const started = performance.now()
+    let added = 0
+    while (added < SIZES.count) {
+      // Every job due by now, each its own add, all in flight together.
+      const due = Math.min(SIZES.count, Math.floor(((performance.now() - started) / 1000) * rate))
+      const adds: Promise<unknown>[] = []
+      for (; added < due; added += 1) adds.push(queue.add('noop', { i: added }))
+      await Promise.all(adds)
+      await sleep(1)
+    }
+    await allDone
+  })
+  await close()
+  return { cost }
 }
 
 /**
@@ -314,7 +369,7 @@ async function main(): Promise<void> {
   const redis = new Redis(redisServer.url)
   const postgres = await connectPostgresCounters(serverUrl)
   const prefix = `baton-bench-${randomUUID().slice(0, 8)}`
-  let raw, naiveFigures, batonFigures
+  let raw, rawPaced, naiveFigures, batonFigures
   try {
     const bench: Bench = {
       redisUrl: redisServer.url,
@@ -328,12 +383,15 @@ async function main(): Promise<void> {
     naiveFigures = await naive(bench, `${prefix}-naive`)
     log('bench: (b) Baton through HTTP …')
     batonFigures = await baton(bench, prefix)
+    log(`bench: (a') raw BullMQ at Baton's rate, ${round(batonFigures.perSecond, 0)} adds/s …`)
+    rawPaced = await rawBullmqAtRate(bench, `${prefix}-raw-paced`, batonFigures.perSecond)
   } finally {
     redis.disconnect()
     await postgres.admin.end()
     await redisServer.close()
   }
   const rawCost = perUnit(raw.cost, SIZES.count)
+  const rawPacedCost = perUnit(rawPaced.cost, SIZES.count)
   const naiveCost = perUnit(naiveFigures.cost, SIZES.count)
   const batonCost = perUnit(batonFigures.cost, SIZES.count)
   const cancels = batonFigures.cancels?.latencies ?? []
@@ -370,6 +428,8 @@ async function main(): Promise<void> {
     naive_redis_commands_per_delegation: naiveCost.redisCommands,
     naive_pg_idle_cpu_ms_per_s: round(naiveFigures.postgresIdleMsPerS, 1),
     raw_machine_busy: rawCost.machineBusy,
+    raw_at_baton_rate_cpu_ms_per_job: rawPacedCost.cpuMs,
+    raw_at_baton_rate_redis_commands_per_job: rawPacedCost.redisCommands,
     naive_machine_busy: naiveCost.machineBusy,
     machine_busy: batonCost.machineBusy,
     cancel_p50_ms: round(percentile(cancels, 50)),
@@ -404,7 +464,11 @@ async function main(): Promise<void> {
   log(
     `| machine CPU busy (all cores)     | ${s.raw_machine_busy} | ${s.naive_machine_busy} | ${s.machine_busy} |`,
   )
+  log(
+    `raw BullMQ fed at Baton's rate, one job per add: ${s.raw_at_baton_rate_cpu_ms_per_job} ms CPU, ${s.raw_at_baton_rate_redis_commands_per_job} Redis commands per job`,
+  )
   log(`Redis commands by name, raw BullMQ: ${rawCost.redisCommandsTop}`)
+  log(`Redis commands by name, raw BullMQ at Baton's rate: ${rawPacedCost.redisCommandsTop}`)
   log(`Redis commands by name, hand-rolled: ${naiveCost.redisCommandsTop}`)
   log(`Redis commands by name, Baton: ${batonCost.redisCommandsTop}`)
   log(

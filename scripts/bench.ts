@@ -1,11 +1,13 @@
 // `npm run bench [-- --json] [--count N] [--clients N] [--sequential N] [--workers N] [--keyed]
 //   [--cancels N] [--burst N] [--baseline-ms N]`
 //
-// Measures, in one run, on one private Redis and the same Postgres server, three systems:
+// Measures, in one run, on one private Redis and the same Postgres server, four systems:
 //   (a) raw BullMQ: add + process of no-op jobs in this process (no HTTP, no ledger), added in
 //       bulk; and after (b), (a') raw BullMQ fed one job per add at the rate Baton reached;
 //   (n) the hand-rolled service (scripts/lib/bench/naive-*.ts): Fastify + BullMQ + Postgres,
 //       an API process and `--workers` worker processes, driven by the same client and load as Baton;
+//   (f) the queue floor (scripts/lib/bench/floor-*.ts): the same processes, route and load on
+//       Fastify + BullMQ alone, no database — the part of Baton's work no design on them avoids;
 //   (b) Baton: durable delegations of a no-op `scripted` child through the HTTP API to terminal
 //       commit, from many concurrent clients (throughput, from the ledger's own timestamps);
 // and for each: sequential submit-and-wait latency, and the cost of the throughput phase per
@@ -24,6 +26,7 @@ import { createDb, issueApiKey } from '@baton/store'
 import { auditLedger } from '@baton/testing/ledger-audit'
 import { startRedisServer } from '@baton/testing/redis-server'
 import { batonLedger } from './lib/bench/baton-ledger.ts'
+import { floorLedger, startFloorService } from './lib/bench/floor.ts'
 import { measureCancels } from './lib/bench/cancel.ts'
 import {
   connectPostgresCounters,
@@ -222,7 +225,7 @@ async function rawBullmqAtRate(bench: Bench, prefix: string, rate: number) {
  */
 async function httpSystem(
   bench: Bench,
-  databaseUrl: string,
+  databaseUrl: string | undefined,
   start: () => Promise<RunningService[]>,
   ledger: LedgerReader,
   port: number,
@@ -230,8 +233,9 @@ async function httpSystem(
   accepted: string[],
   after: (client: ReturnType<typeof createBatonClient>) => Promise<void> = async () => {},
 ): Promise<HttpFigures> {
-  const database = databaseName(databaseUrl)
-  const postgresIdleMsPerMs = await postgresIdleRate(bench.postgres, database, BASELINE_MS)
+  const database = databaseUrl === undefined ? undefined : databaseName(databaseUrl)
+  const postgresIdleMsPerMs =
+    database === undefined ? 0 : await postgresIdleRate(bench.postgres, database, BASELINE_MS)
   const services = await start()
   try {
     const client = createBatonClient({ baseUrl: `http://127.0.0.1:${port}`, apiKey })
@@ -239,7 +243,7 @@ async function httpSystem(
       nodePids: services.map((s) => s.pid),
       redis: bench.redis,
       redisPid: bench.redisPid,
-      postgres: { counters: bench.postgres, database },
+      ...(database === undefined ? {} : { postgres: { counters: bench.postgres, database } }),
     }
     const { result: submitted, cost } = await measurePhase(
       system,
@@ -263,6 +267,7 @@ async function httpSystem(
   }
 }
 
+// The hand-rolled service and the floor have no keys; they are sent one all the same, so requests match.
 const NAIVE_KEY = `bk_${'0'.repeat(43)}`
 
 async function naive(bench: Bench, prefix: string) {
@@ -283,13 +288,31 @@ async function naive(bench: Bench, prefix: string) {
       () => startNaiveService(env, WORKERS),
       naiveLedger(pool),
       port,
-      // The hand-rolled service has no keys; it is sent one all the same, so requests match.
       NAIVE_KEY,
       [],
     )
   } finally {
     await pool.end()
   }
+}
+
+async function floor(bench: Bench, prefix: string) {
+  const port = randomPort()
+  const env = {
+    REDIS_URL: bench.redisUrl,
+    QUEUE_PREFIX: prefix,
+    PORT: String(port),
+    WORKER_CONCURRENCY: String(WORKER_CONCURRENCY),
+  }
+  return httpSystem(
+    bench,
+    undefined,
+    () => startFloorService(env, WORKERS),
+    floorLedger(bench.redis, prefix),
+    port,
+    NAIVE_KEY,
+    [],
+  )
 }
 
 async function baton(bench: Bench, prefix: string) {
@@ -369,7 +392,7 @@ async function main(): Promise<void> {
   const redis = new Redis(redisServer.url)
   const postgres = await connectPostgresCounters(serverUrl)
   const prefix = `baton-bench-${randomUUID().slice(0, 8)}`
-  let raw, rawPaced, naiveFigures, batonFigures
+  let raw, rawPaced, naiveFigures, floorFigures, batonFigures
   try {
     const bench: Bench = {
       redisUrl: redisServer.url,
@@ -381,6 +404,8 @@ async function main(): Promise<void> {
     raw = await rawBullmq(bench, `${prefix}-raw`)
     log('bench: (n) hand-rolled Fastify + BullMQ + Postgres service through HTTP …')
     naiveFigures = await naive(bench, `${prefix}-naive`)
+    log('bench: (f) the queue floor: Fastify + BullMQ, no database, through HTTP …')
+    floorFigures = await floor(bench, `${prefix}-floor`)
     log('bench: (b) Baton through HTTP …')
     batonFigures = await baton(bench, prefix)
     log(`bench: (a') raw BullMQ at Baton's rate, ${round(batonFigures.perSecond, 0)} adds/s …`)
@@ -393,6 +418,7 @@ async function main(): Promise<void> {
   const rawCost = perUnit(raw.cost, SIZES.count)
   const rawPacedCost = perUnit(rawPaced.cost, SIZES.count)
   const naiveCost = perUnit(naiveFigures.cost, SIZES.count)
+  const floorCost = perUnit(floorFigures.cost, SIZES.count)
   const batonCost = perUnit(batonFigures.cost, SIZES.count)
   const cancels = batonFigures.cancels?.latencies ?? []
   const burst = batonFigures.burst?.latencies ?? []
@@ -427,6 +453,14 @@ async function main(): Promise<void> {
     naive_pg_xacts_per_delegation: naiveCost.pgTransactions,
     naive_redis_commands_per_delegation: naiveCost.redisCommands,
     naive_pg_idle_cpu_ms_per_s: round(naiveFigures.postgresIdleMsPerS, 1),
+    floor_per_s: round(floorFigures.perSecond, 0),
+    floor_wait_p50_ms: round(floorFigures.p50),
+    floor_wait_p99_ms: round(floorFigures.p99),
+    floor_cpu_ms_per_delegation: floorCost.cpuMs,
+    floor_node_cpu_ms_per_delegation: floorCost.nodeCpuMs,
+    floor_redis_cpu_ms_per_delegation: floorCost.redisCpuMs,
+    floor_redis_commands_per_delegation: floorCost.redisCommands,
+    floor_machine_busy: floorCost.machineBusy,
     raw_machine_busy: rawCost.machineBusy,
     raw_at_baton_rate_cpu_ms_per_job: rawPacedCost.cpuMs,
     raw_at_baton_rate_redis_commands_per_job: rawPacedCost.redisCommands,
@@ -441,28 +475,46 @@ async function main(): Promise<void> {
   }
   const s = summary
   log('')
-  log('| measure (per delegation or job)  | raw BullMQ | hand-rolled | Baton |')
-  log('|----------------------------------|-----------:|------------:|------:|')
-  log(
-    `| throughput (per second)          | ${s.raw_bullmq_per_s} | ${s.naive_per_s} | ${s.baton_per_s} |`,
+  const row = (measure: string, ...cells: (string | number)[]): void =>
+    log(`| ${measure.padEnd(32)} | ${cells.join(' | ')} |`)
+  row('measure (per delegation or job)', 'raw BullMQ', 'queue floor', 'hand-rolled', 'Baton')
+  log(`|${'-'.repeat(34)}|-----------:|------------:|------------:|------:|`)
+  row('throughput (per second)', s.raw_bullmq_per_s, s.floor_per_s, s.naive_per_s, s.baton_per_s)
+  row(
+    'sequential submit-and-wait p50',
+    `${s.raw_wait_p50_ms} ms`,
+    `${s.floor_wait_p50_ms} ms`,
+    `${s.naive_wait_p50_ms} ms`,
+    `${s.baton_wait_p50_ms} ms`,
   )
-  log(
-    `| sequential submit-and-wait p50   | ${s.raw_wait_p50_ms} ms | ${s.naive_wait_p50_ms} ms | ${s.baton_wait_p50_ms} ms |`,
+  row(
+    'sequential submit-and-wait p99',
+    `${s.raw_wait_p99_ms} ms`,
+    `${s.floor_wait_p99_ms} ms`,
+    `${s.naive_wait_p99_ms} ms`,
+    `${s.baton_wait_p99_ms} ms`,
   )
-  log(
-    `| sequential submit-and-wait p99   | ${s.raw_wait_p99_ms} ms | ${s.naive_wait_p99_ms} ms | ${s.baton_wait_p99_ms} ms |`,
+  row(
+    'CPU ms (Node / Redis / Postgres)',
+    `${s.raw_cpu_ms_per_job} (${s.raw_node_cpu_ms_per_job} / ${s.raw_redis_cpu_ms_per_job} / -)`,
+    `${s.floor_cpu_ms_per_delegation} (${s.floor_node_cpu_ms_per_delegation} / ${s.floor_redis_cpu_ms_per_delegation} / -)`,
+    `${s.naive_cpu_ms_per_delegation} (${s.naive_node_cpu_ms_per_delegation} / ${s.naive_redis_cpu_ms_per_delegation} / ${s.naive_pg_cpu_ms_per_delegation})`,
+    `${s.cpu_ms_per_delegation} (${s.node_cpu_ms_per_delegation} / ${s.redis_cpu_ms_per_delegation} / ${s.pg_cpu_ms_per_delegation})`,
   )
-  log(
-    `| CPU ms (Node / Redis / Postgres) | ${s.raw_cpu_ms_per_job} (${s.raw_node_cpu_ms_per_job} / ${s.raw_redis_cpu_ms_per_job} / -) | ${s.naive_cpu_ms_per_delegation} (${s.naive_node_cpu_ms_per_delegation} / ${s.naive_redis_cpu_ms_per_delegation} / ${s.naive_pg_cpu_ms_per_delegation}) | ${s.cpu_ms_per_delegation} (${s.node_cpu_ms_per_delegation} / ${s.redis_cpu_ms_per_delegation} / ${s.pg_cpu_ms_per_delegation}) |`,
+  row(
+    'Redis commands',
+    s.raw_redis_commands_per_job,
+    s.floor_redis_commands_per_delegation,
+    s.naive_redis_commands_per_delegation,
+    s.redis_commands_per_delegation,
   )
-  log(
-    `| Redis commands                   | ${s.raw_redis_commands_per_job} | ${s.naive_redis_commands_per_delegation} | ${s.redis_commands_per_delegation} |`,
-  )
-  log(
-    `| Postgres transactions            | - | ${s.naive_pg_xacts_per_delegation} | ${s.pg_xacts_per_delegation} |`,
-  )
-  log(
-    `| machine CPU busy (all cores)     | ${s.raw_machine_busy} | ${s.naive_machine_busy} | ${s.machine_busy} |`,
+  row('Postgres transactions', '-', '-', s.naive_pg_xacts_per_delegation, s.pg_xacts_per_delegation)
+  row(
+    'machine CPU busy (all cores)',
+    s.raw_machine_busy,
+    s.floor_machine_busy,
+    s.naive_machine_busy,
+    s.machine_busy,
   )
   log(
     `raw BullMQ fed at Baton's rate, one job per add: ${s.raw_at_baton_rate_cpu_ms_per_job} ms CPU, ${s.raw_at_baton_rate_redis_commands_per_job} Redis commands per job`,
@@ -470,12 +522,13 @@ async function main(): Promise<void> {
   log(`Redis commands by name, raw BullMQ: ${rawCost.redisCommandsTop}`)
   log(`Redis commands by name, raw BullMQ at Baton's rate: ${rawPacedCost.redisCommandsTop}`)
   log(`Redis commands by name, hand-rolled: ${naiveCost.redisCommandsTop}`)
+  log(`Redis commands by name, queue floor: ${floorCost.redisCommandsTop}`)
   log(`Redis commands by name, Baton: ${batonCost.redisCommandsTop}`)
   log(
     `cancel → aborted: one at a time p50 ${s.cancel_p50_ms} ms, p99 ${s.cancel_p99_ms} ms; ${BURST} at once p50 ${s.cancel_burst_p50_ms} ms, p99 ${s.cancel_burst_p99_ms} ms; not aborted ${s.cancel_not_aborted}`,
   )
   log(
-    `ratio ${s.ratio}; lost ${s.lost}; duplicates ${s.duplicates}; rejected ${batonFigures.rejected} (hand-rolled ${naiveFigures.rejected}); Postgres idle ${s.pg_idle_cpu_ms_per_s} ms CPU/s subtracted`,
+    `ratio ${s.ratio}; lost ${s.lost}; duplicates ${s.duplicates}; rejected ${batonFigures.rejected} (hand-rolled ${naiveFigures.rejected}, floor ${floorFigures.rejected}); Postgres idle ${s.pg_idle_cpu_ms_per_s} ms CPU/s subtracted`,
   )
   if (args.json) console.log(JSON.stringify(summary))
 }

@@ -2,6 +2,7 @@
 // lines that say a process is ready. The service is the bench's yardstick — what a team builds with
 // Fastify, BullMQ and Postgres when it wants "delegate and wait" and nothing more: no leases, no
 // fences, no audit, no batching, no cancellation.
+import { queueServiceSettings, requiredSetting } from './yardstick.ts'
 
 export const NAIVE_QUEUE = 'delegations'
 export const NAIVE_API_READY_MESSAGE = 'naive api listening'
@@ -26,23 +27,6 @@ export interface NaiveJob {
 }
 
 /** The settings of both processes, from their environment. */
-export function naiveSettings(env: NodeJS.ProcessEnv): {
-  databaseUrl: string
-  redisUrl: string
-  queuePrefix: string
-  port: number
-  concurrency: number
-} {
-  const need = (key: string): string => {
-    const value = env[key]
-    if (value === undefined || value === '') throw new Error(`set ${key} for the naive service`)
-    return value
-  }
-  return {
-    databaseUrl: need('DATABASE_URL'),
-    redisUrl: need('REDIS_URL'),
-    queuePrefix: need('QUEUE_PREFIX'),
-    port: Number(env.PORT ?? '0'),
-    concurrency: Number(env.WORKER_CONCURRENCY ?? '100'),
-  }
+export function naiveSettings(env: NodeJS.ProcessEnv) {
+  return { databaseUrl: requiredSetting(env, 'DATABASE_URL'), ...queueServiceSettings(env) }
 }

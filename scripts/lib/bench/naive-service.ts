@@ -4,8 +4,6 @@
 // wait, `waitUntilFinished` on the job, then read the row.
 import { randomUUID } from 'node:crypto'
 import { Queue, QueueEvents } from 'bullmq'
-import Fastify from 'fastify'
-import { ErrorCode } from '@baton/contracts'
 import { Redis } from 'ioredis'
 import pg from 'pg'
 import {
@@ -14,6 +12,7 @@ import {
   naiveSettings,
   type NaiveJob,
 } from './naive-ledger.ts'
+import { createYardstickApp, DELEGATION_BODY_SCHEMA, type DelegationBody } from './yardstick.ts'
 
 const settings = naiveSettings(process.env)
 const pool = new pg.Pool({ connectionString: settings.databaseUrl, max: 20 })
@@ -47,38 +46,12 @@ const view = (row: DelegationRow) => ({
   terminalAt: row.finished_at?.toISOString() ?? null,
 })
 
-const app = Fastify({ logger: { level: 'warn' } })
-app.setErrorHandler((error: { statusCode?: number; message: string }, _request, reply) => {
-  const status = error.statusCode ?? 500
-  void reply.status(status).send({
-    error: {
-      code: status < 500 ? ErrorCode.ValidationFailed : ErrorCode.Internal,
-      message: error.message,
-    },
-  })
-})
+const app = createYardstickApp()
 
-app.post<{
-  Params: { sessionId: string }
-  Body: { name: string; prompt: unknown; wait?: { timeoutMs: number } }
-}>(
+app.post<{ Params: { sessionId: string }; Body: DelegationBody }>(
   '/v1/sessions/:sessionId/delegations',
   {
-    schema: {
-      body: {
-        type: 'object',
-        required: ['name', 'prompt'],
-        properties: {
-          name: { type: 'string', minLength: 1 },
-          prompt: {},
-          wait: {
-            type: 'object',
-            required: ['timeoutMs'],
-            properties: { timeoutMs: { type: 'integer', minimum: 0, maximum: 600000 } },
-          },
-        },
-      },
-    },
+    schema: { body: DELEGATION_BODY_SCHEMA },
   },
   async (request, reply) => {
     const { name, prompt, wait } = request.body

@@ -10,24 +10,15 @@ import {
   naiveSettings,
   type NaiveJob,
 } from './naive-ledger.ts'
+import { noopChildOutput } from './yardstick.ts'
 
 const settings = naiveSettings(process.env)
 const pool = new pg.Pool({ connectionString: settings.databaseUrl, max: 10 })
 
-function outputOf(prompt: unknown): string {
-  if (typeof prompt !== 'string') return JSON.stringify(prompt)
-  try {
-    const script = JSON.parse(prompt) as { output?: unknown }
-    return typeof script.output === 'string' ? script.output : prompt
-  } catch {
-    return prompt
-  }
-}
-
 const worker = new Worker<NaiveJob, string>(
   NAIVE_QUEUE,
   async (job) => {
-    const output = outputOf(job.data.prompt)
+    const output = noopChildOutput(job.data.prompt)
     await pool.query(
       `update delegations set status = 'completed', output = $2, finished_at = now() where id = $1`,
       [job.data.id, output],

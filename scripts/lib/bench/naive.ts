@@ -1,8 +1,9 @@
 // Starts the hand-rolled service as the bench runs Baton: one API process and `workers` worker
 // processes, on their own database and queue prefix, through the same launcher.
 import pg from 'pg'
-import { spawnEntry, type AppProcess } from '@baton/testing/processes'
+import type { AppProcess } from '@baton/testing/processes'
 import { createDatabase } from '../services.ts'
+import { startApiAndWorkers } from './service-processes.ts'
 import { countedLedger, type LedgerReader } from './http-load.ts'
 import {
   NAIVE_API_READY_MESSAGE,
@@ -22,31 +23,22 @@ export async function prepareNaiveDatabase(url: string): Promise<void> {
   }
 }
 
-export async function startNaiveService(
+export function startNaiveService(
   env: Record<string, string>,
   workers: number,
 ): Promise<AppProcess[]> {
-  const started = [
-    spawnEntry('scripts/lib/bench/naive-service.ts', env, {
-      name: 'naive-api',
-      readyMessage: NAIVE_API_READY_MESSAGE,
-      outputLimit: 20_000,
-    }),
-    ...Array.from({ length: workers }, (_, i) =>
-      spawnEntry('scripts/lib/bench/naive-worker.ts', env, {
-        name: `naive-worker-${i + 1}`,
+  return startApiAndWorkers(
+    {
+      name: 'naive',
+      api: { entry: 'scripts/lib/bench/naive-service.ts', readyMessage: NAIVE_API_READY_MESSAGE },
+      worker: {
+        entry: 'scripts/lib/bench/naive-worker.ts',
         readyMessage: NAIVE_WORKER_READY_MESSAGE,
-        outputLimit: 20_000,
-      }),
-    ),
-  ]
-  try {
-    await Promise.all(started.map((p) => p.ready))
-  } catch (error) {
-    await Promise.all(started.map((p) => p.close()))
-    throw error
-  }
-  return started
+      },
+    },
+    env,
+    workers,
+  )
 }
 
 /** The bench's reads of the `delegations` table. */

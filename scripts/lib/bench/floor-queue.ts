@@ -1,0 +1,21 @@
+// The queue floor: the part of a delegation's work that any design on HTTP and BullMQ pays, with
+// one job per delegation. Its route validates the same body as the hand-rolled service, enqueues
+// through Baton's own group batcher (one `addBulk` in flight, as Baton's API enqueues) with
+// BullMQ's own job ids, and a waiting call answers from `waitUntilFinished`; its worker runs the
+// same no-op child. No database, no lease, no audit: Baton does all of this and more for every
+// delegation, so its CPU per delegation cannot fall below the floor's, nor its throughput pass it.
+
+export const FLOOR_QUEUE = 'floor'
+export const FLOOR_API_READY_MESSAGE = 'floor api listening'
+export const FLOOR_WORKER_READY_MESSAGE = 'floor worker started'
+
+/**
+ * Entries the floor's event stream keeps (BullMQ trims to 10,000 by default): the bench reads the
+ * phase's throughput from the stream's own timestamps, so no event of the phase may be trimmed.
+ */
+export const FLOOR_EVENTS_KEPT = 1_000_000
+
+/** The job: the prompt, so the worker needs no read before it runs. */
+export interface FloorJob {
+  readonly prompt: unknown
+}

@@ -125,10 +125,12 @@ export function createScriptedPromptProvider(): SubagentProvider {
       request.signal.addEventListener('abort', forward, { once: true })
       const inbox = new SteeringInbox()
       let settled = false
-      const result = runScript(script, controller.signal, inbox, request.outputBudget).finally(() => {
-        settled = true
-        request.signal.removeEventListener('abort', forward)
-      })
+      const result = runScript(script, controller.signal, inbox, request.outputBudget).finally(
+        () => {
+          settled = true
+          request.signal.removeEventListener('abort', forward)
+        },
+      )
       const run: SubagentRun = {
         id: `scripted:${request.parent.session.id}:${randomUUID()}`,
         localAgent: undefined,

@@ -10,7 +10,8 @@
 //       Fastify + BullMQ alone, no database — the part of Baton's work no design on them avoids;
 //   (b) Baton: durable delegations of a no-op `scripted` child through the HTTP API to terminal
 //       commit, from many concurrent clients (throughput, from the ledger's own timestamps);
-// and for each: sequential submit-and-wait latency, and the cost of the throughput phase per
+// Before the hand-rolled service starts, it times one durable write and one read on the idle server.
+// And for each: sequential submit-and-wait latency, and the cost of the throughput phase per
 // delegation (CPU of every process involved, Redis commands, Postgres transactions). Then Baton's
 // cancellation latency, one cancel at a time and in a burst.
 // `lost` and `duplicates` are the shared ledger audit (@baton/testing/ledger-audit) over Baton's
@@ -45,6 +46,7 @@ import {
   type LoadSizes,
 } from './lib/bench/http-load.ts'
 import { naiveLedger, prepareNaiveDatabase, startNaiveService } from './lib/bench/naive.ts'
+import { databaseRoundTrips } from './lib/bench/round-trips.ts'
 import { percentile, round } from './lib/bench/stats.ts'
 import {
   DEFAULT_DATABASE_URL,
@@ -272,6 +274,8 @@ const NAIVE_KEY = `bk_${'0'.repeat(43)}`
 
 async function naive(bench: Bench, prefix: string) {
   await prepareNaiveDatabase(naiveDatabaseUrl)
+  // Before any system runs: the machine's own cost of one database write and read.
+  const roundTrips = await databaseRoundTrips(naiveDatabaseUrl, SIZES.sequential)
   const port = randomPort()
   const env = {
     DATABASE_URL: naiveDatabaseUrl,
@@ -282,7 +286,7 @@ async function naive(bench: Bench, prefix: string) {
   }
   const pool = new pg.Pool({ connectionString: naiveDatabaseUrl, max: 2 })
   try {
-    return await httpSystem(
+    const figures = await httpSystem(
       bench,
       naiveDatabaseUrl,
       () => startNaiveService(env, WORKERS),
@@ -291,6 +295,7 @@ async function naive(bench: Bench, prefix: string) {
       NAIVE_KEY,
       [],
     )
+    return { ...figures, roundTrips }
   } finally {
     await pool.end()
   }
@@ -453,6 +458,8 @@ async function main(): Promise<void> {
     naive_pg_xacts_per_delegation: naiveCost.pgTransactions,
     naive_redis_commands_per_delegation: naiveCost.redisCommands,
     naive_pg_idle_cpu_ms_per_s: round(naiveFigures.postgresIdleMsPerS, 1),
+    pg_write_p50_ms: round(naiveFigures.roundTrips.writeP50Ms, 3),
+    pg_read_p50_ms: round(naiveFigures.roundTrips.readP50Ms, 3),
     floor_per_s: round(floorFigures.perSecond, 0),
     floor_wait_p50_ms: round(floorFigures.p50),
     floor_wait_p99_ms: round(floorFigures.p99),
@@ -515,6 +522,9 @@ async function main(): Promise<void> {
     s.floor_machine_busy,
     s.naive_machine_busy,
     s.machine_busy,
+  )
+  log(
+    `one database step at rest: a durable one-row write ${s.pg_write_p50_ms} ms, a read by key ${s.pg_read_p50_ms} ms (p50)`,
   )
   log(
     `raw BullMQ fed at Baton's rate, one job per add: ${s.raw_at_baton_rate_cpu_ms_per_job} ms CPU, ${s.raw_at_baton_rate_redis_commands_per_job} Redis commands per job`,

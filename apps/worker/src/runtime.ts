@@ -141,7 +141,10 @@ export function createWorkerRuntime(
     tracing,
   })
   const worker = new Worker<AttemptJob>(QueueName.Attempts, traceAttemptJobs(tracing, processor), {
-    connection: createRedisConnection(config.redisUrl, `baton-worker:${config.workerId}:blocking`),
+    // The auto-pipelined connection of the queue and the bells: the moves, lock renewals and bells
+    // of jobs that finish in one tick (a commit batch settles many at once) leave in one write.
+    // BullMQ blocks for new jobs on a duplicate of its own.
+    connection,
     prefix: config.queuePrefix,
     concurrency: config.concurrency,
     autorun: false,

@@ -12,7 +12,8 @@ export function createRedisConnection(
   return new Redis(url, {
     maxRetriesPerRequest: null,
     connectionName,
-    // Commands issued in the same tick leave in one write (non-blocking connections only).
+    // Commands issued in the same tick leave in one write. A duplicate BullMQ makes for its
+    // blocking wait for jobs inherits this, harmlessly: nothing else runs on that connection.
     enableAutoPipelining: options.autoPipelining ?? false,
   })
 }

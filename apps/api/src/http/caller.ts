@@ -39,7 +39,11 @@ export function callerNamespace(request: FastifyRequest): string {
   return caller.namespaceId
 }
 
-/** Verified keys, kept for `ttlMs` so the hot path does not read the ledger per request. */
+/**
+ * Verified keys, kept for `ttlMs` so the hot path does not read the ledger per request. Requests
+ * that miss the cache for the same key at once (every client of a busy key, each time its entry
+ * expires) share one read.
+ */
 export interface KeyResolver {
   resolve(
     key: string,
@@ -48,22 +52,41 @@ export interface KeyResolver {
   forget(keyId: string): void
 }
 
+type ResolvedKey = { readonly keyId: string; readonly namespaceId: string } | undefined
+
 export function createKeyResolver(db: Db, ttlMs: number): KeyResolver {
   const cache = new Map<string, { keyId: string; namespaceId: string; until: number }>()
+  const reading = new Map<string, Promise<ResolvedKey>>()
+  // Bumped by `forget`: a read that started before a revocation here does not cache its answer.
+  let revocations = 0
   const MAX_ENTRIES = 10_000
-  return {
-    async resolve(key) {
-      const now = Date.now()
-      const hit = cache.get(key)
-      if (hit !== undefined && hit.until > now) return hit
-      cache.delete(key)
-      const found = await findLiveApiKey(db, key)
-      if (found === undefined || ttlMs === 0) return found
+
+  async function read(key: string): Promise<ResolvedKey> {
+    const seen = revocations
+    const found = await findLiveApiKey(db, key)
+    if (found !== undefined && ttlMs > 0 && seen === revocations) {
       if (cache.size >= MAX_ENTRIES) cache.clear()
-      cache.set(key, { ...found, until: now + ttlMs })
-      return found
+      cache.set(key, { ...found, until: Date.now() + ttlMs })
+    }
+    return found
+  }
+
+  return {
+    resolve(key) {
+      const hit = cache.get(key)
+      if (hit !== undefined && hit.until > Date.now()) return Promise.resolve(hit)
+      cache.delete(key)
+      const pending = reading.get(key)
+      if (pending !== undefined) return pending
+      const started: Promise<ResolvedKey> = read(key).finally(() => {
+        if (reading.get(key) === started) reading.delete(key)
+      })
+      reading.set(key, started)
+      return started
     },
     forget(keyId) {
+      revocations += 1
+      reading.clear()
       for (const [key, entry] of cache) if (entry.keyId === keyId) cache.delete(key)
     },
   }

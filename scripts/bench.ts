@@ -26,7 +26,7 @@ import { createBatonClient } from '@baton/client'
 import { createDb, issueApiKey } from '@baton/store'
 import { auditLedger } from '@baton/testing/ledger-audit'
 import { startRedisServer } from '@baton/testing/redis-server'
-import { batonLedger } from './lib/bench/baton-ledger.ts'
+import { batonLedger, ledgerTimes } from './lib/bench/baton-ledger.ts'
 import { floorLedger, startFloorService } from './lib/bench/floor.ts'
 import { measureCancels } from './lib/bench/cancel.ts'
 import {
@@ -45,9 +45,15 @@ import {
   type LedgerReader,
   type LoadSizes,
 } from './lib/bench/http-load.ts'
-import { naiveLedger, prepareNaiveDatabase, startNaiveService } from './lib/bench/naive.ts'
+import {
+  naiveLedger,
+  naiveLedgerTimes,
+  prepareNaiveDatabase,
+  startNaiveService,
+} from './lib/bench/naive.ts'
 import { databaseRoundTrips } from './lib/bench/round-trips.ts'
 import { percentile, round } from './lib/bench/stats.ts'
+import { waitSteps, type TimedCall } from './lib/bench/wait-steps.ts'
 import {
   DEFAULT_DATABASE_URL,
   databaseName,
@@ -106,6 +112,8 @@ interface HttpFigures {
   readonly rejected: number
   readonly cost: PhaseCost
   readonly postgresIdleMsPerS: number
+  /** The answered sequential submit-and-waits, with when each was sent and answered. */
+  readonly calls: readonly TimedCall[]
 }
 
 /**
@@ -263,6 +271,7 @@ async function httpSystem(
       rejected: submitted.rejected + waits.rejected,
       cost,
       postgresIdleMsPerS: postgresIdleMsPerMs * 1000,
+      calls: waits.calls,
     }
   } finally {
     for (const s of services.reverse()) await s.stop()
@@ -295,7 +304,14 @@ async function naive(bench: Bench, prefix: string) {
       NAIVE_KEY,
       [],
     )
-    return { ...figures, roundTrips }
+    const steps = waitSteps(
+      figures.calls,
+      await naiveLedgerTimes(
+        pool,
+        figures.calls.map((c) => c.attemptId),
+      ),
+    )
+    return { ...figures, roundTrips, steps }
   } finally {
     await pool.end()
   }
@@ -362,7 +378,14 @@ async function baton(bench: Bench, prefix: string) {
       },
     )
     const audit = await auditLedger(db, accepted)
-    return { ...figures, lost: audit.lost, duplicates: audit.duplicates, cancels, burst }
+    const steps = waitSteps(
+      figures.calls,
+      await ledgerTimes(
+        db,
+        figures.calls.map((c) => c.attemptId),
+      ),
+    )
+    return { ...figures, lost: audit.lost, duplicates: audit.duplicates, cancels, burst, steps }
   } finally {
     await db.destroy()
   }
@@ -435,11 +458,19 @@ async function main(): Promise<void> {
     raw_wait_p99_ms: round(raw.p99),
     baton_wait_p50_ms: round(batonFigures.p50),
     baton_wait_p99_ms: round(batonFigures.p99),
+    baton_wait_to_accept_p50_ms: round(batonFigures.steps.toAcceptMs),
+    baton_wait_accept_to_commit_p50_ms: round(batonFigures.steps.acceptToCommitMs),
+    baton_wait_accept_to_claim_p50_ms: round(batonFigures.steps.acceptToClaimMs ?? 0),
+    baton_wait_claim_to_commit_p50_ms: round(batonFigures.steps.claimToCommitMs ?? 0),
+    baton_wait_commit_to_answer_p50_ms: round(batonFigures.steps.commitToAnswerMs),
     lost: batonFigures.lost,
     duplicates: batonFigures.duplicates,
     naive_per_s: round(naiveFigures.perSecond, 0),
     naive_wait_p50_ms: round(naiveFigures.p50),
     naive_wait_p99_ms: round(naiveFigures.p99),
+    naive_wait_to_accept_p50_ms: round(naiveFigures.steps.toAcceptMs),
+    naive_wait_accept_to_commit_p50_ms: round(naiveFigures.steps.acceptToCommitMs),
+    naive_wait_commit_to_answer_p50_ms: round(naiveFigures.steps.commitToAnswerMs),
     cpu_ms_per_delegation: batonCost.cpuMs,
     node_cpu_ms_per_delegation: batonCost.nodeCpuMs,
     redis_cpu_ms_per_delegation: batonCost.redisCpuMs,
@@ -528,6 +559,9 @@ async function main(): Promise<void> {
   )
   log(
     `raw BullMQ fed at Baton's rate, one job per add: ${s.raw_at_baton_rate_cpu_ms_per_job} ms CPU, ${s.raw_at_baton_rate_redis_commands_per_job} Redis commands per job`,
+  )
+  log(
+    `sequential submit-and-wait, p50 of each step (from the ledgers' statement start times): Baton request → accept ${s.baton_wait_to_accept_p50_ms} ms, accept → claim ${s.baton_wait_accept_to_claim_p50_ms} ms, claim → commit ${s.baton_wait_claim_to_commit_p50_ms} ms, commit → answer ${s.baton_wait_commit_to_answer_p50_ms} ms (${batonFigures.steps.calls} calls); hand-rolled request → insert ${s.naive_wait_to_accept_p50_ms} ms, insert → update ${s.naive_wait_accept_to_commit_p50_ms} ms, update → answer ${s.naive_wait_commit_to_answer_p50_ms} ms (${naiveFigures.steps.calls} calls)`,
   )
   log(`Redis commands by name, raw BullMQ: ${rawCost.redisCommandsTop}`)
   log(`Redis commands by name, raw BullMQ at Baton's rate: ${rawPacedCost.redisCommandsTop}`)

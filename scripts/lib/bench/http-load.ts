@@ -3,6 +3,7 @@
 // the same count, the same prompt.
 import { setTimeout as sleep } from 'node:timers/promises'
 import type { BatonClient } from '@baton/client'
+import { wallClockMs, type TimedCall } from './wait-steps.ts'
 
 export interface LoadSizes {
   readonly count: number
@@ -81,27 +82,32 @@ export async function perSecond(ledger: LedgerReader): Promise<number> {
   return span.seconds > 0 ? span.n / span.seconds : 0
 }
 
-/** `sequential` submit-and-wait calls, one after another: the latency of each, in ms. */
+/**
+ * `sequential` submit-and-wait calls, one after another: the latency of each, in ms, and when each
+ * answered call was sent and answered (for the step accounting of `wait-steps.ts`).
+ */
 export async function sequentialWaits(
   client: BatonClient,
   sizes: LoadSizes,
   accepted: string[],
-): Promise<{ latencies: number[]; rejected: number }> {
+): Promise<{ latencies: number[]; calls: TimedCall[]; rejected: number }> {
   const latencies: number[] = []
+  const calls: TimedCall[] = []
   let rejected = 0
   for (let i = 0; i < sizes.sequential; i += 1) {
-    const t = performance.now()
+    const sentAtMs = wallClockMs()
     try {
       const view = await client.delegateAndWait(
         { sessionId: 'bench-seq', name: 'scripted', prompt: NOOP_PROMPT },
         10_000,
         { timeoutMs: 15_000 },
       )
+      calls.push({ attemptId: view.attemptId, sentAtMs, answeredAtMs: wallClockMs() })
       accepted.push(view.attemptId)
     } catch {
       rejected += 1
     }
-    latencies.push(performance.now() - t)
+    latencies.push(wallClockMs() - sentAtMs)
   }
-  return { latencies: latencies.sort((a, b) => a - b), rejected }
+  return { latencies: latencies.sort((a, b) => a - b), calls, rejected }
 }

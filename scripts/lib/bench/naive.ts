@@ -5,6 +5,7 @@ import type { AppProcess } from '@baton/testing/processes'
 import { createDatabase } from '../services.ts'
 import { startApiAndWorkers } from './service-processes.ts'
 import { countedLedger, type LedgerReader } from './http-load.ts'
+import type { LedgerTimes } from './wait-steps.ts'
 import {
   NAIVE_API_READY_MESSAGE,
   NAIVE_SCHEMA_SQL,
@@ -59,4 +60,22 @@ export function naiveLedger(pool: pg.Pool): LedgerReader {
       return { seconds: r.rows[0]?.seconds ?? 0, n: r.rows[0]?.n ?? 0 }
     },
   })
+}
+
+/** When the insert and the worker's update of each finished row began, epoch ms. */
+export async function naiveLedgerTimes(
+  pool: pg.Pool,
+  ids: readonly string[],
+): Promise<Map<string, LedgerTimes>> {
+  if (ids.length === 0) return new Map()
+  const r = await pool.query<{ id: string; accepted: number; committed: number }>(
+    `select id,
+            extract(epoch from created_at)::float8 * 1000 as accepted,
+            extract(epoch from finished_at)::float8 * 1000 as committed
+     from delegations where id = any($1::uuid[]) and finished_at is not null`,
+    [ids],
+  )
+  return new Map(
+    r.rows.map((row) => [row.id, { acceptedAtMs: row.accepted, committedAtMs: row.committed }]),
+  )
 }

@@ -1,5 +1,5 @@
 // `npm run bench [-- --json] [--count N] [--clients N] [--sequential N] [--workers N] [--keyed]
-//   [--cancels N] [--burst N] [--baseline-ms N]`
+//   [--cancels N] [--burst N] [--baseline-ms N] [--ledger-batch N]`
 //
 // Measures, in one run, on one private Redis and the same Postgres server, four systems:
 //   (a) raw BullMQ: add + process of no-op jobs in this process (no HTTP, no ledger), added in
@@ -8,6 +8,8 @@
 //       an API process and `--workers` worker processes, driven by the same client and load as Baton;
 //   (f) the queue floor (scripts/lib/bench/floor-*.ts): the same processes, route and load on
 //       Fastify + BullMQ alone, no database — the part of Baton's work no design on them avoids;
+//   (l) Baton's ledger alone (scripts/lib/bench/ledger-alone.ts): its accept, claim and commit
+//       statements for as many delegations, called from this process `--ledger-batch` at a time;
 //   (b) Baton: durable delegations of a no-op `scripted` child through the HTTP API to terminal
 //       commit, from many concurrent clients (throughput, from the ledger's own timestamps);
 // Before the hand-rolled service starts, it times one durable write and one read on the idle server.
@@ -25,6 +27,7 @@ import pg from 'pg'
 import { createBatonClient } from '@baton/client'
 import { createDb, issueApiKey } from '@baton/store'
 import { auditLedger } from '@baton/testing/ledger-audit'
+import { runLedgerAlone } from './lib/bench/ledger-alone.ts'
 import { startRedisServer } from '@baton/testing/redis-server'
 import { batonLedger, ledgerTimes } from './lib/bench/baton-ledger.ts'
 import { floorLedger, startFloorService } from './lib/bench/floor.ts'
@@ -74,6 +77,7 @@ const { values: args } = parseArgs({
     cancels: { type: 'string', default: '100' },
     burst: { type: 'string', default: '200' },
     'baseline-ms': { type: 'string', default: '5000' },
+    'ledger-batch': { type: 'string', default: '100' },
   },
 })
 const SIZES: LoadSizes = {
@@ -86,11 +90,13 @@ const WORKERS = Number(args.workers)
 const CANCELS = Number(args.cancels)
 const BURST = Number(args.burst)
 const BASELINE_MS = Number(args['baseline-ms'])
+const LEDGER_BATCH = Number(args['ledger-batch'])
 // Every child of the burst must run at once: the workers together need a slot for each.
 const WORKER_CONCURRENCY = Math.max(100, Math.ceil(BURST / WORKERS))
 const serverUrl = process.env.DATABASE_URL ?? DEFAULT_DATABASE_URL
 const batonDatabaseUrl = withDatabase(serverUrl, 'baton_bench')
 const naiveDatabaseUrl = withDatabase(serverUrl, 'baton_bench_naive')
+const ledgerDatabaseUrl = withDatabase(serverUrl, 'baton_bench_ledger')
 const log = (line: string): void => {
   if (!args.json) console.log(line)
   else console.error(line)
@@ -336,6 +342,33 @@ async function floor(bench: Bench, prefix: string) {
   )
 }
 
+/** Baton's ledger statements alone, on a database of their own, measured like the systems. */
+async function ledgerAlone(bench: Bench) {
+  await prepareDatabase(ledgerDatabaseUrl, { fresh: true })
+  const database = databaseName(ledgerDatabaseUrl)
+  const db = createDb({
+    connectionString: ledgerDatabaseUrl,
+    maxConnections: 1,
+    applicationName: 'baton-bench-ledger',
+  })
+  try {
+    const postgresIdleMsPerMs = await postgresIdleRate(bench.postgres, database, BASELINE_MS)
+    const system: MeasuredSystem = {
+      nodePids: [process.pid],
+      redis: bench.redis,
+      redisPid: bench.redisPid,
+      postgres: { counters: bench.postgres, database },
+    }
+    const { result, cost } = await measurePhase(system, postgresIdleMsPerMs, () =>
+      runLedgerAlone(db, SIZES.count, LEDGER_BATCH),
+    )
+    if (result.refused > 0) throw new Error(`the ledger alone refused ${result.refused} items`)
+    return { cost }
+  } finally {
+    await db.destroy()
+  }
+}
+
 async function baton(bench: Bench, prefix: string) {
   await prepareDatabase(batonDatabaseUrl, { fresh: true })
   const port = randomPort()
@@ -420,7 +453,7 @@ async function main(): Promise<void> {
   const redis = new Redis(redisServer.url)
   const postgres = await connectPostgresCounters(serverUrl)
   const prefix = `baton-bench-${randomUUID().slice(0, 8)}`
-  let raw, rawPaced, naiveFigures, floorFigures, batonFigures
+  let raw, rawPaced, naiveFigures, floorFigures, ledgerFigures, batonFigures
   try {
     const bench: Bench = {
       redisUrl: redisServer.url,
@@ -434,6 +467,8 @@ async function main(): Promise<void> {
     naiveFigures = await naive(bench, `${prefix}-naive`)
     log('bench: (f) the queue floor: Fastify + BullMQ, no database, through HTTP …')
     floorFigures = await floor(bench, `${prefix}-floor`)
+    log(`bench: (l) Baton's ledger alone, ${LEDGER_BATCH} delegations per statement …`)
+    ledgerFigures = await ledgerAlone(bench)
     log('bench: (b) Baton through HTTP …')
     batonFigures = await baton(bench, prefix)
     log(`bench: (a') raw BullMQ at Baton's rate, ${round(batonFigures.perSecond, 0)} adds/s …`)
@@ -448,6 +483,7 @@ async function main(): Promise<void> {
   const naiveCost = perUnit(naiveFigures.cost, SIZES.count)
   const floorCost = perUnit(floorFigures.cost, SIZES.count)
   const batonCost = perUnit(batonFigures.cost, SIZES.count)
+  const ledgerCost = perUnit(ledgerFigures.cost, SIZES.count)
   const cancels = batonFigures.cancels?.latencies ?? []
   const burst = batonFigures.burst?.latencies ?? []
   const summary = {
@@ -499,6 +535,10 @@ async function main(): Promise<void> {
     floor_redis_cpu_ms_per_delegation: floorCost.redisCpuMs,
     floor_redis_commands_per_delegation: floorCost.redisCommands,
     floor_machine_busy: floorCost.machineBusy,
+    ledger_cpu_ms_per_delegation: ledgerCost.cpuMs,
+    ledger_node_cpu_ms_per_delegation: ledgerCost.nodeCpuMs,
+    ledger_pg_cpu_ms_per_delegation: ledgerCost.postgresCpuMs,
+    ledger_pg_xacts_per_delegation: ledgerCost.pgTransactions,
     raw_machine_busy: rawCost.machineBusy,
     raw_at_baton_rate_cpu_ms_per_job: rawPacedCost.cpuMs,
     raw_at_baton_rate_redis_commands_per_job: rawPacedCost.redisCommands,
@@ -556,6 +596,9 @@ async function main(): Promise<void> {
   )
   log(
     `one database step at rest: a durable one-row write ${s.pg_write_p50_ms} ms, a read by key ${s.pg_read_p50_ms} ms (p50)`,
+  )
+  log(
+    `Baton's ledger alone (accept, claim, commit; ${LEDGER_BATCH} per statement): ${s.ledger_cpu_ms_per_delegation} ms CPU (Node ${s.ledger_node_cpu_ms_per_delegation}, Postgres ${s.ledger_pg_cpu_ms_per_delegation}), ${s.ledger_pg_xacts_per_delegation} transactions per delegation; with the queue floor ${round(s.floor_cpu_ms_per_delegation + s.ledger_cpu_ms_per_delegation, 3)} ms against Baton's ${s.cpu_ms_per_delegation}`,
   )
   log(
     `raw BullMQ fed at Baton's rate, one job per add: ${s.raw_at_baton_rate_cpu_ms_per_job} ms CPU, ${s.raw_at_baton_rate_redis_commands_per_job} Redis commands per job`,

@@ -41,6 +41,7 @@ describe('migrations', () => {
           '0007-continuations',
           '0008-artifacts',
           '0009-heartbeats',
+          '0010-attempt-statistics',
         ])
         expect((await migrateToLatest(db)).applied).toEqual([
           '0001-ledger',
@@ -52,6 +53,7 @@ describe('migrations', () => {
           '0007-continuations',
           '0008-artifacts',
           '0009-heartbeats',
+          '0010-attempt-statistics',
         ])
         const tables = await sql<{ table_name: string }>`
           select table_name from information_schema.tables where table_schema = 'public' order by 1
@@ -70,6 +72,15 @@ describe('migrations', () => {
             'namespace_usage',
           ]),
         )
+        // Autovacuum analyzes the attempts after every 5,000 changed rows, whatever the size of
+        // the table (see 0010-attempt-statistics.ts).
+        const options = await sql<{ reloptions: string[] | null }>`
+          select reloptions from pg_class where oid = 'attempts'::regclass
+        `.execute(db)
+        expect(options.rows[0]?.reloptions).toEqual([
+          'autovacuum_analyze_scale_factor=0',
+          'autovacuum_analyze_threshold=5000',
+        ])
         expect((await migrateToLatest(db)).applied).toEqual([])
         expect(await pendingMigrations(db)).toEqual([])
       } finally {
@@ -96,6 +107,7 @@ describe('migrations', () => {
           '0007-continuations',
           '0008-artifacts',
           '0009-heartbeats',
+          '0010-attempt-statistics',
         ])
         const executed = await sql<{
           n: number
@@ -173,6 +185,7 @@ describe('migrations', () => {
           '0007-continuations',
           '0008-artifacts',
           '0009-heartbeats',
+          '0010-attempt-statistics',
         ])
         const owners = await sql<{ namespace_id: string }>`
           select distinct namespace_id from attempts

@@ -15,6 +15,7 @@ import * as m0006 from './migrations/0006-namespaces.ts'
 import * as m0007 from './migrations/0007-continuations.ts'
 import * as m0008 from './migrations/0008-artifacts.ts'
 import * as m0009 from './migrations/0009-heartbeats.ts'
+import * as m0010 from './migrations/0010-attempt-statistics.ts'
 
 /** Every migration, in order. Numbered and append-only. */
 const MIGRATIONS: Readonly<Record<string, Migration>> = {
@@ -27,6 +28,7 @@ const MIGRATIONS: Readonly<Record<string, Migration>> = {
   '0007-continuations': m0007,
   '0008-artifacts': m0008,
   '0009-heartbeats': m0009,
+  '0010-attempt-statistics': m0010,
 }
 
 const provider: MigrationProvider = {

@@ -1,8 +1,9 @@
 // The queue floor: the part of a delegation's work that any design on HTTP and BullMQ pays, with
 // one job per delegation. Its route validates the same body as the hand-rolled service, enqueues
-// through Baton's own group batcher (one `addBulk` in flight, as Baton's API enqueues) with
-// BullMQ's own job ids, and a waiting call answers from `waitUntilFinished`; its worker runs the
-// same no-op child. No database, no lease, no audit: Baton does all of this and more for every
+// through Baton's own group batcher (one `addBulk` in flight, as Baton's API enqueues) with the
+// delegation's id as job id (as Baton and the hand-rolled service do), and a waiting call answers
+// from the queue's `completed` event, listened for before the add; its worker runs the same no-op
+// child. No database, no lease, no audit: Baton does all of this and more for every
 // delegation, so its CPU per delegation cannot fall below the floor's, nor its throughput pass it.
 
 export const FLOOR_QUEUE = 'floor'

@@ -1,5 +1,6 @@
 // `node scripts/lib/bench/floor-service.ts`: the queue floor's HTTP API (see floor-queue.ts). It
 // answers the bench's two calls as the hand-rolled service does, with no database.
+import { randomUUID } from 'node:crypto'
 import { Queue, QueueEvents } from 'bullmq'
 import { Redis } from 'ioredis'
 import { createGroupBatcher } from '@baton/store'
@@ -29,9 +30,33 @@ const events = new QueueEvents(FLOOR_QUEUE, {
 })
 await events.waitUntilReady()
 const enqueues = createGroupBatcher(
-  (jobs: FloorJob[]) => queue.addBulk(jobs.map((data) => ({ name: 'run', data }))),
+  (jobs: { id: string; data: FloorJob }[]) =>
+    queue.addBulk(jobs.map(({ id, data }) => ({ name: 'run', data, opts: { jobId: id } }))),
   { maxBatch: 256, maxInFlight: 1 },
 )
+
+/**
+ * Waiting calls by job id. A call registers before its job is added, as Baton's API subscribes to
+ * its doorbell before the enqueue: asking BullMQ after the add (`waitUntilFinished`) loses the
+ * race to a no-op job that completes and is removed first, and then reads as not finished.
+ */
+const waiters = new Map<string, (output: unknown) => void>()
+events.on('completed', ({ jobId, returnvalue }) => waiters.get(jobId)?.(returnvalue))
+
+/** Resolves with the job's output on its `completed` event, or `undefined` after `timeoutMs`. */
+function completion(jobId: string, timeoutMs: number): Promise<{ output: unknown } | undefined> {
+  return new Promise((resolve) => {
+    const timer = setTimeout(() => {
+      waiters.delete(jobId)
+      resolve(undefined)
+    }, timeoutMs)
+    waiters.set(jobId, (output) => {
+      clearTimeout(timer)
+      waiters.delete(jobId)
+      resolve({ output })
+    })
+  })
+}
 
 const app = createYardstickApp()
 
@@ -40,20 +65,18 @@ app.post<{ Params: { sessionId: string }; Body: DelegationBody }>(
   { schema: { body: DELEGATION_BODY_SCHEMA } },
   async (request, reply) => {
     const { name, prompt, wait } = request.body
-    const job = await enqueues.submit({ prompt })
-    const attemptId = String(job.id)
-    if (wait === undefined)
+    const attemptId = randomUUID()
+    const done = wait === undefined ? undefined : completion(attemptId, wait.timeoutMs)
+    await enqueues.submit({ id: attemptId, data: { prompt } })
+    if (done === undefined)
       return reply.status(202).send({ agentId: attemptId, attemptId, status: 'accepted' })
     const view = { attemptId, sessionId: request.params.sessionId, name }
-    try {
-      const output: unknown = await job.waitUntilFinished(events, wait.timeoutMs)
-      return reply
-        .status(200)
-        .send({ ...view, status: 'terminal', stopReason: 'completed', output })
-    } catch {
-      // Not finished within the bound (or failed): the floor keeps no record to answer from.
-      return reply.status(200).send({ ...view, status: 'queued' })
-    }
+    const finished = await done
+    // Not finished within the bound: the floor keeps no record to answer from.
+    if (finished === undefined) return reply.status(200).send({ ...view, status: 'queued' })
+    return reply
+      .status(200)
+      .send({ ...view, status: 'terminal', stopReason: 'completed', output: finished.output })
   },
 )
 

@@ -27,10 +27,10 @@ import pg from 'pg'
 import { createBatonClient } from '@baton/client'
 import { createDb, issueApiKey } from '@baton/store'
 import { auditLedger } from '@baton/testing/ledger-audit'
-import { runLedgerAlone } from './lib/bench/ledger-alone.ts'
 import { startRedisServer } from '@baton/testing/redis-server'
 import { batonLedger, ledgerTimes } from './lib/bench/baton-ledger.ts'
 import { floorLedger, startFloorService } from './lib/bench/floor.ts'
+import { runLedgerAlone } from './lib/bench/ledger-alone.ts'
 import { measureCancels } from './lib/bench/cancel.ts'
 import {
   connectPostgresCounters,
@@ -56,7 +56,7 @@ import {
 } from './lib/bench/naive.ts'
 import { databaseRoundTrips } from './lib/bench/round-trips.ts'
 import { percentile, round } from './lib/bench/stats.ts'
-import { waitSteps, type TimedCall } from './lib/bench/wait-steps.ts'
+import { waitSteps, type LedgerTimes, type TimedCall } from './lib/bench/wait-steps.ts'
 import {
   DEFAULT_DATABASE_URL,
   databaseName,
@@ -284,6 +284,14 @@ async function httpSystem(
   }
 }
 
+/** The steps of a system's answered waits, split at the times its own ledger recorded. */
+async function stepsOf(
+  calls: readonly TimedCall[],
+  timesOf: (ids: readonly string[]) => Promise<ReadonlyMap<string, LedgerTimes>>,
+) {
+  return waitSteps(calls, await timesOf(calls.map((c) => c.attemptId)))
+}
+
 // The hand-rolled service and the floor have no keys; they are sent one all the same, so requests match.
 const NAIVE_KEY = `bk_${'0'.repeat(43)}`
 
@@ -310,13 +318,7 @@ async function naive(bench: Bench, prefix: string) {
       NAIVE_KEY,
       [],
     )
-    const steps = waitSteps(
-      figures.calls,
-      await naiveLedgerTimes(
-        pool,
-        figures.calls.map((c) => c.attemptId),
-      ),
-    )
+    const steps = await stepsOf(figures.calls, (ids) => naiveLedgerTimes(pool, ids))
     return { ...figures, roundTrips, steps }
   } finally {
     await pool.end()
@@ -411,13 +413,7 @@ async function baton(bench: Bench, prefix: string) {
       },
     )
     const audit = await auditLedger(db, accepted)
-    const steps = waitSteps(
-      figures.calls,
-      await ledgerTimes(
-        db,
-        figures.calls.map((c) => c.attemptId),
-      ),
-    )
+    const steps = await stepsOf(figures.calls, (ids) => ledgerTimes(db, ids))
     return { ...figures, lost: audit.lost, duplicates: audit.duplicates, cancels, burst, steps }
   } finally {
     await db.destroy()

@@ -9,8 +9,9 @@ import { sql, type Kysely } from 'kysely'
  * that leaves tens of thousands queued then makes every claim read the whole backlog (measured:
  * 50,000 queued over a history of 1,000,000 attempts, 0.87–0.93 ms of Postgres CPU per claimed
  * attempt, and 0.04 ms once the table was analyzed). The same holds for commits and lease
- * renewals over `attempts_running_lease_idx` when many attempts run at once. Autovacuum's default threshold
- * (10 % of the table changed) never fires for a burst that is a few percent of a long history.
+ * renewals over `attempts_running_lease_idx` when many attempts run at once. Autovacuum's default
+ * threshold (10 % of the table changed) never fires for a burst that is a few percent of a long
+ * history.
  *
  * Here autovacuum analyzes `attempts` once 5,000 rows changed (inserts and updates: three per
  * delegation), whatever its size: within one autovacuum round (a minute by default) of a burst.

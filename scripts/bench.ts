@@ -3,7 +3,8 @@
 //
 // Measures, in one run, on one private Redis and the same Postgres server, four systems:
 //   (a) raw BullMQ: add + process of no-op jobs in this process (no HTTP, no ledger), added in
-//       bulk; and after (b), (a') raw BullMQ fed one job per add at the rate Baton reached;
+//       bulk; and after (b), (a') raw BullMQ fed one job per add at the rate Baton reached, and
+//       (a") raw BullMQ fed Baton's own arrivals (its accept batches, at their times, held as long);
 //   (n) the hand-rolled service (scripts/lib/bench/naive-*.ts): Fastify + BullMQ + Postgres,
 //       an API process and `--workers` worker processes, driven by the same client and load as Baton;
 //   (f) the queue floor (scripts/lib/bench/floor-*.ts): the same processes, route and load on
@@ -28,6 +29,7 @@ import { createBatonClient } from '@baton/client'
 import { createDb, issueApiKey } from '@baton/store'
 import { auditLedger } from '@baton/testing/ledger-audit'
 import { startRedisServer } from '@baton/testing/redis-server'
+import { arrivalBatches, meanBatchSize, type ArrivalBatch } from './lib/bench/arrivals.ts'
 import { batonLedger, ledgerTimes } from './lib/bench/baton-ledger.ts'
 import { floorLedger, startFloorService } from './lib/bench/floor.ts'
 import { runLedgerAlone } from './lib/bench/ledger-alone.ts'
@@ -120,12 +122,15 @@ interface HttpFigures {
   readonly postgresIdleMsPerS: number
   /** The answered sequential submit-and-waits, with when each was sent and answered. */
   readonly calls: readonly TimedCall[]
+  /** The attempts the throughput phase accepted. */
+  readonly throughputIds: readonly string[]
 }
 
 /**
  * A queue of no-op jobs in this process with `workers` workers of `concurrency` each; `allDone`
- * resolves when `SIZES.count` jobs have run. Raw BullMQ's producer and workers are this process,
- * and it uses no Postgres: `system` is what its phases measure.
+ * resolves when `count` jobs have run. A job whose data has `holdMs` is held that long before it
+ * completes. Raw BullMQ's producer and workers are this process, and it uses no Postgres: `system`
+ * is what its phases measure.
  */
 async function noopQueue(
   bench: Bench,
@@ -133,6 +138,7 @@ async function noopQueue(
   name: string,
   workers: number,
   concurrency: number,
+  count = SIZES.count,
 ) {
   const connection = new Redis(bench.redisUrl, { maxRetriesPerRequest: null })
   const queue = new Queue(name, {
@@ -148,9 +154,11 @@ async function noopQueue(
     () =>
       new Worker(
         name,
-        async () => {
+        async (job: { data: { holdMs?: unknown } }) => {
+          const hold = job.data.holdMs
+          if (typeof hold === 'number' && hold > 0) await sleep(hold)
           done += 1
-          if (done === SIZES.count) finish()
+          if (done === count) finish()
         },
         {
           connection: new Redis(bench.redisUrl, { maxRetriesPerRequest: null }),
@@ -236,6 +244,43 @@ async function rawBullmqAtRate(bench: Bench, prefix: string, rate: number) {
 }
 
 /**
+ * Raw BullMQ fed Baton's own arrivals (scripts/lib/bench/arrivals.ts): each accept statement's
+ * delegations added together at the moment, after the first, that the statement began, one
+ * `addBulk` in flight as in Baton's API (arrivals due meanwhile leave together in the next), job
+ * ids minted by the caller as Baton's are, and each job held as long as Baton's worker held it,
+ * by the same workers and concurrency. What BullMQ alone spends on the jobs Baton gave it.
+ */
+async function rawBullmqReplay(bench: Bench, prefix: string, batches: readonly ArrivalBatch[]) {
+  const count = batches.reduce((n, b) => n + b.holdMs.length, 0)
+  const { queue, allDone, system, close } = await noopQueue(
+    bench,
+    prefix,
+    'raw-replay',
+    WORKERS,
+    WORKER_CONCURRENCY,
+    count,
+  )
+  const { cost } = await measurePhase(system, 0, async () => {
+    const started = performance.now()
+    let next = 0
+    while (next < batches.length) {
+      const elapsed = performance.now() - started
+      const jobs = []
+      for (; next < batches.length && (batches[next]?.atMs ?? 0) <= elapsed; next += 1) {
+        for (const holdMs of batches[next]?.holdMs ?? []) {
+          jobs.push({ name: 'noop', data: { holdMs }, opts: { jobId: randomUUID() } })
+        }
+      }
+      if (jobs.length > 0) await queue.addBulk(jobs)
+      else await sleep(1)
+    }
+    await allDone
+  })
+  await close()
+  return { cost, count }
+}
+
+/**
  * The same HTTP load against Baton or the hand-rolled service, whose processes `start` launches
  * after the Postgres server's idle rate was taken (so the system's own idle work is its cost).
  */
@@ -267,6 +312,7 @@ async function httpSystem(
       () => submitAll(client, SIZES, accepted, ledger),
       () => ledger.queries,
     )
+    const throughputIds = [...accepted]
     const rate = await perSecond(ledger)
     const waits = await sequentialWaits(client, SIZES, accepted)
     await after(client)
@@ -278,6 +324,7 @@ async function httpSystem(
       cost,
       postgresIdleMsPerS: postgresIdleMsPerMs * 1000,
       calls: waits.calls,
+      throughputIds,
     }
   } finally {
     for (const s of services.reverse()) await s.stop()
@@ -414,7 +461,16 @@ async function baton(bench: Bench, prefix: string) {
     )
     const audit = await auditLedger(db, accepted)
     const steps = await stepsOf(figures.calls, (ids) => ledgerTimes(db, ids))
-    return { ...figures, lost: audit.lost, duplicates: audit.duplicates, cancels, burst, steps }
+    const arrivals = arrivalBatches((await ledgerTimes(db, figures.throughputIds)).values())
+    return {
+      ...figures,
+      lost: audit.lost,
+      duplicates: audit.duplicates,
+      cancels,
+      burst,
+      steps,
+      arrivals,
+    }
   } finally {
     await db.destroy()
   }
@@ -449,7 +505,7 @@ async function main(): Promise<void> {
   const redis = new Redis(redisServer.url)
   const postgres = await connectPostgresCounters(serverUrl)
   const prefix = `baton-bench-${randomUUID().slice(0, 8)}`
-  let raw, rawPaced, naiveFigures, floorFigures, ledgerFigures, batonFigures
+  let raw, rawPaced, rawReplay, naiveFigures, floorFigures, ledgerFigures, batonFigures
   try {
     const bench: Bench = {
       redisUrl: redisServer.url,
@@ -469,6 +525,10 @@ async function main(): Promise<void> {
     batonFigures = await baton(bench, prefix)
     log(`bench: (a') raw BullMQ at Baton's rate, ${round(batonFigures.perSecond, 0)} adds/s …`)
     rawPaced = await rawBullmqAtRate(bench, `${prefix}-raw-paced`, batonFigures.perSecond)
+    log(
+      `bench: (a") raw BullMQ fed Baton's arrivals, ${batonFigures.arrivals.length} batches of ${round(meanBatchSize(batonFigures.arrivals), 2)} …`,
+    )
+    rawReplay = await rawBullmqReplay(bench, `${prefix}-raw-replay`, batonFigures.arrivals)
   } finally {
     redis.disconnect()
     await postgres.admin.end()
@@ -476,6 +536,7 @@ async function main(): Promise<void> {
   }
   const rawCost = perUnit(raw.cost, SIZES.count)
   const rawPacedCost = perUnit(rawPaced.cost, SIZES.count)
+  const rawReplayCost = perUnit(rawReplay.cost, rawReplay.count)
   const naiveCost = perUnit(naiveFigures.cost, SIZES.count)
   const floorCost = perUnit(floorFigures.cost, SIZES.count)
   const batonCost = perUnit(batonFigures.cost, SIZES.count)
@@ -538,6 +599,9 @@ async function main(): Promise<void> {
     raw_machine_busy: rawCost.machineBusy,
     raw_at_baton_rate_cpu_ms_per_job: rawPacedCost.cpuMs,
     raw_at_baton_rate_redis_commands_per_job: rawPacedCost.redisCommands,
+    baton_accept_batch_mean: round(meanBatchSize(batonFigures.arrivals), 2),
+    raw_at_baton_arrivals_cpu_ms_per_job: rawReplayCost.cpuMs,
+    raw_at_baton_arrivals_redis_commands_per_job: rawReplayCost.redisCommands,
     naive_machine_busy: naiveCost.machineBusy,
     machine_busy: batonCost.machineBusy,
     cancel_p50_ms: round(percentile(cancels, 50)),
@@ -600,10 +664,14 @@ async function main(): Promise<void> {
     `raw BullMQ fed at Baton's rate, one job per add: ${s.raw_at_baton_rate_cpu_ms_per_job} ms CPU, ${s.raw_at_baton_rate_redis_commands_per_job} Redis commands per job`,
   )
   log(
+    `raw BullMQ fed Baton's arrivals (${rawReplay.count} jobs in ${batonFigures.arrivals.length} accept batches of ${s.baton_accept_batch_mean}, each held as long as Baton's worker held it): ${s.raw_at_baton_arrivals_cpu_ms_per_job} ms CPU, ${s.raw_at_baton_arrivals_redis_commands_per_job} Redis commands per job`,
+  )
+  log(
     `sequential submit-and-wait, p50 of each step (from the ledgers' statement start times): Baton request → accept ${s.baton_wait_to_accept_p50_ms} ms, accept → claim ${s.baton_wait_accept_to_claim_p50_ms} ms, claim → commit ${s.baton_wait_claim_to_commit_p50_ms} ms, commit → answer ${s.baton_wait_commit_to_answer_p50_ms} ms (${batonFigures.steps.calls} calls); hand-rolled request → insert ${s.naive_wait_to_accept_p50_ms} ms, insert → update ${s.naive_wait_accept_to_commit_p50_ms} ms, update → answer ${s.naive_wait_commit_to_answer_p50_ms} ms (${naiveFigures.steps.calls} calls)`,
   )
   log(`Redis commands by name, raw BullMQ: ${rawCost.redisCommandsTop}`)
   log(`Redis commands by name, raw BullMQ at Baton's rate: ${rawPacedCost.redisCommandsTop}`)
+  log(`Redis commands by name, raw BullMQ fed Baton's arrivals: ${rawReplayCost.redisCommandsTop}`)
   log(`Redis commands by name, hand-rolled: ${naiveCost.redisCommandsTop}`)
   log(`Redis commands by name, queue floor: ${floorCost.redisCommandsTop}`)
   log(`Redis commands by name, Baton: ${batonCost.redisCommandsTop}`)

@@ -281,3 +281,36 @@ test(
     expect(shutdown).toEqual([])
   },
 )
+
+test(
+  'with LOG_LEVEL=warn, up still sees the API and workers ready, serves, and echoes none of their info lines',
+  {
+    timeout: 90_000,
+  },
+  async ({ databaseUrl, redisUrl, queuePrefix, track }) => {
+    const up = track(
+      launchUp({
+        ...workerProcessEnv({ databaseUrl, redisUrl, queuePrefix }),
+        PORT: '0',
+        LOG_LEVEL: 'warn',
+      }),
+    )
+    await up.waitFor(/^up: api started/m)
+    await up.waitFor(workerStarted('worker-1'))
+    await up.waitFor(workerStarted('worker-2'))
+    const client = createBatonClient({ baseUrl: await apiUrl(up), apiKey: await printedKey(up) })
+    const accepted = await client.delegate({
+      sessionId: 'up-quiet',
+      name: 'scripted',
+      prompt: JSON.stringify({ output: 'served quietly' }),
+    })
+    expect(await client.wait(accepted.attemptId, 20_000)).toMatchObject({
+      status: 'terminal',
+      output: 'served quietly',
+    })
+    await up.close()
+    expect(await up.exited).toBe(0)
+    // The apps ran at info (their ready lines were seen), but none of those lines was echoed.
+    expect(up.output()).not.toMatch(/^\[(api|worker-\d)\] \{"level":30/m)
+  },
+)

@@ -1,6 +1,7 @@
 // Shared by the runnable scripts (up, bench, chaos): database preparation and the app launcher.
 import pg from 'pg'
 import { createDb, migrateToLatest } from '@baton/store'
+import { launchLogging } from './log-level.ts'
 import { prettyLogLine } from './pretty-log.ts'
 import { REPO_ROOT, startApp, type AppProcess, type BatonApp } from '@baton/testing/processes'
 
@@ -57,24 +58,31 @@ export async function prepareDatabase(
 
 export type RunningService = AppProcess
 
-/** Echoes a process's output line by line with its name in front, each line through `format`. */
+/**
+ * Echoes a process's output line by line with its name in front, each line through `format`, the
+ * lines `echoes` accepts (all by default).
+ */
 export function echoLines(
   name: string,
   write: (line: string) => void,
   format: (line: string) => string = (line) => line,
+  echoes: (line: string) => boolean = () => true,
 ): (chunk: Buffer) => void {
   let partial = ''
   return (chunk) => {
     const lines = (partial + chunk.toString()).split('\n')
     partial = lines.pop() ?? ''
-    for (const line of lines) if (line.trim() !== '') write(`[${name}] ${format(line)}\n`)
+    for (const line of lines) {
+      if (line.trim() !== '' && echoes(line)) write(`[${name}] ${format(line)}\n`)
+    }
   }
 }
 
 /**
  * Starts `apps/<app>/src/main.ts` as a child process and resolves once its log line says it is
  * ready. Output is forwarded line by line with a name prefix when `echo` is set: human-readable on
- * a terminal, the apps' JSON lines as they are anywhere else.
+ * a terminal, the apps' JSON lines as they are anywhere else. A LOG_LEVEL quieter than `info` (in
+ * `env`, else in this process's environment) is applied to the echo (see log-level.ts).
  */
 export function startService(
   name: string,
@@ -82,7 +90,9 @@ export function startService(
   env: Record<string, string>,
   options: { echo?: boolean; timeoutMs?: number } = {},
 ): Promise<RunningService> {
-  return startApp(app, env, {
+  const logging = launchLogging(env.LOG_LEVEL ?? process.env.LOG_LEVEL)
+  const appEnv = logging.level === undefined ? env : { ...env, LOG_LEVEL: logging.level }
+  return startApp(app, appEnv, {
     name,
     timeoutMs: options.timeoutMs ?? 30_000,
     outputLimit: 20_000,
@@ -92,6 +102,7 @@ export function startService(
             name,
             (line) => process.stdout.write(line),
             process.stdout.isTTY ? prettyLogLine : undefined,
+            logging.echoes,
           ),
         }
       : {}),

@@ -8,15 +8,16 @@
 //   (n) the hand-rolled service (scripts/lib/bench/naive-*.ts): Fastify + BullMQ + Postgres,
 //       an API process and `--workers` worker processes, driven by the same client and load as Baton;
 //   (f) the queue floor (scripts/lib/bench/floor-*.ts): the same processes, route and load on
-//       Fastify + BullMQ alone, no database — the part of Baton's work no design on them avoids;
+//       Fastify + BullMQ alone, no database — the part of Baton's work no design on them avoids —
+//       and its cancels: a bell to the workers and the job's `failed` event, nothing recorded;
 //   (l) Baton's ledger alone (scripts/lib/bench/ledger-alone.ts): its accept, claim and commit
 //       statements for as many delegations, called from this process `--ledger-batch` at a time;
 //   (b) Baton: durable delegations of a no-op `scripted` child through the HTTP API to terminal
 //       commit, from many concurrent clients (throughput, from the ledger's own timestamps);
 // Before the hand-rolled service starts, it times one durable write and one read on the idle server.
 // And for each: sequential submit-and-wait latency, and the cost of the throughput phase per
-// delegation (CPU of every process involved, Redis commands, Postgres transactions). Then Baton's
-// cancellation latency, one cancel at a time and in a burst.
+// delegation (CPU of every process involved, Redis commands, Postgres transactions). Then the
+// cancellation latency of Baton and of the queue floor, one cancel at a time and in a burst.
 // `lost` and `duplicates` are the shared ledger audit (@baton/testing/ledger-audit) over Baton's
 // database. With `--keyed` every delegation carries its own `Idempotency-Key`.
 import { randomUUID } from 'node:crypto'
@@ -33,7 +34,7 @@ import { arrivalBatches, meanBatchSize, type ArrivalBatch } from './lib/bench/ar
 import { batonLedger, ledgerTimes } from './lib/bench/baton-ledger.ts'
 import { floorLedger, startFloorService } from './lib/bench/floor.ts'
 import { runLedgerAlone } from './lib/bench/ledger-alone.ts'
-import { measureCancels } from './lib/bench/cancel.ts'
+import { measureCancels, type CancelFigures } from './lib/bench/cancel.ts'
 import {
   connectPostgresCounters,
   measurePhase,
@@ -380,7 +381,9 @@ async function floor(bench: Bench, prefix: string) {
     PORT: String(port),
     WORKER_CONCURRENCY: String(WORKER_CONCURRENCY),
   }
-  return httpSystem(
+  let cancels: CancelFigures | undefined
+  let burst: CancelFigures | undefined
+  const figures = await httpSystem(
     bench,
     undefined,
     () => startFloorService(env, WORKERS),
@@ -388,7 +391,13 @@ async function floor(bench: Bench, prefix: string) {
     port,
     NAIVE_KEY,
     [],
+    async (client) => {
+      log(`bench: (f) queue floor cancels, ${CANCELS} one at a time, then ${BURST} at once …`)
+      cancels = await measureCancels(client, CANCELS, false, [])
+      burst = await measureCancels(client, BURST, true, [])
+    },
   )
+  return { ...figures, cancels, burst }
 }
 
 /** Baton's ledger statements alone, on a database of their own, measured like the systems. */
@@ -543,6 +552,8 @@ async function main(): Promise<void> {
   const ledgerCost = perUnit(ledgerFigures.cost, SIZES.count)
   const cancels = batonFigures.cancels?.latencies ?? []
   const burst = batonFigures.burst?.latencies ?? []
+  const floorCancels = floorFigures.cancels?.latencies ?? []
+  const floorBurst = floorFigures.burst?.latencies ?? []
   const summary = {
     raw_bullmq_per_s: round(raw.perSecond, 0),
     baton_per_s: round(batonFigures.perSecond, 0),
@@ -610,6 +621,12 @@ async function main(): Promise<void> {
     cancel_burst_p99_ms: round(percentile(burst, 99)),
     cancel_not_aborted:
       (batonFigures.cancels?.notAborted ?? 0) + (batonFigures.burst?.notAborted ?? 0),
+    floor_cancel_p50_ms: round(percentile(floorCancels, 50)),
+    floor_cancel_p99_ms: round(percentile(floorCancels, 99)),
+    floor_cancel_burst_p50_ms: round(percentile(floorBurst, 50)),
+    floor_cancel_burst_p99_ms: round(percentile(floorBurst, 99)),
+    floor_cancel_not_aborted:
+      (floorFigures.cancels?.notAborted ?? 0) + (floorFigures.burst?.notAborted ?? 0),
   }
   const s = summary
   log('')
@@ -677,6 +694,9 @@ async function main(): Promise<void> {
   log(`Redis commands by name, Baton: ${batonCost.redisCommandsTop}`)
   log(
     `cancel → aborted: one at a time p50 ${s.cancel_p50_ms} ms, p99 ${s.cancel_p99_ms} ms; ${BURST} at once p50 ${s.cancel_burst_p50_ms} ms, p99 ${s.cancel_burst_p99_ms} ms; not aborted ${s.cancel_not_aborted}`,
+  )
+  log(
+    `queue floor cancel → aborted: one at a time p50 ${s.floor_cancel_p50_ms} ms, p99 ${s.floor_cancel_p99_ms} ms; ${BURST} at once p50 ${s.floor_cancel_burst_p50_ms} ms, p99 ${s.floor_cancel_burst_p99_ms} ms; not aborted ${s.floor_cancel_not_aborted}`,
   )
   log(
     `ratio ${s.ratio}; lost ${s.lost}; duplicates ${s.duplicates}; rejected ${batonFigures.rejected} (hand-rolled ${naiveFigures.rejected}, floor ${floorFigures.rejected}); Postgres idle ${s.pg_idle_cpu_ms_per_s} ms CPU/s subtracted`,

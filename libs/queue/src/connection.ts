@@ -1,4 +1,20 @@
 import { Redis } from 'ioredis'
+import bullmqPackage from 'bullmq/package.json' with { type: 'json' }
+
+/**
+ * Commands an auto-pipelined connection sends on their own. ioredis builds a pipeline for every
+ * tick that issues a command and copies each script defined on the connection onto it (BullMQ
+ * defines 64), which costs tens of microseconds per pipeline. That buys one write for commands
+ * that share a tick, and nothing for these two, which never do:
+ * - BullMQ's worker fetches jobs one `moveToActive` at a time, each after the last one answered
+ *   (BullMQ names its scripts `<name>:<its version>`);
+ * - its wait for new jobs, `bzpopmin`, runs alone on a connection of its own.
+ * Order is unaffected where it matters: BullMQ never issues them behind a command they depend on.
+ */
+export const UNPIPELINED_COMMANDS: readonly string[] = [
+  `moveToActive:${bullmqPackage.version}`,
+  'bzpopmin',
+]
 
 /**
  * A Redis connection as BullMQ needs it: blocking commands must not be retried per request, so
@@ -15,5 +31,6 @@ export function createRedisConnection(
     // Commands issued in the same tick leave in one write. A duplicate BullMQ makes for its
     // blocking wait for jobs inherits this, harmlessly: nothing else runs on that connection.
     enableAutoPipelining: options.autoPipelining ?? false,
+    autoPipeliningIgnoredCommands: [...UNPIPELINED_COMMANDS],
   })
 }

@@ -5,11 +5,13 @@ import bullmqPackage from 'bullmq/package.json' with { type: 'json' }
  * Commands an auto-pipelined connection sends on their own. ioredis builds a pipeline for every
  * tick that issues a command and copies each script defined on the connection onto it (BullMQ
  * defines 64), which costs tens of microseconds per pipeline. That buys one write for commands
- * that share a tick, and nothing for these two, which never do:
+ * that share a tick, and next to nothing for these two, which seldom do:
  * - BullMQ's worker fetches jobs one `moveToActive` at a time, each after the last one answered
  *   (BullMQ names its scripts `<name>:<its version>`);
  * - its wait for new jobs, `bzpopmin`, runs alone on a connection of its own.
- * Order is unaffected where it matters: BullMQ never issues them behind a command they depend on.
+ * A fetch sent at once can overtake a `moveToFinished` issued earlier in the same tick and take
+ * the job that one's `fetchNext` would have taken (which then reads an empty queue, a few more
+ * Redis commands); which call takes a job is all that order decides.
  */
 export const UNPIPELINED_COMMANDS: readonly string[] = [
   `moveToActive:${bullmqPackage.version}`,

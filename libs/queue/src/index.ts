@@ -26,3 +26,4 @@ export {
   createSettlementPublisher,
 } from './attempt-settlements.ts'
 export type { SettlementPublisher } from './attempt-settlements.ts'
+export { AttemptWorker } from './attempt-worker.ts'

@@ -1,0 +1,150 @@
+import { Queue, Worker } from 'bullmq'
+import type { Redis } from 'ioredis'
+import { describe, expect, test } from '@baton/testing'
+import { AttemptWorker } from './attempt-worker.ts'
+import { createRedisConnection } from './connection.ts'
+
+/**
+ * Counts, through Redis's `MONITOR`, the two ways the workers of queue `name` ask Redis for a job:
+ * the fetch loop's `moveToActive` (the BullMQ script with 11 keys) and the `moveToFinished` (14
+ * keys) of a finished job that asks for the next one (its sixth argument, `fetchNext`, is "1").
+ */
+async function watchFetches(monitoring: Redis, prefix: string, name: string) {
+  const waitKey = `${prefix}:${name}:wait`
+  const sentinel = `${prefix}:${name}:sentinel`
+  const counts = { loopFetches: 0, finishedJobFetches: 0 }
+  let sentinelSeen: () => void = () => {}
+  const monitor = await monitoring.monitor()
+  monitor.on('monitor', (_time: string, args: string[]) => {
+    const [command = '', , keyCount, firstKey] = args
+    const name = command.toLowerCase()
+    if (name === 'get' && args[1] === sentinel) sentinelSeen()
+    // A script's first run on a connection is an `eval` (ioredis loads it that way).
+    if ((name !== 'evalsha' && name !== 'eval') || firstKey !== waitKey) return
+    if (keyCount === '11') counts.loopFetches += 1
+    if (keyCount === '14' && args[3 + 14 + 5] === '1') counts.finishedJobFetches += 1
+  })
+  return {
+    /** The counts once every command sent before this call has reached the monitor. */
+    async settle(): Promise<typeof counts> {
+      const seen = new Promise<void>((resolve) => (sentinelSeen = resolve))
+      const probe = monitoring.duplicate()
+      await probe.get(sentinel)
+      await seen
+      probe.disconnect()
+      monitor.disconnect()
+      await monitoring.quit()
+      return { ...counts }
+    },
+  }
+}
+
+/** Runs `jobs` no-op jobs one after another, each added once the one before has completed. */
+async function runOneAtATime(worker: Worker, queue: Queue, jobs: number): Promise<void> {
+  for (let i = 0; i < jobs; i += 1) {
+    const completed = new Promise<void>((resolve) =>
+      worker.once('completed', () => {
+        resolve()
+      }),
+    )
+    await queue.add('job', { i }, { removeOnComplete: true })
+    await completed
+  }
+}
+
+type WorkerClass = typeof Worker<unknown, unknown>
+
+/** A queue and a stopped worker of `Class` on one auto-pipelined connection, as Baton runs them. */
+async function openQueue(
+  redisUrl: string,
+  prefix: string,
+  name: string,
+  Class: WorkerClass,
+  concurrency: number,
+) {
+  const connection = createRedisConnection(redisUrl, 'test', { autoPipelining: true })
+  const queue = new Queue(name, { connection, prefix })
+  const worker = new Class(name, async () => 'done', {
+    connection,
+    prefix,
+    concurrency,
+    autorun: false,
+  })
+  await worker.waitUntilReady()
+  return {
+    queue,
+    worker,
+    close: async () => {
+      await worker.close()
+      await queue.close()
+      connection.disconnect()
+    },
+  }
+}
+
+describe('attempt worker', () => {
+  test('a job that finishes while the worker waits for arrivals does not ask for the next one; plain BullMQ does', async ({
+    redisUrl,
+    queuePrefix,
+    redis,
+  }) => {
+    const jobs = 8
+    const fetches: Record<string, { loopFetches: number; finishedJobFetches: number }> = {}
+    const kinds: [string, WorkerClass][] = [
+      ['attempt', AttemptWorker],
+      ['plain', Worker],
+    ]
+    for (const [kind, WorkerClass] of kinds) {
+      const name = `one-at-a-time-${kind}`
+      const { queue, worker, close } = await openQueue(redisUrl, queuePrefix, name, WorkerClass, 10)
+      try {
+        const watch = await watchFetches(redis(), queuePrefix, name)
+        void worker.run()
+        await runOneAtATime(worker, queue, jobs)
+        fetches[kind] = await watch.settle()
+      } finally {
+        await close()
+      }
+    }
+    // The loop takes every job in both; plain BullMQ's finished jobs also ask, and find nothing.
+    expect(fetches.attempt?.finishedJobFetches).toBe(0)
+    expect(fetches.plain?.finishedJobFetches).toBe(jobs)
+    expect(fetches.attempt?.loopFetches).toBeGreaterThanOrEqual(jobs)
+  })
+
+  test('with every slot busy, a finished job still takes the next waiting one', async ({
+    redisUrl,
+    queuePrefix,
+    redis,
+  }) => {
+    const jobs = 20
+    const name = 'backlog'
+    const { queue, worker, close } = await openQueue(redisUrl, queuePrefix, name, AttemptWorker, 1)
+    try {
+      await queue.addBulk(
+        Array.from({ length: jobs }, (_, i) => ({
+          name: 'job',
+          data: { i },
+          opts: { removeOnComplete: true },
+        })),
+      )
+      const watch = await watchFetches(redis(), queuePrefix, name)
+      let completed = 0
+      const allCompleted = new Promise<void>((resolve) =>
+        worker.on('completed', () => {
+          completed += 1
+          if (completed === jobs) resolve()
+        }),
+      )
+      void worker.run()
+      await allCompleted
+      const counts = await watch.settle()
+      // The loop takes the first job and each finished job asks for the next, the last one in
+      // vain; then the loop finds the queue empty and waits.
+      expect(counts.finishedJobFetches).toBe(jobs)
+      expect(counts.loopFetches).toBeLessThanOrEqual(2)
+    } finally {
+      await close()
+    }
+  })
+})

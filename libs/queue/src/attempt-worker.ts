@@ -1,0 +1,53 @@
+import { Worker, type Job, type JobJson, type Span } from 'bullmq'
+
+/**
+ * BullMQ's worker, changed in one respect: when a finished job asks Redis for the next one.
+ *
+ * The worker takes jobs two ways. Its fetch loop sends one `moveToActive` at a time until the
+ * queue is empty, then blocks until a job arrives. And each finished job's `moveToFinished` may
+ * also take the next waiting job in the same script (`fetchNext`), which saves a round trip per
+ * job while every slot is busy and jobs wait in a backlog. With slots free, the loop is already
+ * taking each arrival or waiting for the next one, so a finishing job's fetch almost always finds
+ * the queue empty: half a dozen Redis reads for nothing, 0.6 per delegation under load.
+ *
+ * Here a finished job fetches only when the loop can't: while no `moveToActive` of the loop is in
+ * flight and its last fetch did not find the queue empty: in practice, when every slot is busy.
+ * A job that arrives while the loop waits sets the marker that ends the wait, and one that arrives
+ * while the loop fetches is taken by its next fetch. Only jobs that arrive while every slot is
+ * busy and the last fetch found the queue empty go through the marker: one round trip more.
+ */
+export class AttemptWorker<Data = unknown, Result = unknown> extends Worker<Data, Result> {
+  /** The loop's `moveToActive` calls in flight. */
+  #fetching = 0
+  /** The last fetch found the queue empty (BullMQ keeps the same flag privately). */
+  #drained = false
+
+  protected override async moveToActive(token: string, name?: string): Promise<Job<Data, Result>> {
+    this.#fetching += 1
+    try {
+      return await super.moveToActive(token, name)
+    } finally {
+      this.#fetching -= 1
+    }
+  }
+
+  protected override nextJobFromJobData(
+    jobData?: JobJson,
+    jobId?: string,
+    token?: string,
+  ): Promise<Job<Data, Result>> {
+    this.#drained = !jobData
+    return super.nextJobFromJobData(jobData, jobId, token)
+  }
+
+  protected override handleCompleted(
+    result: Result,
+    job: Job<Data, Result>,
+    token: string,
+    fetchNextCallback: () => boolean = () => true,
+    span?: Span,
+  ): Promise<Job<Data, Result>> {
+    const mayFetch = () => this.#fetching === 0 && !this.#drained && fetchNextCallback()
+    return super.handleCompleted(result, job, token, mayFetch, span)
+  }
+}

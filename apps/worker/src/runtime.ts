@@ -146,7 +146,8 @@ export function createWorkerRuntime(
     {
       // The auto-pipelined connection of the queue and the bells: the moves, lock renewals and bells
       // of jobs that finish in one tick (a commit batch settles many at once) leave in one write.
-      // BullMQ blocks for new jobs on a duplicate of its own.
+      // BullMQ blocks for new jobs on a duplicate of its own. A finished job asks for the next
+      // one only when every slot is busy (AttemptWorker): otherwise the fetch loop takes arrivals.
       connection,
       prefix: config.queuePrefix,
       concurrency: config.concurrency,

@@ -9,9 +9,9 @@ import bullmqPackage from 'bullmq/package.json' with { type: 'json' }
  * - BullMQ's worker fetches jobs one `moveToActive` at a time, each after the last one answered
  *   (BullMQ names its scripts `<name>:<its version>`);
  * - its wait for new jobs, `bzpopmin`, runs alone on a connection of its own.
- * A fetch sent at once can overtake a `moveToFinished` issued earlier in the same tick and take
- * the job that one's `fetchNext` would have taken (which then reads an empty queue, a few more
- * Redis commands); which call takes a job is all that order decides.
+ * A fetch sent at once can overtake a `moveToFinished` issued earlier in the same tick that asks
+ * for the next job (see AttemptWorker for when one does) and take the job it would have taken;
+ * which call takes a job is all that order decides.
  */
 export const UNPIPELINED_COMMANDS: readonly string[] = [
   `moveToActive:${bullmqPackage.version}`,

@@ -39,17 +39,27 @@ async function watchFetches(monitoring: Redis, prefix: string, name: string) {
   }
 }
 
-/** Runs `jobs` no-op jobs one after another, each added once the one before has completed. */
-async function runOneAtATime(worker: Worker, queue: Queue, jobs: number): Promise<void> {
+/** Runs `jobs` jobs one after another, each added once the one before has finished. */
+async function runOneAtATime(worker: Worker, queue: Queue, jobs: number, fail: boolean) {
   for (let i = 0; i < jobs; i += 1) {
-    const completed = new Promise<void>((resolve) =>
-      worker.once('completed', () => {
+    const finished = new Promise<void>((resolve) => {
+      const done = (): void => {
+        worker.off('completed', done)
+        worker.off('failed', done)
         resolve()
-      }),
-    )
-    await queue.add('job', { i }, { removeOnComplete: true })
-    await completed
+      }
+      worker.on('completed', done)
+      worker.on('failed', done)
+    })
+    await queue.add('job', { i, fail }, { removeOnComplete: true, removeOnFail: true })
+    await finished
   }
+}
+
+/** A no-op job, or one that fails when its data says so. */
+async function runJob(job: { data: unknown }): Promise<string> {
+  if ((job.data as { fail?: boolean }).fail === true) throw new Error('this job fails')
+  return 'done'
 }
 
 type WorkerClass = typeof Worker<unknown, unknown>
@@ -64,7 +74,7 @@ async function openQueue(
 ) {
   const connection = createRedisConnection(redisUrl, 'test', { autoPipelining: true })
   const queue = new Queue(name, { connection, prefix })
-  const worker = new Class(name, async () => 'done', {
+  const worker = new Class(name, runJob, {
     connection,
     prefix,
     concurrency,
@@ -83,31 +93,33 @@ async function openQueue(
 }
 
 describe('attempt worker', () => {
-  test('a job that finishes while the worker waits for arrivals does not ask for the next one; plain BullMQ does', async ({
+  test('a job that completes or fails while the worker waits for arrivals does not ask for the next one; plain BullMQ does', async ({
     redisUrl,
     queuePrefix,
     redis,
   }) => {
     const jobs = 8
     const fetches: Record<string, { loopFetches: number; finishedJobFetches: number }> = {}
-    const kinds: [string, WorkerClass][] = [
-      ['attempt', AttemptWorker],
-      ['plain', Worker],
+    const kinds: [string, WorkerClass, boolean][] = [
+      ['attempt', AttemptWorker, false],
+      ['attempt-failing', AttemptWorker, true],
+      ['plain', Worker, false],
     ]
-    for (const [kind, WorkerClass] of kinds) {
+    for (const [kind, WorkerClass, fail] of kinds) {
       const name = `one-at-a-time-${kind}`
       const { queue, worker, close } = await openQueue(redisUrl, queuePrefix, name, WorkerClass, 10)
       try {
         const watch = await watchFetches(redis(), queuePrefix, name)
         void worker.run()
-        await runOneAtATime(worker, queue, jobs)
+        await runOneAtATime(worker, queue, jobs, fail)
         fetches[kind] = await watch.settle()
       } finally {
         await close()
       }
     }
-    // The loop takes every job in both; plain BullMQ's finished jobs also ask, and find nothing.
+    // The loop takes every job in all three; plain BullMQ's finished jobs also ask, in vain.
     expect(fetches.attempt?.finishedJobFetches).toBe(0)
+    expect(fetches['attempt-failing']?.finishedJobFetches).toBe(0)
     expect(fetches.plain?.finishedJobFetches).toBe(jobs)
     expect(fetches.attempt?.loopFetches).toBeGreaterThanOrEqual(jobs)
   })

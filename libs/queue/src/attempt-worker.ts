@@ -1,7 +1,8 @@
 import { Worker, type Job, type JobJson, type Span } from 'bullmq'
 
 /**
- * BullMQ's worker, changed in one respect: when a finished job asks Redis for the next one.
+ * BullMQ's worker, changed in one respect: when a finished job (completed or failed) asks Redis
+ * for the next one.
  *
  * The worker takes jobs two ways. Its fetch loop sends one `moveToActive` at a time until the
  * queue is empty, then blocks until a job arrives. And each finished job's `moveToFinished` may
@@ -47,7 +48,21 @@ export class AttemptWorker<Data = unknown, Result = unknown> extends Worker<Data
     fetchNextCallback: () => boolean = () => true,
     span?: Span,
   ): Promise<Job<Data, Result>> {
-    const mayFetch = () => this.#fetching === 0 && !this.#drained && fetchNextCallback()
-    return super.handleCompleted(result, job, token, mayFetch, span)
+    return super.handleCompleted(result, job, token, this.#mayFetch(fetchNextCallback), span)
+  }
+
+  protected override handleFailed(
+    error: Error,
+    job: Job<Data, Result>,
+    token: string,
+    fetchNextCallback: () => boolean = () => true,
+    span?: Span,
+  ): Promise<Job<Data, Result>> {
+    return super.handleFailed(error, job, token, this.#mayFetch(fetchNextCallback), span)
+  }
+
+  /** BullMQ's own condition (a free slot), and the loop neither fetching nor out of jobs. */
+  #mayFetch(fetchNextCallback: () => boolean): () => boolean {
+    return () => this.#fetching === 0 && !this.#drained && fetchNextCallback()
   }
 }

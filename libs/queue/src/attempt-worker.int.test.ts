@@ -71,10 +71,11 @@ async function openQueue(
   name: string,
   Class: WorkerClass,
   concurrency: number,
+  processor: (job: { data: unknown }) => Promise<string> = runJob,
 ) {
   const connection = createRedisConnection(redisUrl, 'test', { autoPipelining: true })
   const queue = new Queue(name, { connection, prefix })
-  const worker = new Class(name, runJob, {
+  const worker = new Class(name, processor, {
     connection,
     prefix,
     concurrency,
@@ -158,5 +159,58 @@ describe('attempt worker', () => {
     } finally {
       await close()
     }
+  })
+
+  test('a job that ends the wait for arrivals starts before the worker asks Redis again; plain BullMQ asks first', async ({
+    redisUrl,
+    queuePrefix,
+  }) => {
+    // Whether the last fetch that reached Redis took a job, seen by each job as it starts.
+    const fetch = Worker.prototype as unknown as {
+      moveToActive: (...args: unknown[]) => Promise<unknown>
+    }
+    const moveToActive = fetch.moveToActive
+    let lastFetchTookJob = false
+    fetch.moveToActive = async function (this: unknown, ...args: unknown[]) {
+      const job = await moveToActive.apply(this, args)
+      lastFetchTookJob = job !== undefined
+      return job
+    }
+    const jobs = 10
+    const seen: Record<string, boolean[]> = {}
+    try {
+      const kinds: [string, WorkerClass][] = [
+        ['attempt', AttemptWorker],
+        ['plain', Worker],
+      ]
+      for (const [kind, WorkerClass] of kinds) {
+        const atStart: boolean[] = []
+        const name = `woken-${kind}`
+        const { queue, worker, close } = await openQueue(
+          redisUrl,
+          queuePrefix,
+          name,
+          WorkerClass,
+          10,
+          async () => {
+            atStart.push(lastFetchTookJob)
+            return 'done'
+          },
+        )
+        try {
+          void worker.run()
+          await runOneAtATime(worker, queue, jobs, false)
+          seen[kind] = atStart
+        } finally {
+          await close()
+        }
+      }
+    } finally {
+      fetch.moveToActive = moveToActive
+    }
+    // The attempt worker starts each job before it fetches again; plain BullMQ, at rest, first
+    // fetches again in vain (not always: a fetch result its loop has not consumed yet changes it).
+    expect(seen.attempt).toEqual(Array(jobs).fill(true))
+    expect(seen.plain).toContain(false)
   })
 })

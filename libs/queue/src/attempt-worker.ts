@@ -1,8 +1,8 @@
 import { Worker, type Job, type JobJson, type Span } from 'bullmq'
 
 /**
- * BullMQ's worker, changed in one respect: when a finished job (completed or failed) asks Redis
- * for the next one.
+ * BullMQ's worker, changed in two respects: when a finished job (completed or failed) asks Redis
+ * for the next one, and when a job that ends the worker's wait for arrivals starts.
  *
  * The worker takes jobs two ways. Its fetch loop sends one `moveToActive` at a time until the
  * queue is empty, then blocks until a job arrives. And each finished job's `moveToFinished` may
@@ -16,17 +16,37 @@ import { Worker, type Job, type JobJson, type Span } from 'bullmq'
  * A job that arrives while the loop waits sets the marker that ends the wait, and one that arrives
  * while the loop fetches is taken by its next fetch. Only jobs that arrive while every slot is
  * busy and the last fetch found the queue empty go through the marker: one round trip more.
+ *
+ * When the loop's wait for arrivals ends with a job, BullMQ fetches once more before it starts
+ * that job; at rest that fetch finds nothing and holds the job back a round trip. Here that one
+ * fetch reports no job without asking Redis: the job starts at once, and the loop's next fetch,
+ * right after, asks Redis for real. Until it has, a finished job does not ask either.
  */
 export class AttemptWorker<Data = unknown, Result = unknown> extends Worker<Data, Result> {
   /** The loop's `moveToActive` calls in flight. */
   #fetching = 0
   /** The last fetch found the queue empty (BullMQ keeps the same flag privately). */
   #drained = false
+  /** The loop's last fetch ended its wait with a job that has not started yet. */
+  #woken = false
+  /** The loop skipped a fetch for that job and has not fetched since. */
+  #refetchDue = false
 
   protected override async moveToActive(token: string, name?: string): Promise<Job<Data, Result>> {
+    if (this.#woken) {
+      this.#woken = false
+      this.#refetchDue = true
+      // No job, as BullMQ's own fetch reports one (its type says otherwise).
+      return undefined as unknown as Job<Data, Result>
+    }
+    // The loop fetches while drained only when its wait has just ended.
+    const afterWait = this.#drained
+    this.#refetchDue = false
     this.#fetching += 1
     try {
-      return await super.moveToActive(token, name)
+      const job = await super.moveToActive(token, name)
+      this.#woken = afterWait && job !== undefined
+      return job
     } finally {
       this.#fetching -= 1
     }
@@ -63,6 +83,6 @@ export class AttemptWorker<Data = unknown, Result = unknown> extends Worker<Data
 
   /** BullMQ's own condition (a free slot), and the loop neither fetching nor out of jobs. */
   #mayFetch(fetchNextCallback: () => boolean): () => boolean {
-    return () => this.#fetching === 0 && !this.#drained && fetchNextCallback()
+    return () => this.#fetching === 0 && !this.#refetchDue && !this.#drained && fetchNextCallback()
   }
 }

@@ -3,8 +3,10 @@ import { sql } from 'kysely'
 import { describe, expect, test } from '@baton/testing'
 import { createDb, type Db } from '../db.ts'
 import { acceptDelegations } from './accept-delegations.ts'
+import { claimAttempt, claimAttempts } from './claim-attempt.ts'
+import { commitTerminal, commitTerminals } from './commit-terminal.ts'
 import { getAttempts } from './get-attempt.ts'
-import { accept } from './test-support.ts'
+import { accept, done } from './test-support.ts'
 
 /**
  * How Postgres planned the statements prepared on this one-connection pool whose text contains
@@ -58,4 +60,96 @@ describe('hot ledger statements keep one generic plan', () => {
       await api.destroy()
     }
   })
+
+  test("a worker's claim of one attempt, on a fresh ledger and on a settled one", async ({
+    db,
+    databaseUrl,
+  }) => {
+    // Fresh: never analysed, as a new deployment's first minute.
+    const fresh = await claimsOneByOne(db, databaseUrl)
+    expect(fresh.plans).toEqual(SETTLED)
+    expect(fresh.generic).toContain('attempts_pkey')
+    // Settled: thousands of finished attempts, few queued, analysed.
+    await finishedAttempts(db, 2_000)
+    await sql`analyze attempts`.execute(db)
+    const settled = await claimsOneByOne(db, databaseUrl)
+    expect(settled.plans).toEqual(SETTLED)
+    expect(settled.generic).toContain('attempts_pkey')
+  })
 })
+
+/**
+ * Twelve attempts accepted, then claimed and committed one at a time by a worker's one-connection
+ * pool: how Postgres planned the claim, and the plan it keeps (`explain` of the prepared claim).
+ */
+async function claimsOneByOne(db: Db, databaseUrl: string) {
+  const worker = createDb({ connectionString: databaseUrl, maxConnections: 1 })
+  try {
+    for (let i = 0; i < 12; i++) {
+      const { attemptId } = await accept(db)
+      const claim = await claimAttempt(worker, { attemptId, ownerId: 'w1', leaseTtlMs: 30_000 })
+      if (claim.kind !== 'claimed') throw new Error(`claim was ${claim.kind}`)
+      const outcome = await commitTerminal(worker, {
+        attemptId,
+        ownerId: 'w1',
+        ownerGeneration: claim.attempt.ownerGeneration,
+        result: done,
+      })
+      expect(outcome).toBe('committed')
+    }
+    const marker = "set status = 'running'"
+    const planned = await plans(worker, marker)
+    const { rows } = await sql<{ name: string; types: string[] }>`
+      select name, parameter_types::text[] as types from pg_prepared_statements
+      where strpos(statement, ${marker}) > 0`.execute(worker)
+    const [claim] = rows
+    if (claim === undefined) throw new Error('the claim was not prepared')
+    // Any values of the declared types: `explain execute` shows the cached plan without running it.
+    const values = claim.types.map((t) => {
+      const base = t.replace(/\[\]$/, '')
+      const value = base === 'uuid' ? randomUUID() : base === 'text' ? 'w1' : '1'
+      return base === t ? `'${value}'` : `'{${value}}'`
+    })
+    const explained = await sql<{ 'QUERY PLAN': string }>`${sql.raw(
+      `explain execute ${claim.name}(${values.join(', ')})`,
+    )}`.execute(worker)
+    return {
+      plans: planned,
+      generic: explained.rows.map((r) => r['QUERY PLAN']).join('\n'),
+    }
+  } finally {
+    await worker.destroy()
+  }
+}
+
+/** `count` attempts accepted, claimed and committed, a few hundred per statement. */
+async function finishedAttempts(db: Db, count: number): Promise<void> {
+  for (let done_ = 0; done_ < count; done_ += 500) {
+    const ids = Array.from({ length: Math.min(500, count - done_) }, () => randomUUID())
+    await acceptDelegations(
+      db,
+      ids.map((attemptId, i) => ({
+        namespaceId: 'default',
+        sessionId: `finished-${done_ + i}`,
+        name: 'scripted',
+        prompt: [{ type: 'text', text: 'hello' }],
+        metadata: {},
+        attemptId,
+        newAgentId: randomUUID(),
+      })),
+    )
+    const claims = await claimAttempts(db, { ownerId: 'w0', leaseTtlMs: 30_000, attemptIds: ids })
+    await commitTerminals(
+      db,
+      claims.map((c, i) => {
+        if (c.kind !== 'claimed') throw new Error(`claim was ${c.kind}`)
+        return {
+          attemptId: ids[i] as string,
+          ownerId: 'w0',
+          ownerGeneration: c.attempt.ownerGeneration,
+          result: done,
+        }
+      }),
+    )
+  }
+}

@@ -25,9 +25,9 @@ function statementLog() {
   const claims: number[] = []
   let commits = 0
   // Each batched statement takes its items as arrays (`unnest`): the first one's length is the
-  // number of attempts the statement covered.
+  // number of attempts the statement covered. A lone claim matches `id = $1`: no array, one attempt.
   const items = (parameters: readonly unknown[]): number =>
-    (parameters.find(Array.isArray) as unknown[] | undefined)?.length ?? 0
+    (parameters.find(Array.isArray) as unknown[] | undefined)?.length ?? 1
   return {
     renewals,
     claims,

@@ -6,7 +6,7 @@ import { acceptDelegations } from './accept-delegations.ts'
 import { claimAttempt, claimAttempts } from './claim-attempt.ts'
 import { commitTerminal, commitTerminals } from './commit-terminal.ts'
 import { getAttempts } from './get-attempt.ts'
-import { accept, done } from './test-support.ts'
+import { accept, done, scriptedDelegation } from './test-support.ts'
 
 /**
  * How Postgres planned the statements prepared on this one-connection pool whose text contains
@@ -41,19 +41,9 @@ describe('hot ledger statements keep one generic plan', () => {
     const api = createDb({ connectionString: databaseUrl, maxConnections: 1 })
     try {
       for (let i = 0; i < 12; i++) {
-        const attemptId = randomUUID()
-        const [outcome] = await acceptDelegations(api, [
-          {
-            namespaceId: 'default',
-            sessionId: `plans-${i}`,
-            name: 'scripted',
-            prompt: [{ type: 'text', text: 'hello' }],
-            metadata: {},
-            attemptId,
-            newAgentId: randomUUID(),
-          },
-        ])
-        expect(outcome).toMatchObject({ kind: 'accepted', attemptId })
+        const input = scriptedDelegation(`plans-${i}`)
+        const [outcome] = await acceptDelegations(api, [input])
+        expect(outcome).toMatchObject({ kind: 'accepted', attemptId: input.attemptId })
       }
       expect(await plans(api, 'insert into attempts')).toEqual(SETTLED)
     } finally {
@@ -124,20 +114,12 @@ async function claimsOneByOne(db: Db, databaseUrl: string) {
 
 /** `count` attempts accepted, claimed and committed, a few hundred per statement. */
 async function finishedAttempts(db: Db, count: number): Promise<void> {
-  for (let done_ = 0; done_ < count; done_ += 500) {
-    const ids = Array.from({ length: Math.min(500, count - done_) }, () => randomUUID())
-    await acceptDelegations(
-      db,
-      ids.map((attemptId, i) => ({
-        namespaceId: 'default',
-        sessionId: `finished-${done_ + i}`,
-        name: 'scripted',
-        prompt: [{ type: 'text', text: 'hello' }],
-        metadata: {},
-        attemptId,
-        newAgentId: randomUUID(),
-      })),
+  for (let made = 0; made < count; made += 500) {
+    const inputs = Array.from({ length: Math.min(500, count - made) }, (_, i) =>
+      scriptedDelegation(`finished-${made + i}`),
     )
+    await acceptDelegations(db, inputs)
+    const ids = inputs.map((input) => input.attemptId)
     const claims = await claimAttempts(db, { ownerId: 'w0', leaseTtlMs: 30_000, attemptIds: ids })
     await commitTerminals(
       db,

@@ -2,7 +2,25 @@
 import { randomUUID } from 'node:crypto'
 import { sql } from 'kysely'
 import type { Db } from '../db.ts'
-import { acceptDelegations, type AcceptDelegationOutcome } from './accept-delegations.ts'
+import {
+  acceptDelegations,
+  type AcceptDelegationInput,
+  type AcceptDelegationOutcome,
+} from './accept-delegations.ts'
+
+/** A new delegation to `scripted` in `sessionId` (a continuation of `agentId` if given). */
+export function scriptedDelegation(sessionId: string, agentId?: string): AcceptDelegationInput {
+  return {
+    namespaceId: 'default',
+    sessionId,
+    name: 'scripted',
+    prompt: [{ type: 'text', text: 'hello' }],
+    metadata: {},
+    attemptId: randomUUID(),
+    newAgentId: randomUUID(),
+    agentId,
+  }
+}
 
 /** Accepts one delegation to `scripted` in `sessionId` (a continuation of `agentId` if given). */
 export async function acceptScripted(
@@ -10,21 +28,10 @@ export async function acceptScripted(
   sessionId: string,
   agentId?: string,
 ): Promise<{ attemptId: string; outcome: AcceptDelegationOutcome }> {
-  const attemptId = randomUUID()
-  const [outcome] = await acceptDelegations(db, [
-    {
-      namespaceId: 'default',
-      sessionId,
-      name: 'scripted',
-      prompt: [{ type: 'text', text: 'hello' }],
-      metadata: {},
-      attemptId,
-      newAgentId: randomUUID(),
-      agentId,
-    },
-  ])
+  const input = scriptedDelegation(sessionId, agentId)
+  const [outcome] = await acceptDelegations(db, [input])
   if (outcome === undefined) throw new Error('no outcome')
-  return { attemptId, outcome }
+  return { attemptId: input.attemptId, outcome }
 }
 
 /** Accepts a new delegation in `session-1` (or a continuation of `agentId`). */

@@ -247,14 +247,24 @@ async function applyTerminals(db: Db, rows: readonly Candidate[]): Promise<Reado
       event: JSON.stringify(toStoredJson(event)),
     })),
   )
+  // A lone commit (every commit of a child that ends on its own) matches `id = $1`, with its
+  // status a parameter, so its one generic plan finds the attempt by primary key. Joined to the
+  // input array with the literal status, that plan scanned `attempts_running_lease_idx` whole:
+  // every running attempt per commit, which looks cheapest while the statistics count few of them
+  // (a new deployment, or a surge of long children since the last analyze). A batch is joined to
+  // its input rows, as before.
+  const [only] = rows
+  const target =
+    rows.length === 1 && only !== undefined
+      ? sql`where a.id = ${only.input.attemptId} and i.id = a.id and a.status = ${'running'}`
+      : sql`where a.id = i.id and a.status = 'running'`
   const applied = await sql<{ id: string }>`
     with i as (${terminalInput(rows.map((r) => ({ ...r, ownerId: r.input.ownerId })))}),
     c as (
       update attempts a
       set ${SET_TERMINAL_FROM_INPUT}
       from i
-      where a.id = i.id
-        and a.status = 'running'
+      ${target}
         and a.owner_id = i.owner_id
         and a.owner_generation = i.generation
         and a.lease_expires_at > now()

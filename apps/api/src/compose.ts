@@ -88,7 +88,7 @@ export async function composeApi(
     redisUrl: config.redisUrl,
     prefix: config.queuePrefix,
     onEvent: (settlement) => {
-      doorbell.ring(settlement.attemptId)
+      doorbell.ring(settlement.attemptId, settlement.detail)
       claimBell.ring(CLAIMABLE)
     },
   })

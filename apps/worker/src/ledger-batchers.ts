@@ -1,12 +1,12 @@
 import type { WorkerMetrics } from '@baton/observability'
 import {
   claimAttempts,
-  commitTerminals,
+  commitTerminalsReturning,
   createGroupBatcher,
   isolateUnexpected,
   type ClaimAttemptOutcome,
   type CommitTerminalInput,
-  type CommitTerminalOutcome,
+  type CommittedTerminal,
   type Db,
   type GroupBatcher,
   type ResultPolicy,
@@ -43,8 +43,10 @@ export function createClaimBatcher(
 
 /**
  * Concurrent terminal commits of this worker, batched into one fenced commit statement per group
- * (an artifact's commit runs its own transaction beside it). `timingOf` tells the metrics when an
- * attempt was taken and cancelled (its execution is still held while its commit runs).
+ * (an artifact's commit runs its own transaction beside it). Each answers its outcome and, when
+ * the ledger could tell it, the attempt as the commit left it (for the settlement's bell).
+ * `timingOf` tells the metrics when an attempt was taken and cancelled (its execution is still
+ * held while its commit runs).
  */
 export function createCommitBatcher(
   db: Db,
@@ -53,12 +55,15 @@ export function createCommitBatcher(
     readonly metrics: WorkerMetrics
     readonly timingOf: (attemptId: string) => ExecutionTiming | undefined
   },
-): GroupBatcher<CommitTerminalInput, CommitTerminalOutcome> {
-  return createGroupBatcher<CommitTerminalInput, CommitTerminalOutcome>(
+): GroupBatcher<CommitTerminalInput, CommittedTerminal> {
+  return createGroupBatcher<CommitTerminalInput, CommittedTerminal>(
     async (inputs) => {
-      const outcomes = await commitTerminals(db, inputs, results)
-      if (metrics !== undefined) observeCommits(metrics.metrics, inputs, outcomes, metrics.timingOf)
-      return outcomes
+      const answers = await commitTerminalsReturning(db, inputs, results)
+      if (metrics !== undefined) {
+        const outcomes = answers.map((answer) => answer.outcome)
+        observeCommits(metrics.metrics, inputs, outcomes, metrics.timingOf)
+      }
+      return answers
     },
     { ...LEDGER_BATCH, isolate: isolateUnexpected },
   )

@@ -1,9 +1,14 @@
 import { sql } from 'kysely'
 import pg from 'pg'
 import { Queue } from 'bullmq'
-import { QueueName } from '@baton/contracts'
-import { createAttemptQueue, createWorkerCommandPublisher, enqueueAttempt } from '@baton/queue'
-import { getAttempt, recordSteering } from '@baton/store'
+import { QueueName, type AttemptSettlement } from '@baton/contracts'
+import {
+  createAttemptQueue,
+  createSettlementListener,
+  createWorkerCommandPublisher,
+  enqueueAttempt,
+} from '@baton/queue'
+import { getAttempt, recordSteering, toAttemptView } from '@baton/store'
 import { NO_START_CAPABILITIES, type SubagentProvider, type SubagentResult } from '@baton/subagents'
 import { describe, eventually, expect, test, transitionEvents } from '@baton/testing'
 import { ShutdownCancelledError, ShutdownDeadlineError } from './shutdown.ts'
@@ -56,6 +61,40 @@ describe('worker', () => {
     expect(await transitionEvents(ctx.db, attemptId)).toEqual(['accepted', 'claimed', 'committed'])
     await a.shutdownChecked(5_000)
     await b.shutdownChecked(5_000)
+  })
+
+  test("a child's settlement carries its terminal view as committed: the view a read answers", async ({
+    db,
+    databaseUrl,
+    redisUrl,
+    queuePrefix,
+    track,
+    redis,
+  }) => {
+    const ctx = { db, databaseUrl, redisUrl, queuePrefix, track, redis }
+    const heard: AttemptSettlement[] = []
+    const listener = createSettlementListener({
+      redisUrl,
+      prefix: queuePrefix,
+      onEvent: (event) => heard.push(event),
+      blockingTimeoutMs: 200,
+    })
+    await listener.ready()
+    const worker = await startRuntime(ctx, createScriptedPromptProvider())
+    try {
+      const attemptId = await accept(ctx.db, '{"output":"carried"}')
+      await enqueue(ctx, attemptId)
+      const settled = await eventually(async () => heard.find((e) => e.attemptId === attemptId))
+      const record = await untilTerminal(ctx.db, attemptId)
+      expect(settled.detail).toEqual({
+        namespaceId: record.namespaceId,
+        view: toAttemptView(record),
+      })
+      expect(settled.detail?.view).toMatchObject({ status: 'terminal', output: 'carried' })
+    } finally {
+      await listener.close()
+      await worker.shutdownChecked(5_000)
+    }
   })
 
   test('heartbeat after lease expiry: the lease is lost, the child is aborted, the stale owner writes nothing', async ({
@@ -214,8 +253,12 @@ describe('worker', () => {
       lateSteer,
       { HEARTBEAT_INTERVAL_MS: '60000', LEASE_TTL_MS: '120000' },
       {
+        // The terminal commit reads its attempt back, steering progress included; that subquery
+        // runs only for an attempt with steering recorded, like every read's.
         onQuery: (text) => {
-          if (/from attempt_messages/.test(text) && !/^\s*update/.test(text)) steeringReads += 1
+          if (/from attempt_messages/.test(text) && !/^\s*update|'committed'/.test(text)) {
+            steeringReads += 1
+          }
         },
       },
     )

@@ -79,9 +79,16 @@ export {
   WORKER_COMMAND_NAMES,
   attemptJobSchema,
   attemptSettlementSchema,
+  settledDetailSchema,
   workerCommandSchema,
 } from './jobs.ts'
-export type { AttemptJob, AttemptSettlement, WorkerCommand, WorkerCommandName } from './jobs.ts'
+export type {
+  AttemptJob,
+  AttemptSettlement,
+  SettledDetail,
+  WorkerCommand,
+  WorkerCommandName,
+} from './jobs.ts'
 export { isStorableText, storableText } from './storable-text.ts'
 export { SCRIPT_OUTPUT_BYTES_MAX, readScript, scriptSchema } from './scripted-script.ts'
 export type { Script, ScriptReading } from './scripted-script.ts'

@@ -48,11 +48,21 @@ export type WorkerCommandName = WorkerCommand['eventName']
 export const WORKER_COMMAND_NAMES: readonly WorkerCommandName[] = ['cancel', 'steer']
 
 /**
- * Told to the API once an attempt is terminal in the ledger, so bounded waits read it at once
+ * What the committer of a terminal outcome may add to its settlement: the attempt's namespace and
+ * its terminal view as committed, read in the commit's own statement. A wait that hears it answers
+ * with it instead of reading the ledger back. The view stays unchecked here: only a waiter checks
+ * it (against `terminalAttemptViewSchema`), so a settlement nobody waits for costs nothing more.
+ */
+export const settledDetailSchema = z.object({ namespaceId: z.string(), view: z.unknown() })
+export type SettledDetail = z.infer<typeof settledDetailSchema>
+
+/**
+ * Told to the API once an attempt is terminal in the ledger, so bounded waits answer at once
  * instead of at their bound.
  */
 export const attemptSettlementSchema = z.object({
   eventName: z.literal('settled'),
   attemptId: z.uuid(),
+  detail: settledDetailSchema.optional(),
 })
 export type AttemptSettlement = z.infer<typeof attemptSettlementSchema>

@@ -1,7 +1,7 @@
 import { randomUUID } from 'node:crypto'
 import { QueueEventsProducer } from 'bullmq'
 import { Redis } from 'ioredis'
-import { QueueName } from '@baton/contracts'
+import { QueueName, type AttemptSettlement } from '@baton/contracts'
 import { describe, expect, test } from '@baton/testing'
 import { createSettlementListener, createSettlementPublisher } from './attempt-settlements.ts'
 
@@ -54,17 +54,71 @@ describe('event streams', () => {
       await listener.close()
     }
   })
+
+  test('a detail reaches the listener beside its id; details of about 64 KiB fill an entry; a malformed detail drops alone', async ({
+    redisUrl,
+    queuePrefix,
+  }) => {
+    const { events, listener } = await hearSettlements(redisUrl, queuePrefix)
+    const publisher = createSettlementPublisher({
+      connection: { url: redisUrl },
+      prefix: queuePrefix,
+    })
+    const raw = new QueueEventsProducer(QueueName.AttemptSettlements, {
+      connection: { url: redisUrl },
+      prefix: queuePrefix,
+    })
+    const redis = new Redis(redisUrl)
+    try {
+      const stream = `${queuePrefix}:${QueueName.AttemptSettlements}:events`
+      const before = await redis.xlen(stream)
+      const detail = (n: number) => ({ namespaceId: 'default', view: { output: 'x'.repeat(n) } })
+      const published: AttemptSettlement[] = [
+        { eventName: 'settled', attemptId: randomUUID(), detail: detail(40_000) },
+        { eventName: 'settled', attemptId: randomUUID() },
+        { eventName: 'settled', attemptId: randomUUID(), detail: detail(40_000) },
+        { eventName: 'settled', attemptId: randomUUID(), detail: detail(10) },
+      ]
+      await Promise.all(published.map((event) => publisher.publish(event)))
+      // Published in one tick: the third's detail would take the first entry past 64 KiB.
+      expect((await redis.xlen(stream)) - before).toBe(2)
+      await expect.poll(() => events.length, { timeout: 5_000 }).toBe(published.length)
+      expect(events).toEqual(published)
+
+      const [unreadable, refused] = [randomUUID(), randomUUID()]
+      await raw.publishEvent({ eventName: 'settled', attemptIds: unreadable, details: '[{' })
+      await raw.publishEvent({
+        eventName: 'settled',
+        attemptIds: refused,
+        details: JSON.stringify([{ namespaceId: 7 }]),
+      })
+      await expect.poll(() => events.length, { timeout: 5_000 }).toBe(published.length + 2)
+      expect(events.slice(published.length)).toEqual([
+        { eventName: 'settled', attemptId: unreadable },
+        { eventName: 'settled', attemptId: refused },
+      ])
+    } finally {
+      await publisher.close()
+      await raw.close()
+      await listener.close()
+      redis.disconnect()
+    }
+  })
 })
 
-/** A settlement listener that keeps the attempt ids it hears, in order. */
+/** A settlement listener that keeps the events it hears (and their attempt ids), in order. */
 async function hearSettlements(redisUrl: string, prefix: string) {
   const heard: string[] = []
+  const events: AttemptSettlement[] = []
   const listener = createSettlementListener({
     redisUrl,
     prefix,
-    onEvent: (event) => heard.push(event.attemptId),
+    onEvent: (event) => {
+      heard.push(event.attemptId)
+      events.push(event)
+    },
     blockingTimeoutMs: 200,
   })
   await listener.ready()
-  return { heard, listener }
+  return { heard, events, listener }
 }

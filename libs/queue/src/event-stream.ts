@@ -4,7 +4,8 @@ import { createRedisConnection } from './connection.ts'
 /**
  * The event stream of a queue that carries no jobs, used as a bell. The ledger is always written
  * first; an event only shortens the time until someone looks. A lost event costs latency
- * (heartbeats and bounded waits cover it), never correctness.
+ * (heartbeats and bounded waits cover it), never correctness. An event may carry a detail: a copy
+ * of what the ledger recorded, so whoever hears it need not read it back (see `StreamEvent`).
  */
 const MAX_EVENTS = 50_000
 
@@ -42,6 +43,12 @@ export interface StreamSpec<E> {
   readonly name: string
   readonly eventNames: readonly string[]
   readonly schema: { safeParse(value: unknown): { success: boolean; data?: E | undefined } }
+  /**
+   * About how many entries the stream keeps (it is trimmed as it grows; default 50,000). A
+   * listener reads from where it was, so this only needs to cover a listener's lag; a stream whose
+   * events carry details keeps fewer, since each entry is larger.
+   */
+  readonly maxEvents?: number
 }
 
 /**
@@ -49,6 +56,9 @@ export interface StreamSpec<E> {
  * a kilobyte per ten ids; a burst larger than this leaves in several entries.
  */
 const MAX_IDS_PER_ENTRY = 256
+
+/** Most bytes of details one entry carries; an entry always takes at least one event. */
+const MAX_DETAIL_BYTES_PER_ENTRY = 64 * 1024
 
 /**
  * A publisher that coalesces: events of one name published while an entry is being added leave
@@ -58,14 +68,17 @@ const MAX_IDS_PER_ENTRY = 256
  */
 export function createStreamPublisher<E extends StreamEvent>(
   stream: string,
-  options: PublisherOptions,
+  options: PublisherOptions & { readonly maxEvents?: number },
 ): StreamPublisher<E> {
   const producer = new QueueEventsProducer(stream, {
     connection: options.connection,
     prefix: options.prefix,
   })
+  const maxEvents = options.maxEvents ?? MAX_EVENTS
   interface Waiting {
     readonly attemptId: string
+    /** The event's detail as JSON, or `undefined` when it has none. */
+    readonly detail: string | undefined
     readonly resolve: () => void
     readonly reject: (error: unknown) => void
   }
@@ -83,14 +96,17 @@ export function createStreamPublisher<E extends StreamEvent>(
     scheduled = false
     adding = true
     const entries = [...waiting].flatMap(([eventName, events]) =>
-      chunks(events, MAX_IDS_PER_ENTRY).map((chunk) => ({ eventName, chunk })),
+      entryChunks(events).map((chunk) => ({ eventName, chunk })),
     )
     waiting.clear()
     await Promise.all(
       entries.map(async ({ eventName, chunk }) => {
         try {
           const attemptIds = chunk.map((w) => w.attemptId).join(ENTRY_ID_SEPARATOR)
-          await producer.publishEvent({ eventName, attemptIds }, MAX_EVENTS)
+          const fields = chunk.some((w) => w.detail !== undefined)
+            ? { eventName, attemptIds, details: `[${chunk.map((w) => w.detail ?? 'null').join()}]` }
+            : { eventName, attemptIds }
+          await producer.publishEvent(fields, maxEvents)
           for (const w of chunk) w.resolve()
         } catch (error) {
           for (const w of chunk) w.reject(error)
@@ -105,7 +121,8 @@ export function createStreamPublisher<E extends StreamEvent>(
     publish: (event) =>
       new Promise<void>((resolve, reject) => {
         const group = waiting.get(event.eventName)
-        const entry = { attemptId: event.attemptId, resolve, reject }
+        const detail = event.detail === undefined ? undefined : JSON.stringify(event.detail)
+        const entry = { attemptId: event.attemptId, detail, resolve, reject }
         if (group === undefined) waiting.set(event.eventName, [entry])
         else group.push(entry)
         schedule()
@@ -114,25 +131,50 @@ export function createStreamPublisher<E extends StreamEvent>(
   }
 }
 
-/** What a stream carries: a named event about one attempt. */
+/**
+ * What a stream carries: a named event about one attempt, and optionally its detail (any JSON
+ * value), which a listener may use in place of reading the ledger back. A detail is only ever a
+ * copy of what the ledger recorded before the event was published.
+ */
 export interface StreamEvent {
   readonly eventName: string
   readonly attemptId: string
+  readonly detail?: unknown
 }
 
 /** Attempt ids never hold a comma (they are UUIDs), so a comma joins them in one entry. */
 const ENTRY_ID_SEPARATOR = ','
 
-function chunks<T>(items: readonly T[], size: number): T[][] {
+/** Events split into entries of at most `MAX_IDS_PER_ENTRY` ids and about `MAX_DETAIL_BYTES_PER_ENTRY`. */
+function entryChunks<T extends { readonly detail: string | undefined }>(
+  items: readonly T[],
+): T[][] {
   const out: T[][] = []
-  for (let i = 0; i < items.length; i += size) out.push(items.slice(i, i + size))
+  let chunk: T[] = []
+  let bytes = 0
+  for (const item of items) {
+    const size = item.detail?.length ?? 0
+    if (
+      chunk.length >= MAX_IDS_PER_ENTRY ||
+      (chunk.length > 0 && bytes + size > MAX_DETAIL_BYTES_PER_ENTRY)
+    ) {
+      out.push(chunk)
+      chunk = []
+      bytes = 0
+    }
+    chunk.push(item)
+    bytes += size
+  }
+  if (chunk.length > 0) out.push(chunk)
   return out
 }
 
 /**
  * The events one stream entry carries: one per id of its `attemptIds` (an entry from an older
- * publisher names a single `attemptId`), each checked by the stream's schema; malformed ones are
- * dropped, since the stream is a bell and the ledger decides.
+ * publisher names a single `attemptId`), with the detail at the same place of its `details` (a
+ * JSON array; `null` where an event has none), each checked by the stream's schema. Malformed
+ * events are dropped, and malformed details too (the event stays), since the stream is a bell and
+ * the ledger decides.
  */
 export function eventsOfEntry<E>(
   stream: StreamSpec<E>,
@@ -141,12 +183,31 @@ export function eventsOfEntry<E>(
 ): E[] {
   const joined = fields.attemptIds ?? fields.attemptId
   if (typeof joined !== 'string') return []
+  const details = detailsOf(fields.details)
   const events: E[] = []
-  for (const attemptId of joined.split(ENTRY_ID_SEPARATOR)) {
-    const parsed = stream.schema.safeParse({ eventName, attemptId })
+  joined.split(ENTRY_ID_SEPARATOR).forEach((attemptId, i) => {
+    const detail = details?.[i] ?? undefined
+    const parsed = stream.schema.safeParse(
+      detail === undefined ? { eventName, attemptId } : { eventName, attemptId, detail },
+    )
     if (parsed.success && parsed.data !== undefined) events.push(parsed.data)
-  }
+    else if (detail !== undefined) {
+      // A detail the schema refuses does not silence the bell itself.
+      const bare = stream.schema.safeParse({ eventName, attemptId })
+      if (bare.success && bare.data !== undefined) events.push(bare.data)
+    }
+  })
   return events
+}
+
+function detailsOf(field: unknown): readonly unknown[] | undefined {
+  if (typeof field !== 'string') return undefined
+  try {
+    const parsed: unknown = JSON.parse(field)
+    return Array.isArray(parsed) ? parsed : undefined
+  } catch {
+    return undefined
+  }
 }
 
 /**
@@ -207,7 +268,8 @@ export function defineStream<E extends StreamEvent>(
   readonly createListener: (options: ListenerOptions<E>) => StreamListener
 } {
   return {
-    createPublisher: (options) => createStreamPublisher(stream.name, options),
+    createPublisher: (options) =>
+      createStreamPublisher(stream.name, { ...options, maxEvents: stream.maxEvents ?? MAX_EVENTS }),
     createListener: (options) => createStreamListener(stream, options),
   }
 }

@@ -23,13 +23,22 @@ export type {
 } from './attempts/claim-attempt.ts'
 export { renewLeases } from './attempts/renew-leases.ts'
 export type { HeldLease, LeaseRenewal } from './attempts/renew-leases.ts'
-export { commitTerminal, commitTerminals } from './attempts/commit-terminal.ts'
-export type { CommitTerminalInput, CommitTerminalOutcome } from './attempts/commit-terminal.ts'
+export {
+  commitTerminal,
+  commitTerminals,
+  commitTerminalsReturning,
+} from './attempts/commit-terminal.ts'
+export type {
+  CommitTerminalInput,
+  CommitTerminalOutcome,
+  CommittedTerminal,
+} from './attempts/commit-terminal.ts'
 export { requestCancel, requestCancels } from './attempts/request-cancel.ts'
 export type { RequestCancelInput, RequestCancelOutcome } from './attempts/request-cancel.ts'
 export { commitProcessLoss, findExpiredRunning } from './attempts/reconcile-process-loss.ts'
 export { findStaleAccepted } from './attempts/find-stale-accepted.ts'
 export { getAttempt, getAttempts, inScope } from './attempts/get-attempt.ts'
+export { toAttemptView, toDeliveryView } from './attempts/attempt-view.ts'
 export type { AttemptDelivery, AttemptRecord, ReadScope } from './attempts/get-attempt.ts'
 export { artifactIdFor, buildTerminalProjection } from './attempts/terminal-record.ts'
 export type { HistoryDelta, TerminalResultInput } from './attempts/terminal-record.ts'

@@ -1,8 +1,8 @@
 import { randomUUID } from 'node:crypto'
-import { createDb, getAttempt } from '@baton/store'
+import { createDb, getAttempt, toAttemptView } from '@baton/store'
 import { describe, expect, tenantKey } from '@baton/testing'
 import { apiTest, delegate, startApi } from '../test-support.ts'
-import { readAttemptView, toAttemptView } from './attempt-view.ts'
+import { readAttemptView } from './attempt-view.ts'
 
 describe('attempt views', () => {
   apiTest(

@@ -1,4 +1,9 @@
-import { isTerminalView, type AnyAttemptView } from '@baton/contracts'
+import {
+  isTerminalView,
+  terminalAttemptViewSchema,
+  type AnyAttemptView,
+  type SettledDetail,
+} from '@baton/contracts'
 import type { Db, ReadScope } from '@baton/store'
 import { readAttemptView as readView } from './attempt-view.ts'
 
@@ -6,25 +11,31 @@ import { readAttemptView as readView } from './attempt-view.ts'
  * The API's bounded wait, in one place: the in-process registry of callers waiting for attempts
  * to settle (rung by the settlement listener), the wait on an existing attempt, and submit-and-
  * wait. A wait reads the ledger at most three times and never polls: the bell or the bound ends it.
+ * A bell that carries the terminal view as committed (see `SettledDetail`) spares the last read.
  */
 export interface SettledDoorbell {
-  /** Register interest; call `ring(id)` to wake every waiter for that attempt. */
+  /**
+   * Register interest; call `ring(id)` to wake every waiter for that attempt, with the settlement's
+   * detail when it has one.
+   */
   subscribe(attemptId: string): DoorbellSubscription
-  ring(attemptId: string): void
+  ring(attemptId: string, detail?: SettledDetail): void
   readonly waiting: number
 }
 
 export interface DoorbellSubscription {
   /** Resolves `'rang'` on a ring, `'timeout'` after `timeoutMs`, `'aborted'` when `signal` fires. */
   wait(timeoutMs: number, signal?: AbortSignal): Promise<'rang' | 'timeout' | 'aborted'>
+  /** The detail of the ring that woke this subscription, if it carried one. */
+  readonly detail: SettledDetail | undefined
   cancel(): void
 }
 
 export function createSettledDoorbell(): SettledDoorbell {
-  const waiters = new Map<string, Set<() => void>>()
+  const waiters = new Map<string, Set<(detail: SettledDetail | undefined) => void>>()
   let count = 0
 
-  function remove(attemptId: string, wake: () => void): void {
+  function remove(attemptId: string, wake: (detail: SettledDetail | undefined) => void): void {
     const set = waiters.get(attemptId)
     if (set?.delete(wake) === true) {
       count -= 1
@@ -36,16 +47,18 @@ export function createSettledDoorbell(): SettledDoorbell {
     get waiting() {
       return count
     },
-    ring(attemptId) {
+    ring(attemptId, detail) {
       const set = waiters.get(attemptId)
       if (set === undefined) return
-      for (const wake of [...set]) wake()
+      for (const wake of [...set]) wake(detail)
     },
     subscribe(attemptId) {
       let rang = false
+      let rangWith: SettledDetail | undefined
       let onRing: (() => void) | undefined
-      const wake = (): void => {
+      const wake = (detail: SettledDetail | undefined): void => {
         rang = true
+        rangWith = detail
         remove(attemptId, wake)
         onRing?.()
       }
@@ -57,6 +70,9 @@ export function createSettledDoorbell(): SettledDoorbell {
       set.add(wake)
       count += 1
       return {
+        get detail() {
+          return rangWith
+        },
         cancel: () => remove(attemptId, wake),
         wait(timeoutMs, signal) {
           if (rang) return Promise.resolve('rang')
@@ -98,8 +114,10 @@ export async function awaitAttempt(
   try {
     const second = await readView(deps.db, attemptId, scope)
     if (second === undefined || isTerminalView(second)) return second
-    await subscription.wait(timeoutMs, signal)
-    return await readView(deps.db, attemptId, scope)
+    const woken = await subscription.wait(timeoutMs, signal)
+    return (
+      rungView(woken, subscription, attemptId, scope) ?? (await readView(deps.db, attemptId, scope))
+    )
   } finally {
     subscription.cancel()
   }
@@ -108,7 +126,8 @@ export async function awaitAttempt(
 /**
  * Submit-and-wait: subscribe before the attempt can possibly finish (before `enqueue` runs), so
  * no settlement rings unheard and the ledger need not be read first (the attempt was accepted
- * just now); then await the doorbell or the bound, and read the ledger once.
+ * just now); then await the doorbell or the bound, and read the ledger once, unless the bell
+ * carried the terminal view.
  */
 export async function awaitEnqueued(
   deps: { db: Db; doorbell: SettledDoorbell },
@@ -120,10 +139,34 @@ export async function awaitEnqueued(
   const subscription = deps.doorbell.subscribe(attemptId)
   try {
     await enqueue()
-    await subscription.wait(timeoutMs, signal)
+    const woken = await subscription.wait(timeoutMs, signal)
     // Accepted just now in the caller's namespace: no scope to check.
-    return await readView(deps.db, attemptId, {})
+    return rungView(woken, subscription, attemptId, {}) ?? (await readView(deps.db, attemptId, {}))
   } finally {
     subscription.cancel()
   }
+}
+
+/**
+ * The terminal view a ring carried, when it woke the wait and is one the caller may see: this
+ * attempt's, in `scope`'s namespace, and a well-formed terminal view (a malformed one is not an
+ * answer: the ledger is read instead). It was read in the terminal commit's own statement, and a
+ * terminal outcome never changes, so it answers as a read after the commit would have. Only the
+ * state of a result's delivery moves on after terminal, and a view carried on a bell has none
+ * (see `commitTerminalsReturning`).
+ */
+function rungView(
+  woken: 'rang' | 'timeout' | 'aborted',
+  subscription: DoorbellSubscription,
+  attemptId: string,
+  scope: ReadScope,
+): AnyAttemptView | undefined {
+  const detail = subscription.detail
+  if (woken !== 'rang' || detail === undefined) return undefined
+  if (scope.namespaceId !== undefined && detail.namespaceId !== scope.namespaceId) return undefined
+  const view = detail.view
+  if (!terminalAttemptViewSchema.safeParse(view).success) return undefined
+  // Checked just above; answered as sent, so its fields keep the order every read answers in.
+  const terminal = view as AnyAttemptView
+  return terminal.attemptId === attemptId ? terminal : undefined
 }

@@ -10,13 +10,13 @@ import {
   getRun,
   renewContinuationClaim,
   settleRun,
+  toDeliveryView,
   type ClaimedContinuation,
   type Db,
   type RunRecord,
   type SettleRunOutcome,
 } from '@baton/store'
 import type { Refusal } from '../http/refusals.ts'
-import { toDeliveryView } from './attempt-view.ts'
 import type { SettledDoorbell } from './bounded-wait.ts'
 import { countDeliveries } from './service-metrics.ts'
 

@@ -5,7 +5,7 @@ import type {
   ClaimAttemptOutcome,
   ClaimedAttempt,
   CommitTerminalInput,
-  CommitTerminalOutcome,
+  CommittedTerminal,
   TerminalResultInput,
 } from '@baton/store'
 
@@ -58,7 +58,7 @@ export function traceAttemptJobs(
 
 export interface LedgerCalls {
   readonly claim: (attemptId: string) => Promise<ClaimAttemptOutcome>
-  readonly commit: (input: CommitTerminalInput) => Promise<CommitTerminalOutcome>
+  readonly commit: (input: CommitTerminalInput) => Promise<CommittedTerminal>
 }
 
 /**
@@ -94,9 +94,9 @@ export function traceLedgerCalls(tracing: Tracing, calls: LedgerCalls): LedgerCa
           },
         },
         async (span) => {
-          const outcome = await calls.commit(input)
-          span.setAttribute('baton.outcome', outcome)
-          return outcome
+          const answer = await calls.commit(input)
+          span.setAttribute('baton.outcome', answer.outcome)
+          return answer
         },
       ),
   }

@@ -7,11 +7,12 @@ import { createAttemptQueue, createSettlementPublisher, enqueueAttempt } from '@
 import {
   acceptDelegations,
   claimAttempt,
-  commitTerminal,
+  commitTerminalsReturning,
   getAgentHistory,
   getAttempt,
   type CommitTerminalInput,
   type CommitTerminalOutcome,
+  type CommittedTerminal,
   type Db,
 } from '@baton/store'
 import {
@@ -57,15 +58,16 @@ describe('attempt processor', () => {
     const outcomes: (CommitTerminalOutcome | 'response lost')[] = []
     let dropped = false
     // The first commit reaches the ledger, then its response is lost on the way back.
-    const commit = async (input: CommitTerminalInput): Promise<CommitTerminalOutcome> => {
-      const outcome = await commitTerminal(db, input)
+    const commit = async (input: CommitTerminalInput): Promise<CommittedTerminal> => {
+      const [answer] = await commitTerminalsReturning(db, [input])
+      if (answer === undefined) throw new Error('no answer')
       if (!dropped) {
         dropped = true
         outcomes.push('response lost')
         throw connectionLost()
       }
-      outcomes.push(outcome)
-      return outcome
+      outcomes.push(answer.outcome)
+      return answer
     }
     const harness = startProcessor(
       { db, redisUrl, queuePrefix },
@@ -192,8 +194,11 @@ function startProcessor(
   { db, redisUrl, queuePrefix }: { db: Db; redisUrl: string; queuePrefix: string },
   ownerId: string,
   subagents: WorkerSubagents,
-  commit: (input: CommitTerminalInput) => Promise<CommitTerminalOutcome> = (input) =>
-    commitTerminal(db, input),
+  commit: (input: CommitTerminalInput) => Promise<CommittedTerminal> = async (input) => {
+    const [answer] = await commitTerminalsReturning(db, [input])
+    if (answer === undefined) throw new Error('no answer')
+    return answer
+  },
 ) {
   const publisher = createSettlementPublisher({
     connection: { url: redisUrl },

@@ -13,10 +13,12 @@ import {
   commitProcessLoss,
   getAgentHistory,
   retryTransient,
+  toAttemptView,
+  type AttemptRecord,
   type ClaimAttemptOutcome,
   type ClaimedAttempt,
   type CommitTerminalInput,
-  type CommitTerminalOutcome,
+  type CommittedTerminal,
   type Db,
   type TerminalResultInput,
 } from '@baton/store'
@@ -36,7 +38,7 @@ export interface AttemptProcessorDeps {
   /** Fenced claim for this owner (batched with concurrent claims by the runtime). */
   readonly claim: (attemptId: string) => Promise<ClaimAttemptOutcome>
   /** Fenced terminal commit (batched with concurrent commits by the runtime). */
-  readonly commit: (input: CommitTerminalInput) => Promise<CommitTerminalOutcome>
+  readonly commit: (input: CommitTerminalInput) => Promise<CommittedTerminal>
   readonly heartbeatIntervalMs: number
   /** Child output held at once by this worker (see output-budget.ts). */
   readonly outputBudget: WorkerOutputBudget
@@ -147,7 +149,7 @@ async function claimAndRun(
       return
     }
     execution.beginCommit()
-    const outcome = await commitWithRetry(
+    const answer = await commitWithRetry(
       deps,
       execution,
       withAbortCategory(result, execution.signal),
@@ -156,7 +158,9 @@ async function claimAndRun(
     )
     // Terminal now: stop heartbeating it at once, so no renewal reports the finished lease lost.
     deps.leaseKeeper.release(attemptId)
-    if (outcome === 'committed' || outcome === 'replayed') await ringTerminal(deps, attemptId, log)
+    if (answer.outcome === 'committed' || answer.outcome === 'replayed') {
+      await ringTerminal(deps, attemptId, log, answer.record)
+    }
   } finally {
     jobSignal?.removeEventListener('abort', onJobAbort)
     deps.steering.detach(attemptId)
@@ -254,11 +258,11 @@ async function commitWithRetry(
   terminal: TerminalResultInput,
   traceId: string | undefined,
   log: Logger,
-): Promise<CommitTerminalOutcome | 'abandoned'> {
+): Promise<CommittedTerminal | { readonly outcome: 'abandoned' }> {
   let result = terminal
   let faulted = false
   for (;;) {
-    const outcome = await ownedStoreCall(deps, log, 'committing the terminal', () =>
+    const answer = await ownedStoreCall(deps, log, 'committing the terminal', () =>
       deps.commit({
         attemptId: execution.attemptId,
         ownerId: deps.ownerId,
@@ -267,19 +271,21 @@ async function commitWithRetry(
         traceId,
       }),
     )
+    if (answer === STORE_FAULT) {
+      if (faulted) {
+        log.error('even the store-fault terminal failed; the reconciler will finish this attempt')
+        return { outcome: 'abandoned' }
+      }
+      faulted = true
+      result = storeFaultResult()
+      continue
+    }
+    const { outcome } = answer
     switch (outcome) {
-      case STORE_FAULT:
-        if (faulted) {
-          log.error('even the store-fault terminal failed; the reconciler will finish this attempt')
-          return 'abandoned'
-        }
-        faulted = true
-        result = storeFaultResult()
-        continue
       case 'committed':
       case 'replayed':
         log.debug({ outcome, stopReason: result.stopReason }, 'terminal committed')
-        return outcome
+        return answer
       case 'history_conflict':
         // The history moved on under this attempt: record the outcome, append nothing.
         log.warn('context delta does not extend the agent history; committing without it')
@@ -294,19 +300,28 @@ async function commitWithRetry(
       case 'stale_fence':
       case 'missing':
         log.warn({ outcome }, 'terminal commit refused by the ledger')
-        return outcome
+        return answer
       default:
         return assertNever(outcome)
     }
   }
 }
 
+/**
+ * Rings the settlement's bell; with the attempt as the commit left it, the bell carries its
+ * terminal view, and a caller waiting on it is answered without reading it back.
+ */
 async function ringTerminal(
   deps: AttemptProcessorDeps,
   attemptId: string,
   log: Logger,
+  record?: AttemptRecord,
 ): Promise<void> {
-  await announceSettled(deps.publisher, attemptId, log)
+  const detail =
+    record === undefined
+      ? undefined
+      : { namespaceId: record.namespaceId, view: toAttemptView(record) }
+  await announceSettled(deps.publisher, attemptId, log, detail)
 }
 
 function assertNever(value: never): never {

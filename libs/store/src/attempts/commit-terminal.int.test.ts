@@ -1,7 +1,8 @@
 import { randomUUID } from 'node:crypto'
 import { describe, expect, test } from '@baton/testing'
 import { claimAttempt, claimAttempts } from './claim-attempt.ts'
-import { commitTerminal, commitTerminals } from './commit-terminal.ts'
+import { delegateFrom, sessionWithRun } from '../continuations/test-support.ts'
+import { commitTerminal, commitTerminals, commitTerminalsReturning } from './commit-terminal.ts'
 import { getAttempt } from './get-attempt.ts'
 import { accept, transitions, done } from './test-support.ts'
 
@@ -48,5 +49,49 @@ describe('commitTerminal / commitTerminals', () => {
     ])
     expect(outcomes).toEqual(['committed', 'replayed', 'refused', 'missing'])
     expect(await transitions(db, a.attemptId)).toEqual(['accepted@0', 'claimed@1', 'committed@1'])
+  })
+
+  test('a commit answers each attempt as it left it, the record a read returns; none with a parent run or when it did not apply', async ({
+    db,
+  }) => {
+    const inline = await accept(db)
+    const large = await accept(db)
+    const [ci, cl] = await claimAttempts(db, {
+      ownerId: 'w1',
+      leaseTtlMs: 10_000,
+      attemptIds: [inline.attemptId, large.attemptId],
+    })
+    if (ci?.kind !== 'claimed' || cl?.kind !== 'claimed') throw new Error('not claimed')
+    const parented = await delegateFrom(db, await sessionWithRun(db))
+    const fence = { ownerId: 'w1', ownerGeneration: 1 }
+    const answers = await commitTerminalsReturning(db, [
+      { ...fence, attemptId: inline.attemptId, result: done },
+      // Above the inline bound: stored in an artifact, in a transaction of its own.
+      { ...fence, attemptId: large.attemptId, result: { ...done, output: 'x'.repeat(10_000) } },
+      {
+        attemptId: parented.attemptId,
+        ownerId: 'worker',
+        ownerGeneration: parented.generation,
+        result: done,
+      },
+      { ...fence, attemptId: randomUUID(), result: done },
+    ])
+    expect(answers.map((a) => a.outcome)).toEqual([
+      'committed',
+      'committed',
+      'committed',
+      'missing',
+    ])
+    expect(answers[0]?.record).toEqual(await getAttempt(db, inline.attemptId))
+    expect(answers[1]?.record).toEqual(await getAttempt(db, large.attemptId))
+    expect(answers[1]?.record?.artifact).not.toBeNull()
+    // Its delivery is written by a trigger of the commit, which the commit's own read cannot see.
+    expect((await getAttempt(db, parented.attemptId))?.delivery).not.toBeNull()
+    expect(answers[2]).toEqual({ outcome: 'committed' })
+    expect(answers[3]).toEqual({ outcome: 'missing' })
+    // A retry after a lost answer is replayed and reads nothing back.
+    expect(
+      await commitTerminalsReturning(db, [{ ...fence, attemptId: inline.attemptId, result: done }]),
+    ).toEqual([{ outcome: 'replayed' }])
   })
 })

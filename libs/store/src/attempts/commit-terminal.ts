@@ -3,6 +3,12 @@ import type { Db } from '../db.ts'
 import { reserveArtifactBytes } from '../artifacts/reserve-artifact-bytes.ts'
 import { DEFAULT_RESULT_POLICY, type ResultPolicy } from '../artifacts/result-policy.ts'
 import { historyLength } from './agent-history.ts'
+import {
+  UNDELIVERED_READ_COLUMNS,
+  toAttemptRecord,
+  type AttemptReadRow,
+  type AttemptRecord,
+} from './get-attempt.ts'
 import { toStoredJson } from './stored-json.ts'
 import {
   SET_TERMINAL_FROM_INPUT,
@@ -38,6 +44,17 @@ export type CommitTerminalOutcome =
    */
   | 'history_conflict'
   | 'missing'
+
+/** A commit's outcome and, when it applied, the attempt as it left it (see `commitTerminalsReturning`). */
+export interface CommittedTerminal {
+  readonly outcome: CommitTerminalOutcome
+  /**
+   * The attempt as the commit left it, read in the commit's own statement, exactly as `getAttempt`
+   * reads it: present when the outcome is `committed` and the delegation named no parent run.
+   * With a parent run, the delivery a trigger of that statement records is not visible to it.
+   */
+  readonly record?: AttemptRecord
+}
 
 interface AttemptState {
   readonly status: string
@@ -78,19 +95,33 @@ export async function commitTerminals(
   inputs: readonly CommitTerminalInput[],
   policy: ResultPolicy = DEFAULT_RESULT_POLICY,
 ): Promise<CommitTerminalOutcome[]> {
+  const answers = await commitTerminalsReturning(db, inputs, policy)
+  return answers.map((answer) => answer.outcome)
+}
+
+/**
+ * `commitTerminals`, answering with each outcome the attempt as its commit left it (when it
+ * applied, and the delegation named no parent run): whoever announces the settlement can hand the
+ * terminal view on, and a waiter need not read it back.
+ */
+export async function commitTerminalsReturning(
+  db: Db,
+  inputs: readonly CommitTerminalInput[],
+  policy: ResultPolicy = DEFAULT_RESULT_POLICY,
+): Promise<CommittedTerminal[]> {
   if (inputs.length === 0) return []
   const rows = inputs.map((input) => candidate(input, policy))
   const inline = rows.filter((r) => r.content === undefined)
-  const [inlineOutcomes, artifactOutcomes] = await Promise.all([
+  const [inlineAnswers, artifactAnswers] = await Promise.all([
     commitInline(db, inline),
     Promise.all(
       rows.filter((r) => r.content !== undefined).map((r) => commitWithArtifact(db, r, policy)),
     ),
   ])
   return rows.map((r) => {
-    const outcome = (r.content === undefined ? inlineOutcomes : artifactOutcomes).shift()
-    if (outcome === undefined) throw new Error('commitTerminals lost an outcome')
-    return outcome
+    const answer = (r.content === undefined ? inlineAnswers : artifactAnswers).shift()
+    if (answer === undefined) throw new Error('commitTerminals lost an outcome')
+    return answer
   })
 }
 
@@ -132,19 +163,19 @@ function candidate(input: CommitTerminalInput, policy: ResultPolicy): Candidate 
 }
 
 /** Inline results: one statement for all, then one read to classify those that did not apply. */
-async function commitInline(db: Db, rows: readonly Candidate[]): Promise<CommitTerminalOutcome[]> {
+async function commitInline(db: Db, rows: readonly Candidate[]): Promise<CommittedTerminal[]> {
   if (rows.length === 0) return []
   // Only the first input naming an attempt is applied; any repeat is classified afterwards.
   const firstIndex = new Map<string, number>()
   rows.forEach((r, i) => {
     if (!firstIndex.has(r.input.attemptId)) firstIndex.set(r.input.attemptId, i)
   })
-  const appliedIds = await applyTerminals(
+  const applied = await applyTerminals(
     db,
     rows.filter((r, i) => firstIndex.get(r.input.attemptId) === i),
   )
   const committed = (i: number, attemptId: string): boolean =>
-    appliedIds.has(attemptId) && firstIndex.get(attemptId) === i
+    applied.has(attemptId) && firstIndex.get(attemptId) === i
   const toClassify = rows.filter((r, i) => !committed(i, r.input.attemptId))
   const states = new Map<string, AttemptState>()
   if (toClassify.length > 0) {
@@ -154,11 +185,11 @@ async function commitInline(db: Db, rows: readonly Candidate[]): Promise<CommitT
     `.execute(db)
     for (const row of current.rows) states.set(row.id, row)
   }
-  return rows.map((row, i): CommitTerminalOutcome => {
-    if (committed(i, row.input.attemptId)) return 'committed'
+  return rows.map((row, i): CommittedTerminal => {
+    if (committed(i, row.input.attemptId)) return committedAnswer(applied.get(row.input.attemptId))
     // Owned and live but not applied: it lost the row to a concurrent statement; the lease is the
     // safe answer (a retry re-classifies).
-    return classify(states.get(row.input.attemptId), row) ?? 'lease_lost'
+    return { outcome: classify(states.get(row.input.attemptId), row) ?? 'lease_lost' }
   })
 }
 
@@ -174,7 +205,7 @@ async function commitWithArtifact(
   db: Db,
   row: Candidate,
   policy: ResultPolicy,
-): Promise<CommitTerminalOutcome> {
+): Promise<CommittedTerminal> {
   const { input, content, projection } = row
   const artifact = projection.artifact
   if (content === undefined || artifact === undefined) {
@@ -186,7 +217,7 @@ async function commitWithArtifact(
     `.execute(trx)
     const state = locked.rows[0]
     const refusal = classify(state, row)
-    if (refusal !== undefined || state === undefined) return refusal ?? 'missing'
+    if (refusal !== undefined || state === undefined) return { outcome: refusal ?? 'missing' }
     const admitted =
       content.length <= policy.artifactMaxBytes &&
       (await reserveArtifactBytes(trx, state.namespace_id, content.length, policy))
@@ -203,8 +234,14 @@ async function commitWithArtifact(
     if (!applied.has(input.attemptId)) {
       throw new Error('a terminal commit did not apply under its own row lock')
     }
-    return 'committed'
+    return committedAnswer(applied.get(input.attemptId))
   })
+}
+
+function committedAnswer(row: AttemptReadRow | undefined): CommittedTerminal {
+  return row === undefined || row.parent_run_id !== null
+    ? { outcome: 'committed' }
+    : { outcome: 'committed', record: toAttemptRecord(row) }
 }
 
 const STATE_COLUMNS = sql`
@@ -237,9 +274,13 @@ function classify(
 
 /**
  * The fenced terminal statement: applies each row whose fence holds and whose delta extends its
- * agent's history, with its audit row and history events. Answers the ids it applied.
+ * agent's history, with its audit row and history events. Answers the attempts it applied, each
+ * read as it left it (its delivery excepted: see `CommittedTerminal`).
  */
-async function applyTerminals(db: Db, rows: readonly Candidate[]): Promise<ReadonlySet<string>> {
+async function applyTerminals(
+  db: Db,
+  rows: readonly Candidate[],
+): Promise<ReadonlyMap<string, AttemptReadRow>> {
   const delta = rows.flatMap(({ input, events }) =>
     events.map((event, offset) => ({
       attemptId: input.attemptId,
@@ -258,7 +299,7 @@ async function applyTerminals(db: Db, rows: readonly Candidate[]): Promise<Reado
     rows.length === 1 && only !== undefined
       ? sql`where a.id = ${only.input.attemptId} and i.id = a.id and a.status = ${'running'}`
       : sql`where a.id = i.id and a.status = 'running'`
-  const applied = await sql<{ id: string }>`
+  const applied = await sql<AttemptReadRow>`
     with i as (${terminalInput(rows.map((r) => ({ ...r, ownerId: r.input.ownerId })))}),
     c as (
       update attempts a
@@ -269,7 +310,7 @@ async function applyTerminals(db: Db, rows: readonly Candidate[]): Promise<Reado
         and a.owner_generation = i.generation
         and a.lease_expires_at > now()
         and (i.context_base is null or i.context_base = ${historyLength(sql.ref('a.agent_id'))})
-      returning a.id, a.agent_id, a.owner_id, a.owner_generation
+      returning a.*
     ), t as (
       insert into attempt_transitions (attempt_id, from_status, to_status, event, owner_id, owner_generation)
       select id, 'running', 'terminal', 'committed', owner_id, owner_generation from c
@@ -283,7 +324,8 @@ async function applyTerminals(db: Db, rows: readonly Candidate[]): Promise<Reado
       ) as d(attempt_id, seq, event)
       join c on c.id = d.attempt_id
     )
-    select id from c
+    select ${UNDELIVERED_READ_COLUMNS}
+    from c a left join artifacts art on art.id = a.artifact_id
   `.execute(db)
-  return new Set(applied.rows.map((r) => r.id))
+  return new Map(applied.rows.map((row) => [row.id, row]))
 }

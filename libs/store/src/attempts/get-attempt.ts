@@ -4,7 +4,7 @@ import type { Db } from '../db.ts'
 import { TRANSIENT_READ_RETRY, retryTransient } from '../pg-errors.ts'
 import type { AttemptRow, ContinuationRow } from '../schema.ts'
 
-/** One attempt as the ledger holds it (no lease fields); the public view is the API's to shape. */
+/** One attempt as the ledger holds it (no lease fields); `toAttemptView` shapes its public view. */
 export interface AttemptRecord {
   readonly id: string
   readonly namespaceId: string
@@ -142,9 +142,24 @@ interface ArtifactColumns {
   readonly artifact_expires_at: Date | null
 }
 
-function toAttemptRecord(
-  row: AttemptRow & DeliveryColumns & ArtifactColumns & { readonly steering_delivered: number },
-): AttemptRecord {
+/** A row of the one attempt read: `toAttemptRecord` makes it a record. */
+export type AttemptReadRow = AttemptRow &
+  DeliveryColumns &
+  ArtifactColumns & { readonly steering_delivered: number }
+
+/**
+ * The columns of an attempt read, over an attempt row named `a` (all its columns) and its artifact
+ * named `art`, for a statement that knows the attempt has no delivery: one without a parent run.
+ * A terminal commit reads its attempts back with these (see `commitTerminalsReturning`).
+ */
+export const UNDELIVERED_READ_COLUMNS = sql`
+  a.*, ${STEERING_DELIVERED} as steering_delivered,
+  null as delivery_state, null as delivery_digest, null as delivery_consumer,
+  null as delivery_suppression, null as delivery_suppression_run,
+  art.bytes as artifact_bytes, art.digest as artifact_digest, art.expires_at as artifact_expires_at
+`
+
+export function toAttemptRecord(row: AttemptReadRow): AttemptRecord {
   return {
     id: row.id,
     namespaceId: row.namespace_id,

@@ -51,7 +51,8 @@ export const WORKER_COMMAND_NAMES: readonly WorkerCommandName[] = ['cancel', 'st
  * What the committer of a terminal outcome may add to its settlement: the attempt's namespace and
  * its terminal view as committed, read in the commit's own statement. A wait that hears it answers
  * with it instead of reading the ledger back. The view stays unchecked here: only a waiter checks
- * it (against `terminalAttemptViewSchema`), so a settlement nobody waits for costs nothing more.
+ * it (against `terminalAttemptViewSchema`), so a settlement nobody waits for costs its listener
+ * no more than parsing its JSON.
  */
 export const settledDetailSchema = z.object({ namespaceId: z.string(), view: z.unknown() })
 export type SettledDetail = z.infer<typeof settledDetailSchema>

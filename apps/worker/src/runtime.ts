@@ -16,7 +16,7 @@ import {
   createWorkerCommandListener,
   type StreamListener,
 } from '@baton/queue'
-import { createDb, type CreateDbOptions, type Db } from '@baton/store'
+import { createDb, ledgerMaintenanceGaps, type CreateDbOptions, type Db } from '@baton/store'
 import type { WorkerConfig } from './config.ts'
 import { createLeaseKeeper } from './lease/lease-keeper.ts'
 import { createClaimBatcher, createCommitBatcher } from './ledger-batchers.ts'
@@ -224,9 +224,27 @@ export function createWorkerRuntime(
       reconciler.start()
       void worker.run().catch((error: unknown) => log.error({ err: error }, 'queue worker stopped'))
       await worker.waitUntilReady()
+      await warnOfLedgerMaintenance(db, log)
       log.info({ concurrency: config.concurrency }, WORKER_READY_MESSAGE)
     },
     isStopped: () => stopped,
     shutdownChecked,
   }
 }
+
+/**
+ * A ledger Postgres does not maintain still works, slower as attempts accumulate (see
+ * `ledgerMaintenanceGaps`): say so once, at start, one warning per reason.
+ */
+async function warnOfLedgerMaintenance(db: Db, log: Logger): Promise<void> {
+  try {
+    for (const gap of await ledgerMaintenanceGaps(db)) {
+      log.warn({ gap }, LEDGER_NOT_MAINTAINED_MESSAGE)
+    }
+  } catch (error) {
+    log.warn({ err: error }, 'could not read whether Postgres maintains the ledger')
+  }
+}
+
+export const LEDGER_NOT_MAINTAINED_MESSAGE =
+  'Postgres does not maintain the ledger: its statistics go stale and dead rows pile up, so ledger statements slow down as attempts accumulate; turn autovacuum on (see the README requirements)'

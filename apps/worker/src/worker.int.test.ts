@@ -1,3 +1,4 @@
+import { Writable } from 'node:stream'
 import { sql } from 'kysely'
 import pg from 'pg'
 import { Queue } from 'bullmq'
@@ -11,8 +12,10 @@ import {
 import { getAttempt, recordSteering, toAttemptView } from '@baton/store'
 import { NO_START_CAPABILITIES, type SubagentProvider, type SubagentResult } from '@baton/subagents'
 import { describe, eventually, expect, test, transitionEvents } from '@baton/testing'
+import { LEDGER_NOT_MAINTAINED_MESSAGE } from './runtime.ts'
 import { ShutdownCancelledError, ShutdownDeadlineError } from './shutdown.ts'
 import { createScriptedPromptProvider } from '@baton/agents'
+import { createLogger } from '@baton/observability'
 import { accept, enqueue, startRuntime, untilTerminal } from './test-support.ts'
 
 /** Wraps the scripted provider to count executions and record whether the child saw an abort. */
@@ -94,6 +97,47 @@ describe('worker', () => {
     } finally {
       await listener.close()
       await worker.shutdownChecked(5_000)
+    }
+  })
+
+  test('at start a worker warns, once per reason, when Postgres does not maintain the ledger', async ({
+    db,
+    databaseUrl,
+    redisUrl,
+    queuePrefix,
+    track,
+  }) => {
+    const ctx = { databaseUrl, redisUrl, queuePrefix, track }
+    const server = await sql<{ autovacuum: string }>`
+      select current_setting('autovacuum') as autovacuum
+    `.execute(db)
+    const serverGaps =
+      server.rows[0]?.autovacuum === 'on' ? [] : ['autovacuum is off on the Postgres server']
+    const warnedGaps = async (): Promise<unknown[]> => {
+      const lines: string[] = []
+      const sink = new Writable({
+        write(chunk: Buffer, _encoding, done) {
+          lines.push(chunk.toString())
+          done()
+        },
+      })
+      const logger = createLogger({ service: 'test', level: 'warn', destination: sink })
+      const runtime = await startRuntime(ctx, undefined, {}, { logger })
+      await runtime.shutdownChecked(5_000)
+      return lines
+        .map((line) => JSON.parse(line) as { msg: string; gap?: string })
+        .filter((entry) => entry.msg === LEDGER_NOT_MAINTAINED_MESSAGE)
+        .map((entry) => entry.gap)
+    }
+    expect(await warnedGaps()).toEqual(serverGaps)
+    await sql`alter table attempts set (autovacuum_enabled = false)`.execute(db)
+    try {
+      expect(await warnedGaps()).toEqual([
+        ...serverGaps,
+        'autovacuum is disabled on the attempts table (autovacuum_enabled=false)',
+      ])
+    } finally {
+      await sql`alter table attempts reset (autovacuum_enabled)`.execute(db)
     }
   })
 

@@ -44,6 +44,7 @@ export { artifactIdFor, buildTerminalProjection } from './attempts/terminal-reco
 export type { HistoryDelta, TerminalResultInput } from './attempts/terminal-record.ts'
 export { getAgentHistory } from './attempts/agent-history.ts'
 export { pingStore } from './ping.ts'
+export { ledgerMaintenanceGaps } from './maintenance.ts'
 export { createGroupBatcher } from './batching/group-batcher.ts'
 export type { GroupBatcher, GroupBatcherOptions } from './batching/group-batcher.ts'
 export {

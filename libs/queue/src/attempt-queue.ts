@@ -47,12 +47,22 @@ export function attemptJob(attempt: string | AttemptJob): AttemptJobSpec {
   return { name: ATTEMPT_JOB_NAME, data, opts: { jobId: data.attemptId } }
 }
 
-/** Enqueue attempts in one round trip. Attempts whose job exists are left as they are. */
+/**
+ * Enqueue attempts in one round trip. Attempts whose job exists are left as they are. A lone
+ * attempt (every enqueue at rest) is one `add`, sent without the pipeline `addBulk` builds (see
+ * UNPIPELINED_COMMANDS).
+ */
 export async function enqueueAttempts(
   queue: AttemptQueue,
   attempts: readonly (string | AttemptJob)[],
 ): Promise<void> {
-  if (attempts.length === 0) return
+  const [only] = attempts
+  if (only === undefined) return
+  if (attempts.length === 1) {
+    const job = attemptJob(only)
+    await queue.add(job.name, job.data, job.opts)
+    return
+  }
   await queue.addBulk(attempts.map(attemptJob))
 }
 

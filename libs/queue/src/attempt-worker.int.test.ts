@@ -1,3 +1,4 @@
+import { once } from 'node:events'
 import { Queue, Worker } from 'bullmq'
 import type { Redis } from 'ioredis'
 import { describe, expect, test } from '@baton/testing'
@@ -161,56 +162,92 @@ describe('attempt worker', () => {
     }
   })
 
-  test('a job that ends the wait for arrivals starts before the worker asks Redis again; plain BullMQ asks first', async ({
+  test('a job that ends the wait for arrivals starts before the worker asks Redis again', async ({
     redisUrl,
     queuePrefix,
   }) => {
-    // Whether the last fetch that reached Redis took a job, seen by each job as it starts.
+    // Whether no fetch was sent to Redis since the one that took a job, seen by each job as it
+    // starts. The loop sends one fetch at a time.
     const fetch = Worker.prototype as unknown as {
       moveToActive: (...args: unknown[]) => Promise<unknown>
     }
     const moveToActive = fetch.moveToActive
-    let lastFetchTookJob = false
+    let fetchesSinceTake = 0
     fetch.moveToActive = async function (this: unknown, ...args: unknown[]) {
+      fetchesSinceTake += 1
       const job = await moveToActive.apply(this, args)
-      lastFetchTookJob = job !== undefined
+      if (job !== undefined) fetchesSinceTake = 0
       return job
     }
     const jobs = 10
-    const seen: Record<string, boolean[]> = {}
+    const atStart: boolean[] = []
+    const { worker, close } = await openQueue(
+      redisUrl,
+      queuePrefix,
+      'woken',
+      AttemptWorker,
+      10,
+      async () => {
+        atStart.push(fetchesSinceTake === 0)
+        return 'done'
+      },
+    )
+    // Jobs come from another process's connection, as the API adds them.
+    const api = createRedisConnection(redisUrl, 'api', { autoPipelining: true })
+    const producer = new Queue('woken', { connection: api, prefix: queuePrefix })
     try {
-      const kinds: [string, WorkerClass][] = [
-        ['attempt', AttemptWorker],
-        ['plain', Worker],
-      ]
-      for (const [kind, WorkerClass] of kinds) {
-        const atStart: boolean[] = []
-        const name = `woken-${kind}`
-        const { queue, worker, close } = await openQueue(
-          redisUrl,
-          queuePrefix,
-          name,
-          WorkerClass,
-          10,
-          async () => {
-            atStart.push(lastFetchTookJob)
-            return 'done'
-          },
-        )
-        try {
-          void worker.run()
-          await runOneAtATime(worker, queue, jobs, false)
-          seen[kind] = atStart
-        } finally {
-          await close()
-        }
-      }
+      // Every job arrives while the loop waits: the first one too, once its first fetch found the
+      // queue empty (a job added before that fetch is taken by it, and never waited for).
+      const waiting = once(worker, 'drained')
+      void worker.run()
+      await waiting
+      await runOneAtATime(worker, producer, jobs, false)
     } finally {
       fetch.moveToActive = moveToActive
+      await producer.close()
+      api.disconnect()
+      await close()
     }
-    // The attempt worker starts each job before it fetches again; plain BullMQ, at rest, first
-    // fetches again in vain (not always: a fetch result its loop has not consumed yet changes it).
-    expect(seen.attempt).toEqual(Array(jobs).fill(true))
-    expect(seen.plain).toContain(false)
+    // BullMQ's own loop may fetch once more before it starts a job its wait ended with (whether
+    // it does depends on how the wait ended); this one never does.
+    expect(atStart).toEqual(Array(jobs).fill(true))
+  })
+
+  test('the fetch after one that ended the wait with a job answers none without asking Redis', async ({
+    redisUrl,
+    queuePrefix,
+  }) => {
+    const redisFetches = { count: 0 }
+    const fetch = Worker.prototype as unknown as {
+      moveToActive: (...args: unknown[]) => Promise<unknown>
+    }
+    const moveToActive = fetch.moveToActive
+    fetch.moveToActive = function (this: unknown, ...args: unknown[]) {
+      redisFetches.count += 1
+      return moveToActive.apply(this, args)
+    }
+    const { queue, worker, close } = await openQueue(
+      redisUrl,
+      queuePrefix,
+      'woken-fetch',
+      AttemptWorker,
+      10,
+    )
+    const loopFetch = (token: string) =>
+      (worker as unknown as { moveToActive(token: string): Promise<unknown> }).moveToActive(token)
+    try {
+      expect(await loopFetch('t0')).toBeUndefined() // the queue is empty: the loop would wait
+      await queue.add('job', { i: 1 })
+      expect(await loopFetch('t1')).toMatchObject({ data: { i: 1 } }) // the wait ended with a job
+      expect(redisFetches.count).toBe(2)
+      expect(await loopFetch('t2')).toBeUndefined() // that job starts first
+      expect(redisFetches.count).toBe(2)
+      await queue.add('job', { i: 2 })
+      expect(await loopFetch('t3')).toMatchObject({ data: { i: 2 } }) // then the loop asks again
+      expect(redisFetches.count).toBe(3)
+    } finally {
+      fetch.moveToActive = moveToActive
+      await close()
+    }
   })
 })

@@ -17,7 +17,7 @@ import { Worker, type Job, type JobJson, type Span } from 'bullmq'
  * while the loop fetches is taken by its next fetch. Only jobs that arrive while every slot is
  * busy and the last fetch found the queue empty go through the marker: one round trip more.
  *
- * When the loop's wait for arrivals ends with a job, BullMQ fetches once more before it starts
+ * When the loop's wait for arrivals ends with a job, BullMQ can fetch once more before it starts
  * that job; at rest that fetch finds nothing and holds the job back a round trip. Here that one
  * fetch reports no job without asking Redis: the job starts at once, and the loop's next fetch,
  * right after, asks Redis for real. Until it has, a finished job does not ask either.

@@ -1,7 +1,10 @@
+import { randomUUID } from 'node:crypto'
 import { Queue, Worker } from 'bullmq'
 import type { Redis } from 'ioredis'
 import { describe, expect, test } from '@baton/testing'
+import { createAttemptQueue, enqueueAttempts } from './attempt-queue.ts'
 import { createRedisConnection, UNPIPELINED_COMMANDS } from './connection.ts'
+import { createStreamPublisher } from './event-stream.ts'
 
 /** Counts the pipelines ioredis builds on `connection` (auto-pipelining builds them this way). */
 function countPipelines(connection: Redis): { readonly count: number } {
@@ -55,6 +58,39 @@ describe('redis connection', () => {
       expect(pipelines.count).toBe(1)
     } finally {
       await worker.close()
+      connection.disconnect()
+    }
+  })
+
+  test("a lone enqueue and a stream's bell build no pipeline; a batch of enqueues builds one", async ({
+    redisUrl,
+    queuePrefix,
+  }) => {
+    const connection = createRedisConnection(redisUrl, 'test', { autoPipelining: true })
+    const queue = createAttemptQueue({ connection, prefix: queuePrefix })
+    const bells = createStreamPublisher('bells', { connection, prefix: queuePrefix })
+    try {
+      // The queue's first add also writes its metadata, once (an auto-pipelined `hset`).
+      await enqueueAttempts(queue, [randomUUID()])
+      const pipelines = countPipelines(connection)
+      const lone = randomUUID()
+      await enqueueAttempts(queue, [lone])
+      await bells.publish({ eventName: 'rang', attemptId: lone })
+      expect(pipelines.count).toBe(0)
+      // Several attempts leave together, in the one pipeline of `addBulk`.
+      const batch = [randomUUID(), randomUUID()]
+      await enqueueAttempts(queue, batch)
+      expect(pipelines.count).toBe(1)
+      // The lone job is the same job a batch makes, and adding it again leaves it as it is.
+      const first = await queue.getJob(lone)
+      expect(first?.data).toEqual({ attemptId: lone })
+      expect(first?.opts).toMatchObject({ removeOnComplete: true, attempts: 5 })
+      await enqueueAttempts(queue, [{ attemptId: lone, traceparent: 'ignored' }])
+      expect((await queue.getJob(lone))?.data).toEqual({ attemptId: lone })
+      expect(await queue.getJobCounts('waiting')).toEqual({ waiting: 4 })
+    } finally {
+      await bells.close()
+      await queue.close()
       connection.disconnect()
     }
   })

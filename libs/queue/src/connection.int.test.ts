@@ -4,7 +4,6 @@ import type { Redis } from 'ioredis'
 import { describe, expect, test } from '@baton/testing'
 import { createAttemptQueue, enqueueAttempts } from './attempt-queue.ts'
 import { createRedisConnection, UNPIPELINED_COMMANDS } from './connection.ts'
-import { createStreamPublisher } from './event-stream.ts'
 
 /** Counts the pipelines ioredis builds on `connection` (auto-pipelining builds them this way). */
 function countPipelines(connection: Redis): { readonly count: number } {
@@ -62,20 +61,18 @@ describe('redis connection', () => {
     }
   })
 
-  test("a lone enqueue and a stream's bell build no pipeline; a batch of enqueues builds one", async ({
+  test('a lone enqueue builds no pipeline; a batch of enqueues builds one', async ({
     redisUrl,
     queuePrefix,
   }) => {
     const connection = createRedisConnection(redisUrl, 'test', { autoPipelining: true })
     const queue = createAttemptQueue({ connection, prefix: queuePrefix })
-    const bells = createStreamPublisher('bells', { connection, prefix: queuePrefix })
     try {
       // The queue's first add also writes its metadata, once (an auto-pipelined `hset`).
       await enqueueAttempts(queue, [randomUUID()])
       const pipelines = countPipelines(connection)
       const lone = randomUUID()
       await enqueueAttempts(queue, [lone])
-      await bells.publish({ eventName: 'rang', attemptId: lone })
       expect(pipelines.count).toBe(0)
       // Several attempts leave together, in the one pipeline of `addBulk`.
       const batch = [randomUUID(), randomUUID()]
@@ -89,7 +86,6 @@ describe('redis connection', () => {
       expect((await queue.getJob(lone))?.data).toEqual({ attemptId: lone })
       expect(await queue.getJobCounts('waiting')).toEqual({ waiting: 4 })
     } finally {
-      await bells.close()
       await queue.close()
       connection.disconnect()
     }

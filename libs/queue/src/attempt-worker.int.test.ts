@@ -65,6 +65,30 @@ async function runJob(job: { data: unknown }): Promise<string> {
 
 type WorkerClass = typeof Worker<unknown, unknown>
 
+/**
+ * Counts the loop's fetches as BullMQ's worker sends them to Redis (`moveToActive`, which an
+ * AttemptWorker calls unless it answers a fetch itself): all of them, and those sent since the
+ * last one that took a job. `restore` puts BullMQ's own method back.
+ */
+function countRedisFetches() {
+  const fetch = Worker.prototype as unknown as {
+    moveToActive: (...args: unknown[]) => Promise<unknown>
+  }
+  const moveToActive = fetch.moveToActive
+  const counts = { sent: 0, sinceTake: 0, restore: () => {} }
+  counts.restore = () => {
+    fetch.moveToActive = moveToActive
+  }
+  fetch.moveToActive = async function (this: unknown, ...args: unknown[]) {
+    counts.sent += 1
+    counts.sinceTake += 1
+    const job = await moveToActive.apply(this, args)
+    if (job !== undefined) counts.sinceTake = 0
+    return job
+  }
+  return counts
+}
+
 /** A queue and a stopped worker of `Class` on one auto-pipelined connection, as Baton runs them. */
 async function openQueue(
   redisUrl: string,
@@ -168,17 +192,7 @@ describe('attempt worker', () => {
   }) => {
     // Whether no fetch was sent to Redis since the one that took a job, seen by each job as it
     // starts. The loop sends one fetch at a time.
-    const fetch = Worker.prototype as unknown as {
-      moveToActive: (...args: unknown[]) => Promise<unknown>
-    }
-    const moveToActive = fetch.moveToActive
-    let fetchesSinceTake = 0
-    fetch.moveToActive = async function (this: unknown, ...args: unknown[]) {
-      fetchesSinceTake += 1
-      const job = await moveToActive.apply(this, args)
-      if (job !== undefined) fetchesSinceTake = 0
-      return job
-    }
+    const fetches = countRedisFetches()
     const jobs = 10
     const atStart: boolean[] = []
     const { worker, close } = await openQueue(
@@ -188,7 +202,7 @@ describe('attempt worker', () => {
       AttemptWorker,
       10,
       async () => {
-        atStart.push(fetchesSinceTake === 0)
+        atStart.push(fetches.sinceTake === 0)
         return 'done'
       },
     )
@@ -203,7 +217,7 @@ describe('attempt worker', () => {
       await waiting
       await runOneAtATime(worker, producer, jobs, false)
     } finally {
-      fetch.moveToActive = moveToActive
+      fetches.restore()
       await producer.close()
       api.disconnect()
       await close()
@@ -217,15 +231,7 @@ describe('attempt worker', () => {
     redisUrl,
     queuePrefix,
   }) => {
-    const redisFetches = { count: 0 }
-    const fetch = Worker.prototype as unknown as {
-      moveToActive: (...args: unknown[]) => Promise<unknown>
-    }
-    const moveToActive = fetch.moveToActive
-    fetch.moveToActive = function (this: unknown, ...args: unknown[]) {
-      redisFetches.count += 1
-      return moveToActive.apply(this, args)
-    }
+    const fetches = countRedisFetches()
     const { queue, worker, close } = await openQueue(
       redisUrl,
       queuePrefix,
@@ -239,14 +245,14 @@ describe('attempt worker', () => {
       expect(await loopFetch('t0')).toBeUndefined() // the queue is empty: the loop would wait
       await queue.add('job', { i: 1 })
       expect(await loopFetch('t1')).toMatchObject({ data: { i: 1 } }) // the wait ended with a job
-      expect(redisFetches.count).toBe(2)
+      expect(fetches.sent).toBe(2)
       expect(await loopFetch('t2')).toBeUndefined() // that job starts first
-      expect(redisFetches.count).toBe(2)
+      expect(fetches.sent).toBe(2)
       await queue.add('job', { i: 2 })
       expect(await loopFetch('t3')).toMatchObject({ data: { i: 2 } }) // then the loop asks again
-      expect(redisFetches.count).toBe(3)
+      expect(fetches.sent).toBe(3)
     } finally {
-      fetch.moveToActive = moveToActive
+      fetches.restore()
       await close()
     }
   })

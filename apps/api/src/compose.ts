@@ -77,10 +77,13 @@ export async function composeApi(
   const redis = createRedisConnection(config.redisUrl, 'baton-api', { autoPipelining: true })
   const queue = createAttemptQueue({ connection: redis, prefix: config.queuePrefix })
   const workerCommands = createWorkerCommandPublisher({
-    connection: redis,
+    redisUrl: config.redisUrl,
     prefix: config.queuePrefix,
   })
-  const settlements = createSettlementPublisher({ connection: redis, prefix: config.queuePrefix })
+  const settlements = createSettlementPublisher({
+    redisUrl: config.redisUrl,
+    prefix: config.queuePrefix,
+  })
   const doorbell = createSettledDoorbell()
   // Any settlement may have admitted a continuation: it also wakes every bounded claim.
   const claimBell = createSettledDoorbell()

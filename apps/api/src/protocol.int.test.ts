@@ -69,7 +69,7 @@ describe('API protocol rules', () => {
 
     // The bell, not a poll, ends a wait early: settle the attempt a moment into a long wait.
     const publisher = createSettlementPublisher({
-      connection: { url: ctx.redisUrl },
+      redisUrl: ctx.redisUrl,
       prefix: ctx.queuePrefix,
     })
     try {

@@ -81,7 +81,10 @@ export function createWorkerRuntime(
     autoPipelining: true,
   })
   const queue = createAttemptQueue({ connection, prefix: config.queuePrefix })
-  const publisher = createSettlementPublisher({ connection, prefix: config.queuePrefix })
+  const publisher = createSettlementPublisher({
+    redisUrl: config.redisUrl,
+    prefix: config.queuePrefix,
+  })
   const metrics = createWorkerMetrics({
     queueJobs: () => queue.getJobCounts(),
     onError: (source, error) => log.warn({ err: error, source }, 'metrics source failed'),

@@ -271,7 +271,7 @@ describe('worker', () => {
     const ctx = { db, databaseUrl, redisUrl, queuePrefix, track, redis }
     const inner = createScriptedPromptProvider()
     const publisher = createWorkerCommandPublisher({
-      connection: { url: ctx.redisUrl },
+      redisUrl: ctx.redisUrl,
       prefix: ctx.queuePrefix,
     })
     // The next child to start records a message for this attempt and rings its bell, then lets
@@ -359,7 +359,7 @@ describe('worker', () => {
       prefix: ctx.queuePrefix,
     })
     const publisher = createWorkerCommandPublisher({
-      connection: { url: ctx.redisUrl },
+      redisUrl: ctx.redisUrl,
       prefix: ctx.queuePrefix,
     })
     try {
@@ -529,7 +529,7 @@ describe('worker', () => {
       await new Promise((r) => setTimeout(r, 400)) // at least one heartbeat is now stuck
       // Cancellation arrives by event and reaches the child while the heartbeat is stuck.
       const publisher = createWorkerCommandPublisher({
-        connection: { url: ctx.redisUrl },
+        redisUrl: ctx.redisUrl,
         prefix: ctx.queuePrefix,
       })
       const started = performance.now()

@@ -33,11 +33,13 @@ export const UNPIPELINED_COMMANDS: readonly string[] = [
 export function createRedisConnection(
   url: string,
   connectionName = 'baton',
-  options: { autoPipelining?: boolean } = {},
+  options: { autoPipelining?: boolean; lazyConnect?: boolean } = {},
 ): Redis {
   return new Redis(url, {
     maxRetriesPerRequest: null,
     connectionName,
+    // Connects at the first command instead of at once (for a connection that may go unused).
+    lazyConnect: options.lazyConnect ?? false,
     // Commands issued in the same tick leave in one write. A duplicate BullMQ makes for its
     // blocking wait for jobs inherits this, harmlessly: nothing else runs on that connection.
     enableAutoPipelining: options.autoPipelining ?? false,

@@ -4,6 +4,7 @@ import { Redis } from 'ioredis'
 import { QueueName, type AttemptSettlement } from '@baton/contracts'
 import { describe, expect, test } from '@baton/testing'
 import { createSettlementListener, createSettlementPublisher } from './attempt-settlements.ts'
+import { createStreamPublisher } from './event-stream.ts'
 
 describe('event streams', () => {
   test('a burst of 300 settlements leaves in a few entries and reaches the listener one by one', async ({
@@ -12,7 +13,7 @@ describe('event streams', () => {
   }) => {
     const { heard, listener } = await hearSettlements(redisUrl, queuePrefix)
     const publisher = createSettlementPublisher({
-      connection: { url: redisUrl },
+      redisUrl: redisUrl,
       prefix: queuePrefix,
     })
     const redis = new Redis(redisUrl)
@@ -61,7 +62,7 @@ describe('event streams', () => {
   }) => {
     const { events, listener } = await hearSettlements(redisUrl, queuePrefix)
     const publisher = createSettlementPublisher({
-      connection: { url: redisUrl },
+      redisUrl: redisUrl,
       prefix: queuePrefix,
     })
     const raw = new QueueEventsProducer(QueueName.AttemptSettlements, {
@@ -102,6 +103,57 @@ describe('event streams', () => {
       await raw.close()
       await listener.close()
       redis.disconnect()
+    }
+  })
+
+  test('a stream is trimmed to about its most events as entries are added', async ({
+    redisUrl,
+    queuePrefix,
+  }) => {
+    const stream = `trimmed-${randomUUID()}`
+    const publisher = createStreamPublisher(stream, {
+      redisUrl,
+      prefix: queuePrefix,
+      maxEvents: 10,
+    })
+    const redis = new Redis(redisUrl)
+    try {
+      // One entry each: every publish waits for the last one's entry.
+      for (let i = 0; i < 300; i += 1) {
+        await publisher.publish({ eventName: 'settled', attemptId: randomUUID() })
+      }
+      // Trimming is approximate: Redis drops whole nodes of its stream (100 entries by default).
+      const kept = await redis.xlen(`${queuePrefix}:${stream}:events`)
+      expect(kept).toBeGreaterThanOrEqual(10)
+      expect(kept).toBeLessThan(200)
+    } finally {
+      await publisher.close()
+      redis.disconnect()
+    }
+  })
+
+  test('close adds what was published before it, then closes the connection', async ({
+    redisUrl,
+    queuePrefix,
+  }) => {
+    const { heard, listener } = await hearSettlements(redisUrl, queuePrefix)
+    const publisher = createSettlementPublisher({ redisUrl, prefix: queuePrefix })
+    try {
+      const first = randomUUID()
+      await publisher.publish({ eventName: 'settled', attemptId: first })
+      // Published in the tick of close: one entry begins before close, the next behind it.
+      const ids = [randomUUID(), randomUUID()]
+      const published = ids.map((attemptId) =>
+        publisher.publish({ eventName: 'settled', attemptId }),
+      )
+      await publisher.close()
+      await Promise.all(published)
+      await expect.poll(() => heard, { timeout: 5_000 }).toEqual([first, ...ids])
+      await expect(
+        publisher.publish({ eventName: 'settled', attemptId: randomUUID() }),
+      ).rejects.toThrow()
+    } finally {
+      await listener.close()
     }
   })
 })

@@ -1,4 +1,4 @@
-import { QueueEvents, QueueEventsProducer, type ConnectionOptions } from 'bullmq'
+import { QueueEvents, QueueKeys } from 'bullmq'
 import { createRedisConnection } from './connection.ts'
 
 /**
@@ -26,7 +26,8 @@ export interface WarnLogger {
 }
 
 export interface PublisherOptions {
-  readonly connection: ConnectionOptions
+  /** The publisher sends on a connection of its own (see `createStreamPublisher`). */
+  readonly redisUrl: string
   readonly prefix: string
 }
 
@@ -65,15 +66,26 @@ const MAX_DETAIL_BYTES_PER_ENTRY = 64 * 1024
  * together in the next entry (`attemptIds`, comma-joined), so a burst of N settlements or cancels
  * costs a few XADDs instead of N. A lone event leaves at once (at the end of the current tick).
  * Each `publish` settles when the entry that carries it was added (or failed to be).
+ *
+ * Entries leave on a connection of the publisher's own, opened at its first publish, and in the
+ * layout BullMQ's `QueueEventsProducer` writes (`event` names the event), which `QueueEvents`
+ * reads. Its own because ioredis copies every script defined on a connection onto each pipeline it
+ * builds there, and auto-pipelining builds one per tick that sends a command: on a connection BullMQ
+ * uses, that is its 64 scripts for every bell a worker rings. This one carries no scripts, and its
+ * `XADD`s still leave at the end of the tick, as they did on the shared connection.
  */
 export function createStreamPublisher<E extends StreamEvent>(
   stream: string,
   options: PublisherOptions & { readonly maxEvents?: number },
 ): StreamPublisher<E> {
-  const producer = new QueueEventsProducer(stream, {
-    connection: options.connection,
-    prefix: options.prefix,
+  const connection = createRedisConnection(options.redisUrl, `baton-${stream}-publisher`, {
+    autoPipelining: true,
+    lazyConnect: true,
   })
+  // ioredis reconnects on its own; an entry that cannot be added fails its `publish`, and the
+  // caller logs that (`publishAfterRecord`). An unheard 'error' event would only print it again.
+  connection.on('error', () => {})
+  const eventsKey = new QueueKeys(options.prefix).toKey(stream, 'events')
   const maxEvents = options.maxEvents ?? MAX_EVENTS
   interface Waiting {
     readonly attemptId: string
@@ -83,18 +95,24 @@ export function createStreamPublisher<E extends StreamEvent>(
     readonly reject: (error: unknown) => void
   }
   const waiting = new Map<string, Waiting[]>()
-  let adding = false
+  let adding: Promise<void> | undefined
   let scheduled = false
 
   function schedule(): void {
-    if (scheduled || adding) return
+    if (scheduled || adding !== undefined) return
     scheduled = true
-    queueMicrotask(() => void flush())
+    queueMicrotask(flush)
   }
 
-  async function flush(): Promise<void> {
+  function flush(): void {
     scheduled = false
-    adding = true
+    adding = addEntries().finally(() => {
+      adding = undefined
+      if (waiting.size > 0) schedule()
+    })
+  }
+
+  async function addEntries(): Promise<void> {
     const entries = [...waiting].flatMap(([eventName, events]) =>
       entryChunks(events).map((chunk) => ({ eventName, chunk })),
     )
@@ -103,18 +121,17 @@ export function createStreamPublisher<E extends StreamEvent>(
       entries.map(async ({ eventName, chunk }) => {
         try {
           const attemptIds = chunk.map((w) => w.attemptId).join(ENTRY_ID_SEPARATOR)
-          const fields = chunk.some((w) => w.detail !== undefined)
-            ? { eventName, attemptIds, details: `[${chunk.map((w) => w.detail ?? 'null').join()}]` }
-            : { eventName, attemptIds }
-          await producer.publishEvent(fields, maxEvents)
+          const fields = ['event', eventName, 'attemptIds', attemptIds]
+          if (chunk.some((w) => w.detail !== undefined)) {
+            fields.push('details', `[${chunk.map((w) => w.detail ?? 'null').join()}]`)
+          }
+          await connection.xadd(eventsKey, 'MAXLEN', '~', maxEvents, '*', ...fields)
           for (const w of chunk) w.resolve()
         } catch (error) {
           for (const w of chunk) w.reject(error)
         }
       }),
     )
-    adding = false
-    if (waiting.size > 0) schedule()
   }
 
   return {
@@ -127,7 +144,11 @@ export function createStreamPublisher<E extends StreamEvent>(
         else group.push(entry)
         schedule()
       }),
-    close: () => producer.close(),
+    async close() {
+      // What was published before close is added first (a flush begins in a microtask).
+      while (scheduled || adding !== undefined) await (adding ?? Promise.resolve())
+      connection.disconnect()
+    },
   }
 }
 

@@ -88,7 +88,7 @@ interface Bell {
 const bellTest = test.extend<{ bell: Bell }>({
   bell: async ({ databaseUrl, redisUrl, queuePrefix }, use) => {
     const publisher = createSettlementPublisher({
-      connection: { url: redisUrl },
+      redisUrl: redisUrl,
       prefix: queuePrefix,
     })
     const counted = { reads: 0 }

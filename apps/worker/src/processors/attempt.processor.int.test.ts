@@ -201,7 +201,7 @@ function startProcessor(
   },
 ) {
   const publisher = createSettlementPublisher({
-    connection: { url: redisUrl },
+    redisUrl: redisUrl,
     prefix: queuePrefix,
   })
   const leaseKeeper = createLeaseKeeper({

@@ -12,6 +12,7 @@
 //   stuck                attempts in the ledger that are not terminal after the wait
 //   duplicate_terminal   attempts with more than one transition to `terminal`
 //   duplicate_execution  attempts with more than one `claimed` transition
+//   orphan_transitions   attempts named by audit rows (transitions) that the ledger does not hold
 //   context.bad          violations of the agent-history checks (lib/chaos/history.ts)
 //   witness.bad          disagreements between the ledger and the witnessed starts
 //   artifacts.bad        artifacts whose content, binding or namespace usage is wrong

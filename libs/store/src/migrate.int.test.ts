@@ -42,6 +42,7 @@ describe('migrations', () => {
           '0008-artifacts',
           '0009-heartbeats',
           '0010-attempt-statistics',
+          '0011-transition-audit',
         ])
         expect((await migrateToLatest(db)).applied).toEqual([
           '0001-ledger',
@@ -54,6 +55,7 @@ describe('migrations', () => {
           '0008-artifacts',
           '0009-heartbeats',
           '0010-attempt-statistics',
+          '0011-transition-audit',
         ])
         const tables = await sql<{ table_name: string }>`
           select table_name from information_schema.tables where table_schema = 'public' order by 1
@@ -81,6 +83,12 @@ describe('migrations', () => {
           'autovacuum_analyze_scale_factor=0',
           'autovacuum_analyze_threshold=5000',
         ])
+        // The audit names its attempt without a foreign key (see 0011-transition-audit.ts).
+        const keys = await sql<{ n: number }>`
+          select count(*)::int as n from pg_constraint
+          where conrelid = 'attempt_transitions'::regclass and contype = 'f'
+        `.execute(db)
+        expect(keys.rows[0]?.n).toBe(0)
         expect((await migrateToLatest(db)).applied).toEqual([])
         expect(await pendingMigrations(db)).toEqual([])
       } finally {
@@ -108,6 +116,7 @@ describe('migrations', () => {
           '0008-artifacts',
           '0009-heartbeats',
           '0010-attempt-statistics',
+          '0011-transition-audit',
         ])
         const executed = await sql<{
           n: number
@@ -186,6 +195,7 @@ describe('migrations', () => {
           '0008-artifacts',
           '0009-heartbeats',
           '0010-attempt-statistics',
+          '0011-transition-audit',
         ])
         const owners = await sql<{ namespace_id: string }>`
           select distinct namespace_id from attempts

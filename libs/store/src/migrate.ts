@@ -16,6 +16,7 @@ import * as m0007 from './migrations/0007-continuations.ts'
 import * as m0008 from './migrations/0008-artifacts.ts'
 import * as m0009 from './migrations/0009-heartbeats.ts'
 import * as m0010 from './migrations/0010-attempt-statistics.ts'
+import * as m0011 from './migrations/0011-transition-audit.ts'
 
 /** Every migration, in order. Numbered and append-only. */
 const MIGRATIONS: Readonly<Record<string, Migration>> = {
@@ -29,6 +30,7 @@ const MIGRATIONS: Readonly<Record<string, Migration>> = {
   '0008-artifacts': m0008,
   '0009-heartbeats': m0009,
   '0010-attempt-statistics': m0010,
+  '0011-transition-audit': m0011,
 }
 
 const provider: MigrationProvider = {

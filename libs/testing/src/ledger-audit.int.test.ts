@@ -2,7 +2,12 @@ import { randomUUID } from 'node:crypto'
 import { sql } from 'kysely'
 import { acceptDelegations, claimAttempt, commitTerminal, type Db } from '@baton/store'
 import { describe, expect, test } from './fixtures.ts'
-import { auditArtifacts, auditExecutionWitness, auditLedger } from './ledger-audit.ts'
+import {
+  auditArtifacts,
+  auditExecutionWitness,
+  auditLedger,
+  describeAttempts,
+} from './ledger-audit.ts'
 
 async function accept(db: Db, name: string, prompt: string): Promise<string> {
   const attemptId = randomUUID()
@@ -74,6 +79,20 @@ describe('ledger invariants', () => {
       duplicate_terminal: before.duplicate_terminal + 1,
       duplicates: before.duplicates + 2,
     })
+  })
+
+  test('an audit row naming an attempt the ledger does not hold is reported', async ({ db }) => {
+    const before = await auditLedger(db, [])
+    const done = await accept(db, 'audit-orphan', 'x')
+    await runToCompletion(db, done)
+    expect((await auditLedger(db, [done])).orphan_transitions).toBe(before.orphan_transitions)
+    const missing = randomUUID()
+    await forgeTransition(db, missing, 'claimed', 'running')
+    const audit = await auditLedger(db, [done])
+    expect(audit.orphan_transitions).toBe(before.orphan_transitions + 1)
+    expect(await describeAttempts(db, [missing])).toEqual([
+      expect.stringMatching(new RegExp(`^${missing} missing gen -: claimed@1 `)),
+    ])
   })
 })
 

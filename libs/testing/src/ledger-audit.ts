@@ -49,11 +49,28 @@ export function duplicateExecutionAttempts(db: Db): Promise<string[]> {
   return repeatedTransition(db, sql`event = 'claimed'`)
 }
 
+/**
+ * Attempts named by audit rows (`attempt_transitions`) that the ledger does not hold: what the
+ * foreign key of the audit checked until migration 0011 dropped it.
+ */
+export function orphanTransitionAttempts(db: Db): Promise<string[]> {
+  return ids(
+    db,
+    sql`
+      select distinct t.attempt_id as id from attempt_transitions t
+      where not exists (select 1 from attempts a where a.id = t.attempt_id)
+      order by t.attempt_id
+    `,
+  )
+}
+
 export interface LedgerInvariants {
   readonly lost: number
   readonly stuck: number
   readonly duplicate_terminal: number
   readonly duplicate_execution: number
+  /** Audit rows naming an attempt the ledger does not hold (counted by attempt). */
+  readonly orphan_transitions: number
   /** Attempts with a duplicate terminal or a duplicate execution, each counted once. */
   readonly duplicates: number
   /** Up to ten offending attempts with their transitions, one line each. */
@@ -69,12 +86,16 @@ export async function auditLedger(
   const stuck = await stuckAttempts(db)
   const duplicateTerminal = await duplicateTerminalAttempts(db)
   const duplicateExecution = await duplicateExecutionAttempts(db)
-  const offending = [...new Set([...lost, ...stuck, ...duplicateTerminal, ...duplicateExecution])]
+  const orphans = await orphanTransitionAttempts(db)
+  const offending = [
+    ...new Set([...lost, ...stuck, ...duplicateTerminal, ...duplicateExecution, ...orphans]),
+  ]
   return {
     lost: lost.length,
     stuck: stuck.length,
     duplicate_terminal: duplicateTerminal.length,
     duplicate_execution: duplicateExecution.length,
+    orphan_transitions: orphans.length,
     duplicates: new Set([...duplicateTerminal, ...duplicateExecution]).size,
     samples: await describeAttempts(db, offending.slice(0, 10)),
   }

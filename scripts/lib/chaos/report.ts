@@ -13,6 +13,7 @@ export interface Summary {
   readonly duplicate_terminal: number
   readonly duplicate_execution: number
   readonly stuck: number
+  readonly orphan_transitions: number
   readonly faults: Readonly<Record<string, number>>
   readonly context: { readonly agents: number; readonly events: number; readonly bad: number }
   readonly witness: { readonly attempts: number; readonly starts: number; readonly bad: number }
@@ -38,6 +39,7 @@ export function summarize(run: ChaosRun, a: Audit): Summary {
     duplicate_terminal: a.invariants.duplicate_terminal,
     duplicate_execution: a.invariants.duplicate_execution,
     stuck: a.invariants.stuck,
+    orphan_transitions: a.invariants.orphan_transitions,
     faults: { ...run.faults },
     context: { agents: a.context.agents, events: a.context.events, bad: a.context.bad },
     witness: { attempts: a.witness.attempts, starts: a.witness.starts, bad: a.witness.bad },
@@ -59,7 +61,13 @@ export function summarize(run: ChaosRun, a: Audit): Summary {
 /** Why the run fails; empty when it passes. */
 export function failuresOf(run: ChaosRun, summary: Summary, crashes: readonly Crash[]): string[] {
   const failures: string[] = []
-  for (const key of ['lost', 'duplicate_terminal', 'duplicate_execution', 'stuck'] as const)
+  for (const key of [
+    'lost',
+    'duplicate_terminal',
+    'duplicate_execution',
+    'stuck',
+    'orphan_transitions',
+  ] as const)
     if (summary[key] !== 0) failures.push(`${key} = ${summary[key]}`)
   for (const kind of FAULT_KINDS) if (run.faults[kind] === 0) failures.push(`no ${kind}`)
   if (run.submitted.size < run.options.count)
@@ -103,6 +111,7 @@ export function printTables(run: ChaosRun, summary: Summary, a: Audit, crashes: 
     ['duplicate_terminal', summary.duplicate_terminal],
     ['duplicate_execution', summary.duplicate_execution],
     ['stuck', summary.stuck],
+    ['orphan_transitions', summary.orphan_transitions],
     ['context bad', a.context.bad],
     ['witness bad', a.witness.bad],
     ['artifacts bad', a.artifacts.bad],

@@ -156,6 +156,23 @@ describe('event streams', () => {
       await listener.close()
     }
   })
+
+  test('close does not wait for a Redis that does not answer: what waits for it fails', async ({
+    queuePrefix,
+  }) => {
+    // Nothing listens on port 1: the connection keeps retrying and its entries keep waiting.
+    const publisher = createSettlementPublisher({
+      redisUrl: 'redis://127.0.0.1:1',
+      prefix: queuePrefix,
+    })
+    const published = publisher.publish({ eventName: 'settled', attemptId: randomUUID() })
+    const outcome = published.then(
+      () => 'added',
+      () => 'failed',
+    )
+    await publisher.close()
+    expect(await outcome).toBe('failed')
+  })
 })
 
 /** A settlement listener that keeps the events it hears (and their attempt ids), in order. */

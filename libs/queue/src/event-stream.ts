@@ -145,8 +145,19 @@ export function createStreamPublisher<E extends StreamEvent>(
         schedule()
       }),
     async close() {
-      // What was published before close is added first (a flush begins in a microtask).
-      while (scheduled || adding !== undefined) await (adding ?? Promise.resolve())
+      // What was published before close is added first (a flush begins in a microtask), while
+      // Redis answers. Entries waiting for a connection that is down would wait for it forever:
+      // closing fails them instead, and their callers log it (`publishAfterRecord`).
+      let lost = false
+      const down = new Promise<void>((resolve) =>
+        connection.once('close', () => {
+          lost = true
+          resolve()
+        }),
+      )
+      while ((scheduled || adding !== undefined) && !lost && connection.status === 'ready') {
+        await Promise.race([adding ?? Promise.resolve(), down])
+      }
       connection.disconnect()
     },
   }

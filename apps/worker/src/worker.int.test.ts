@@ -340,6 +340,61 @@ describe('worker', () => {
     }
   })
 
+  test('the message that lets a child end is marked delivered before its terminal commit', async ({
+    db,
+    databaseUrl,
+    redisUrl,
+    queuePrefix,
+    track,
+    redis,
+  }) => {
+    const ctx = { db, databaseUrl, redisUrl, queuePrefix, track, redis }
+    const publisher = createWorkerCommandPublisher({ redisUrl, prefix: queuePrefix })
+    // Heartbeats a minute apart: only the steer event delivers.
+    const runtime = await startRuntime(ctx, createScriptedPromptProvider(), {
+      HEARTBEAT_INTERVAL_MS: '60000',
+      LEASE_TTL_MS: '120000',
+    })
+    const blocker = new pg.Client({ connectionString: databaseUrl })
+    await blocker.connect()
+    try {
+      const attemptId = await accept(ctx.db, '{"awaitSteering":1}')
+      await enqueue(ctx, attemptId)
+      await eventually(async () =>
+        (await getAttempt(ctx.db, attemptId))?.status === 'running' ? true : undefined,
+      )
+      await recordSteering(ctx.db, { attemptId, content: [{ type: 'text', text: 'last' }] })
+      // Another session holds the message row, so the delivery's mark waits for it.
+      await blocker.query('begin')
+      await blocker.query('select 1 from attempt_messages where attempt_id = $1 for update', [
+        attemptId,
+      ])
+      await publisher.publish({ eventName: 'steer', attemptId })
+      // The child has the message (its mark is waiting) and has ended; the commit must wait too.
+      await eventually(async () => {
+        // Asked outside the blocker's transaction, whose view of the activity stays as it was.
+        const waiting = await sql`
+          select 1 from pg_stat_activity
+          where query like '%update attempt_messages m set delivered_at%'
+            and wait_event_type = 'Lock'
+        `.execute(ctx.db)
+        return waiting.rows.length === 1 ? true : undefined
+      })
+      await new Promise((r) => setTimeout(r, 300))
+      expect((await getAttempt(ctx.db, attemptId))?.status).toBe('running')
+      await blocker.query('rollback')
+      expect(await untilTerminal(ctx.db, attemptId)).toMatchObject({
+        stopReason: 'completed',
+        output: 'last',
+        steering: { accepted: 1, delivered: 1 },
+      })
+    } finally {
+      await blocker.end()
+      await publisher.close()
+      await runtime.shutdownChecked(5_000)
+    }
+  })
+
   test('a redelivered job of a running attempt, acknowledged as held on the same worker, leaves the run steerable', async ({
     db,
     databaseUrl,

@@ -148,6 +148,8 @@ async function claimAndRun(
       log.warn('lease lost during execution; writing nothing')
       return
     }
+    // Marks of the messages the child had land before the commit that ends the right to mark.
+    await deps.steering.finish(attemptId)
     execution.beginCommit()
     const answer = await commitWithRetry(
       deps,

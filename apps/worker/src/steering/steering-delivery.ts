@@ -18,6 +18,12 @@ export interface SteeringDelivery {
    * is not read (absent: it is read).
    */
   attach(execution: OwnedExecution, run: SubagentRun, steeringPending?: boolean): void
+  /**
+   * The run has returned: nothing more is handed to it, and this resolves once the delivery marks
+   * of what it was handed are written (or failed), so that the terminal commit, which ends the
+   * owner's right to mark, comes after them and the view counts every message the child had.
+   */
+  finish(attemptId: string): Promise<void>
   detach(attemptId: string): void
   /** New messages may wait in the ledger (a steer event, or a heartbeat saw some). */
   deliver(attemptId: string): Promise<void>
@@ -33,6 +39,10 @@ interface Attached {
   readonly run: SubagentRun
   /** Highest sequence handed to the run: each message reaches it once, in order. */
   lastSequence: number
+  /** Highest sequence whose delivery mark was written: a failed mark is tried again. */
+  markedThrough: number
+  /** The run has returned: no message is handed to it any more. */
+  finished: boolean
   /** Deliveries of one attempt run one after another. */
   chain: Promise<void>
 }
@@ -53,13 +63,20 @@ export function createSteeringDelivery(deps: {
   const inFlight = new Set<Promise<void>>()
 
   async function deliverNow(state: Attached): Promise<void> {
-    const { attemptId, ownerGeneration } = state.execution
-    if (state.execution.signal.aborted) return
+    // An aborted run is handed nothing more; what it already had is still marked (fenced).
+    if (!state.finished && !state.execution.signal.aborted) await handOver(state)
+    if (state.lastSequence > state.markedThrough) await mark(state)
+  }
+
+  /** Hands the run the messages recorded after the last one it got. */
+  async function handOver(state: Attached): Promise<void> {
+    const { attemptId } = state.execution
     const messages = await findUndeliveredSteering(deps.db, {
       attemptId,
       afterSequence: state.lastSequence,
     })
-    if (messages.length === 0) return
+    // The run may have returned while the ledger answered: those messages never reach it.
+    if (messages.length === 0 || state.finished) return
     const send = state.run.sendMessage?.bind(state.run)
     if (send === undefined) {
       deps.logger.warn(
@@ -72,13 +89,19 @@ export function createSteeringDelivery(deps: {
       send(promptToBlocks(message.content as Prompt))
       state.lastSequence = message.sequence
     }
+  }
+
+  async function mark(state: Attached): Promise<void> {
+    const { attemptId, ownerGeneration } = state.execution
+    const through = state.lastSequence
     await markSteeringDelivered(deps.db, {
       attemptId,
       ownerId: deps.ownerId,
       ownerGeneration,
-      throughSequence: state.lastSequence,
+      throughSequence: through,
     })
-    deps.logger.debug({ attemptId, through: state.lastSequence }, 'steering delivered')
+    state.markedThrough = through
+    deps.logger.debug({ attemptId, through }, 'steering delivered')
   }
 
   function deliver(attemptId: string): Promise<void> {
@@ -115,10 +138,24 @@ export function createSteeringDelivery(deps: {
     attach(execution, run, steeringPending = true) {
       const { attemptId } = execution
       const rung = expected.get(attemptId)?.rung === true
-      attached.set(attemptId, { execution, run, lastSequence: 0, chain: Promise.resolve() })
+      attached.set(attemptId, {
+        execution,
+        run,
+        lastSequence: 0,
+        markedThrough: 0,
+        finished: false,
+        chain: Promise.resolve(),
+      })
       // Every message is recorded before its bell rings: one recorded before the claim is in the
       // claim's answer, one recorded after it rings a bell that `expect` kept. Neither: no read.
       if (steeringPending || rung) void deliver(attemptId)
+    },
+    finish(attemptId) {
+      const state = attached.get(attemptId)
+      if (state === undefined) return Promise.resolve()
+      state.finished = true
+      // Settles the deliveries under way, then tries once more a mark that failed.
+      return deliver(attemptId)
     },
     detach(attemptId) {
       attached.delete(attemptId)

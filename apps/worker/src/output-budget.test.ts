@@ -1,4 +1,5 @@
 import { describe, expect, it } from 'vitest'
+import { bytesSurvivingScavenges } from '@baton/testing/young-generation'
 import { createOutputBudget } from './output-budget.ts'
 
 describe('output budget', () => {
@@ -22,6 +23,20 @@ describe('output budget', () => {
     expect(a.reserve(1)).toBe(false)
     expect(b.holdAtLeast(100)).toBe(true)
     b.release()
+    expect(budget.heldBytes).toBe(0)
+  })
+})
+
+describe("an attempt's hold", () => {
+  it('dies young: nothing of it outlives the scavenges after its release', async () => {
+    const budget = createOutputBudget(1_000_000_000)
+    const survived = await bytesSurvivingScavenges(() => {
+      const hold = budget.open()
+      hold.reserve(10)
+      hold.release()
+    })
+    // A hold made as an object literal with a getter kept about 200 bytes a hold.
+    expect(survived).toBeLessThan(100)
     expect(budget.heldBytes).toBe(0)
   })
 })

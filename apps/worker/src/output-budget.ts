@@ -28,6 +28,44 @@ export interface WorkerOutputBudget {
   open(): OutputHold
 }
 
+/**
+ * One attempt's hold. A class, so that its getter lives on one prototype: an object literal with a
+ * getter gets a hidden class of its own per object, which keeps it alive through every
+ * young-generation collection.
+ */
+class AttemptHold implements OutputHold {
+  #held = 0
+  #released = false
+  readonly #take: (bytes: number) => boolean
+  readonly #give: (bytes: number) => void
+
+  constructor(take: (bytes: number) => boolean, give: (bytes: number) => void) {
+    this.#take = take
+    this.#give = give
+  }
+
+  get heldBytes(): number {
+    return this.#held
+  }
+
+  reserve(bytes: number): boolean {
+    // A child still running after its attempt ended (it ignored its abort) gets nothing more.
+    if (this.#released || !this.#take(bytes)) return false
+    this.#held += bytes
+    return true
+  }
+
+  holdAtLeast(bytes: number): boolean {
+    return bytes <= this.#held || this.reserve(bytes - this.#held)
+  }
+
+  release(): void {
+    this.#released = true
+    this.#give(this.#held)
+    this.#held = 0
+  }
+}
+
 export function createOutputBudget(limitBytes: number): WorkerOutputBudget {
   let heldBytes = 0
 
@@ -37,33 +75,15 @@ export function createOutputBudget(limitBytes: number): WorkerOutputBudget {
     heldBytes += bytes
     return true
   }
+  const give = (bytes: number): void => {
+    heldBytes -= bytes
+  }
 
   return {
     limitBytes,
     get heldBytes() {
       return heldBytes
     },
-    open() {
-      let held = 0
-      let released = false
-      const reserve = (bytes: number): boolean => {
-        // A child still running after its attempt ended (it ignored its abort) gets nothing more.
-        if (released || !take(bytes)) return false
-        held += bytes
-        return true
-      }
-      return {
-        get heldBytes() {
-          return held
-        },
-        reserve,
-        holdAtLeast: (bytes) => bytes <= held || reserve(bytes - held),
-        release() {
-          released = true
-          heldBytes -= held
-          held = 0
-        },
-      }
-    },
+    open: () => new AttemptHold(take, give),
   }
 }

@@ -1,5 +1,6 @@
-import { Redis } from 'ioredis'
+import type { Redis } from 'ioredis'
 import bullmqPackage from 'bullmq/package.json' with { type: 'json' }
+import { LeanPipelineRedis } from './lean-pipeline.ts'
 
 /**
  * Commands an auto-pipelined connection sends on their own. ioredis builds a pipeline for every
@@ -28,14 +29,16 @@ export const UNPIPELINED_COMMANDS: readonly string[] = [
 
 /**
  * A Redis connection as BullMQ needs it: blocking commands must not be retried per request, so
- * `maxRetriesPerRequest` is null; the client reconnects on its own after a Redis restart.
+ * `maxRetriesPerRequest` is null; the client reconnects on its own after a Redis restart. Its
+ * pipelines, auto-pipelining's included, are lean ones (`lean-pipeline.ts`), which the young
+ * generation's collector frees.
  */
 export function createRedisConnection(
   url: string,
   connectionName = 'baton',
   options: { autoPipelining?: boolean; lazyConnect?: boolean } = {},
 ): Redis {
-  return new Redis(url, {
+  return new LeanPipelineRedis(url, {
     maxRetriesPerRequest: null,
     connectionName,
     // Connects at the first command instead of at once (for a connection that may go unused).

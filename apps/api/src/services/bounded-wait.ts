@@ -54,11 +54,34 @@ export function createSettledDoorbell(): SettledDoorbell {
     },
     subscribe(attemptId) {
       let rang = false
-      let rangWith: SettledDetail | undefined
       let onRing: (() => void) | undefined
+      // `detail` is a plain field, not a getter: an object literal with a getter gets a hidden
+      // class of its own per object, which keeps it, and what its closures reach, alive through
+      // every young-generation collection.
+      const subscription: { -readonly [K in keyof DoorbellSubscription]: DoorbellSubscription[K] } =
+        {
+          detail: undefined,
+          cancel: () => remove(attemptId, wake),
+          wait(timeoutMs, signal) {
+            if (rang) return Promise.resolve('rang')
+            return new Promise((resolve) => {
+              const finish = (result: 'rang' | 'timeout' | 'aborted'): void => {
+                clearTimeout(timer)
+                signal?.removeEventListener('abort', onAbort)
+                remove(attemptId, wake)
+                resolve(result)
+              }
+              const onAbort = (): void => finish('aborted')
+              const timer = setTimeout(() => finish('timeout'), timeoutMs)
+              onRing = () => finish('rang')
+              if (signal?.aborted === true) finish('aborted')
+              else signal?.addEventListener('abort', onAbort, { once: true })
+            })
+          },
+        }
       const wake = (detail: SettledDetail | undefined): void => {
         rang = true
-        rangWith = detail
+        subscription.detail = detail
         remove(attemptId, wake)
         onRing?.()
       }
@@ -69,28 +92,7 @@ export function createSettledDoorbell(): SettledDoorbell {
       }
       set.add(wake)
       count += 1
-      return {
-        get detail() {
-          return rangWith
-        },
-        cancel: () => remove(attemptId, wake),
-        wait(timeoutMs, signal) {
-          if (rang) return Promise.resolve('rang')
-          return new Promise((resolve) => {
-            const finish = (result: 'rang' | 'timeout' | 'aborted'): void => {
-              clearTimeout(timer)
-              signal?.removeEventListener('abort', onAbort)
-              remove(attemptId, wake)
-              resolve(result)
-            }
-            const onAbort = (): void => finish('aborted')
-            const timer = setTimeout(() => finish('timeout'), timeoutMs)
-            onRing = () => finish('rang')
-            if (signal?.aborted === true) finish('aborted')
-            else signal?.addEventListener('abort', onAbort, { once: true })
-          })
-        },
-      }
+      return subscription
     },
   }
 }

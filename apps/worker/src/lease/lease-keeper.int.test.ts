@@ -1,5 +1,6 @@
 import { commitTerminal, type Db } from '@baton/store'
 import { describe, expect, test } from '@baton/testing'
+import { bytesSurvivingScavenges } from '@baton/testing/young-generation'
 import { heldAttempt } from '../test-support.ts'
 
 const done = { stopReason: 'completed', output: 'done', failureCategory: null }
@@ -36,6 +37,21 @@ describe('lease keeper', () => {
     expect(execution.signal.aborted).toBe(false)
     // The commit's own retry is what confirms the outcome.
     expect(await commit()).toBe('replayed')
+    await keeper.stop()
+  })
+
+  test('an execution it held and released dies young', async ({ db }) => {
+    const { keeper } = await heldAttempt(db)
+    let n = 0
+    const survived = await bytesSurvivingScavenges(() => {
+      const attemptId = `young-${n++ % 16}`
+      const execution = keeper.hold(attemptId, 1)
+      execution.beginCommit()
+      keeper.release(attemptId)
+    })
+    // Held as an object literal with getters, each execution (its abort controller, its promise)
+    // outlived the scavenges.
+    expect(survived).toBeLessThan(150)
     await keeper.stop()
   })
 })

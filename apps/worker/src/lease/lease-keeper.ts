@@ -44,6 +44,59 @@ export interface LeaseKeeper {
 }
 
 /**
+ * An execution as the keeper holds it. A class, so that its getters live on one prototype: an
+ * object literal with getters gets a hidden class of its own per object, which keeps the object,
+ * and everything its closures reach, alive through every young-generation collection (see
+ * `@baton/queue`'s lean pipelines).
+ */
+class HeldExecution implements OwnedExecution {
+  readonly attemptId: string
+  readonly ownerGeneration: number
+  readonly signal: AbortSignal
+  readonly heldAt = performance.now()
+  readonly whenLost: Promise<void>
+  #controller = new AbortController()
+  #lost = false
+  #resolveLost!: () => void
+  #committing = false
+  #cancelledAt: number | undefined
+
+  constructor(attemptId: string, ownerGeneration: number) {
+    this.attemptId = attemptId
+    this.ownerGeneration = ownerGeneration
+    this.signal = this.#controller.signal
+    this.whenLost = new Promise<void>((resolve) => (this.#resolveLost = resolve))
+  }
+
+  get cancelledAt(): number | undefined {
+    return this.#cancelledAt
+  }
+
+  get lost(): boolean {
+    return this.#lost
+  }
+
+  get committing(): boolean {
+    return this.#committing
+  }
+
+  markLost(): void {
+    this.#lost = true
+    this.#resolveLost()
+  }
+
+  beginCommit(): void {
+    this.#committing = true
+  }
+
+  abort(cause: AbortCause): void {
+    if (this.#controller.signal.aborted) return
+    if (cause === 'cancelled') this.#cancelledAt = performance.now()
+    this.#controller.abort(new ExecutionAbort(cause))
+  }
+}
+
+/**
  * Renews every lease this worker holds with ONE statement per interval. A lease confirmed lost
  * aborts its child locally and marks the execution so nothing more is written; a pending cancel
  * request in the ledger aborts the child (the fallback for a missed cancel event). A transient
@@ -59,10 +112,7 @@ export function createLeaseKeeper(deps: {
   onSteeringPending?: (attemptId: string) => void
   metrics?: Pick<WorkerMetrics, 'leaseRenewals' | 'leaseLosses'>
 }): LeaseKeeper {
-  const owned = new Map<
-    string,
-    OwnedExecution & { readonly committing: boolean; markLost(): void }
-  >()
+  const owned = new Map<string, HeldExecution>()
   let timer: NodeJS.Timeout | undefined
   let inFlight: Promise<void> | undefined
   let abortNewWith: AbortCause | undefined
@@ -121,40 +171,7 @@ export function createLeaseKeeper(deps: {
 
   return {
     hold(attemptId, ownerGeneration) {
-      const controller = new AbortController()
-      let lost = false
-      let resolveLost!: () => void
-      const whenLost = new Promise<void>((resolve) => (resolveLost = resolve))
-      let committing = false
-      let cancelledAt: number | undefined
-      const execution = {
-        attemptId,
-        ownerGeneration,
-        signal: controller.signal,
-        heldAt: performance.now(),
-        get cancelledAt() {
-          return cancelledAt
-        },
-        get lost() {
-          return lost
-        },
-        whenLost,
-        get committing() {
-          return committing
-        },
-        markLost() {
-          lost = true
-          resolveLost()
-        },
-        beginCommit() {
-          committing = true
-        },
-        abort(cause: AbortCause) {
-          if (controller.signal.aborted) return
-          if (cause === 'cancelled') cancelledAt = performance.now()
-          controller.abort(new ExecutionAbort(cause))
-        },
-      }
+      const execution = new HeldExecution(attemptId, ownerGeneration)
       owned.set(attemptId, execution)
       if (abortNewWith !== undefined) execution.abort(abortNewWith)
       return execution

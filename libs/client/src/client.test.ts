@@ -13,6 +13,10 @@ beforeAll(async () => {
   server = http.createServer((req, res) => {
     seen.push({ path: req.url ?? '', headers: req.headers })
     if (req.url?.startsWith('/v1/attempts/slow')) return // never answers
+    if (req.url?.startsWith('/v1/artifacts/stalled')) {
+      res.writeHead(200, { 'content-type': 'application/octet-stream' }).write('the first bytes')
+      return // never ends the body
+    }
     if (req.url?.startsWith('/v1/attempts/broken')) {
       res.writeHead(502, { 'content-type': 'text/plain' }).end('bad gateway')
       return
@@ -56,6 +60,45 @@ describe('per-call options', () => {
     const pending = client.getAttempt('slow', { signal: controller.signal })
     controller.abort()
     await expect(pending).rejects.toMatchObject({ name: 'AbortError' })
+  })
+
+  test('a call given a signal and a timeout is abandoned by whichever fires first', async () => {
+    const client = createBatonClient({ baseUrl })
+    const controller = new AbortController()
+    const aborted = client.getAttempt('slow', { signal: controller.signal, timeoutMs: 60_000 })
+    controller.abort()
+    await expect(aborted).rejects.toMatchObject({ name: 'AbortError' })
+    const timedOut = client.getAttempt('slow', {
+      signal: new AbortController().signal,
+      timeoutMs: 100,
+    })
+    await expect(timedOut).rejects.toMatchObject({ name: 'TimeoutError' })
+  })
+
+  test('a call that has its answer stops its timeout: the signal it gave fetch never fires', async () => {
+    const signals: AbortSignal[] = []
+    const client = createBatonClient({
+      baseUrl,
+      fetch: (_url, init) => {
+        if (init?.signal) signals.push(init.signal)
+        return Promise.resolve(
+          new Response(JSON.stringify({ agentId: 'a', attemptId: 't', status: 'accepted' }), {
+            status: 202,
+          }),
+        )
+      },
+    })
+    await client.delegate({ sessionId: 's', name: 'scripted', prompt: 'x' }, { timeoutMs: 50 })
+    await new Promise((resolve) => setTimeout(resolve, 200))
+    expect(signals).toHaveLength(1)
+    expect(signals[0]?.aborted).toBe(false)
+  })
+
+  test("an artifact's timeout covers its body, not only the answer's headers", async () => {
+    const client = createBatonClient({ baseUrl })
+    await expect(client.readArtifact('stalled', { timeoutMs: 200 })).rejects.toMatchObject({
+      name: 'TimeoutError',
+    })
   })
 
   test('an error answer becomes a BatonApiError with its status, code and raw body, JSON or not', async () => {

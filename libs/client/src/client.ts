@@ -186,13 +186,31 @@ export interface CreateClientOptions {
   readonly fetch?: typeof fetch
 }
 
-/** The one signal of a call: the caller's, the timeout's, both or none. */
-function callSignal(options: CallOptions): AbortSignal | undefined {
-  const signals = [
-    ...(options.signal === undefined ? [] : [options.signal]),
-    ...(options.timeoutMs === undefined ? [] : [AbortSignal.timeout(options.timeoutMs)]),
-  ]
-  return signals.length <= 1 ? signals[0] : AbortSignal.any(signals)
+/** A call's signal (the caller's, its timeout's, both or none) and `end`, which stops its timer. */
+interface CallSignal {
+  readonly signal: AbortSignal | undefined
+  readonly end: () => void
+}
+
+const NO_TIMER = (): void => {}
+
+/**
+ * The signal of one call. The timeout is a timer the call stops once it has read the answer:
+ * `AbortSignal.timeout` would keep its signal, and what listens to it, alive for the whole timeout
+ * however soon the answer came, which moves every call's leftovers out of the young generation.
+ */
+function callSignal(options: CallOptions): CallSignal {
+  if (options.timeoutMs === undefined) return { signal: options.signal, end: NO_TIMER }
+  const timeout = new AbortController()
+  const timer = setTimeout(
+    () => timeout.abort(new DOMException('The operation timed out.', 'TimeoutError')),
+    options.timeoutMs,
+  )
+  const signal =
+    options.signal === undefined
+      ? timeout.signal
+      : AbortSignal.any([options.signal, timeout.signal])
+  return { signal, end: () => clearTimeout(timer) }
 }
 
 /** Only the fence of a claim (a claim's `claim` also carries its lease's end). */
@@ -211,8 +229,15 @@ export function createBatonClient(options: CreateClientOptions): BatonClient {
     body: unknown,
     callOptions: CallOptions = {},
   ): Promise<T> {
-    const response = await send(method, path, body, callOptions)
-    const text = await response.text()
+    const { signal, end } = callSignal(callOptions)
+    let response: Response
+    let text: string
+    try {
+      response = await send(method, path, body, callOptions, signal)
+      text = await response.text()
+    } finally {
+      end()
+    }
     // 204: nothing to answer (a deleted session, a claim that found nothing in time).
     if (response.status === 204) return undefined as T
     const payload = parseJson(text)
@@ -227,13 +252,13 @@ export function createBatonClient(options: CreateClientOptions): BatonClient {
     path: string,
     body: unknown,
     callOptions: CallOptions,
+    signal: AbortSignal | undefined,
   ): Promise<Response> {
     const headers: Record<string, string> = {}
     if (options.apiKey !== undefined) headers.authorization = `Bearer ${options.apiKey}`
     if (body !== undefined) headers['content-type'] = 'application/json'
     if (callOptions.idempotencyKey !== undefined)
       headers['idempotency-key'] = callOptions.idempotencyKey
-    const signal = callSignal(callOptions)
     return doFetch(`${base}${path}`, {
       method,
       headers,
@@ -246,17 +271,26 @@ export function createBatonClient(options: CreateClientOptions): BatonClient {
     artifactId: string,
     callOptions: CallOptions = {},
   ): Promise<Artifact> {
-    const response = await send(
-      'GET',
-      `/v1/artifacts/${encodeURIComponent(artifactId)}`,
-      undefined,
-      callOptions,
-    )
-    if (!response.ok) {
-      const text = await response.text()
-      throw apiError(response.status, parseJson(text), text)
+    // The timeout covers the body too: the timer stops once the last byte is read.
+    const { signal, end } = callSignal(callOptions)
+    let response: Response
+    let content: Uint8Array
+    try {
+      response = await send(
+        'GET',
+        `/v1/artifacts/${encodeURIComponent(artifactId)}`,
+        undefined,
+        callOptions,
+        signal,
+      )
+      if (!response.ok) {
+        const text = await response.text()
+        throw apiError(response.status, parseJson(text), text)
+      }
+      content = new Uint8Array(await response.arrayBuffer())
+    } finally {
+      end()
     }
-    const content = new Uint8Array(await response.arrayBuffer())
     const digest = response.headers.get('baton-digest') ?? ''
     if (resultDigest(content) !== digest) {
       throw new BatonApiError(

@@ -1,4 +1,5 @@
 import { ErrorCode, resultDigest } from '@baton/contracts'
+import { nodeFetch } from './node-transport.ts'
 import type {
   AgentHistoryView,
   AnyAttemptView,
@@ -182,7 +183,10 @@ export interface CreateClientOptions {
    * that namespace), or the admin key for `admin` calls.
    */
   readonly apiKey?: string
-  /** A fetch implementation (defaults to the global one). */
+  /**
+   * The transport, with `fetch`'s contract. By default `node:http` with keep-alive connections
+   * (`node-transport.ts`), which costs a caller less CPU and shorter pauses than the global `fetch`.
+   */
   readonly fetch?: typeof fetch
 }
 
@@ -221,7 +225,7 @@ function fenceOf(fence: ClaimFence): ClaimFence {
 /** A typed client for host applications, the CLI, tests, and the bench and chaos scripts. */
 export function createBatonClient(options: CreateClientOptions): BatonClient {
   const base = options.baseUrl.replace(/\/+$/, '')
-  const doFetch = options.fetch ?? fetch
+  const doFetch = options.fetch ?? nodeFetch
 
   async function call<T>(
     method: 'GET' | 'POST' | 'DELETE',

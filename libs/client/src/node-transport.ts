@@ -25,11 +25,8 @@ const AGENTS = {
 /** Answers that carry no body, whatever the server sent (a `Response` refuses one for these). */
 const NULL_BODY_STATUSES = new Set([101, 204, 205, 304])
 
-export function nodeFetch(
-  input: string | URL | Request,
-  init: RequestInit = {},
-): Promise<Response> {
-  const url = new URL(input instanceof Request ? input.url : input)
+export function nodeFetch(input: string | URL, init: RequestInit = {}): Promise<Response> {
+  const url = new URL(input)
   const protocol = url.protocol
   if (protocol !== 'http:' && protocol !== 'https:') {
     return Promise.reject(new TypeError('fetch failed', { cause: new Error(`${protocol} URL`) }))

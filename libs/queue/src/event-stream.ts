@@ -1,4 +1,5 @@
 import { QueueEvents, QueueKeys } from 'bullmq'
+import type { Redis } from 'ioredis'
 import { createRedisConnection } from './connection.ts'
 
 /**
@@ -26,9 +27,11 @@ export interface WarnLogger {
 }
 
 export interface PublisherOptions {
-  /** The publisher sends on a connection of its own (see `createStreamPublisher`). */
+  /** The publisher sends on a connection of its own (see `createStreamPublisher`)... */
   readonly redisUrl: string
   readonly prefix: string
+  /** ...unless given an auto-pipelined one to share; its owner closes it. */
+  readonly connection?: Redis
 }
 
 export interface ListenerOptions<E> {
@@ -67,24 +70,30 @@ const MAX_DETAIL_BYTES_PER_ENTRY = 64 * 1024
  * costs a few XADDs instead of N. A lone event leaves at once (at the end of the current tick).
  * Each `publish` settles when the entry that carries it was added (or failed to be).
  *
- * Entries leave on a connection of the publisher's own, opened at its first publish, and in the
- * layout BullMQ's `QueueEventsProducer` writes (`event` names the event), which `QueueEvents`
- * reads. Its own because ioredis copies every script defined on a connection onto each pipeline it
- * builds there, and auto-pipelining builds one per tick that sends a command: on a connection BullMQ
- * uses, that is its 64 scripts for every bell a worker rings. This one carries no scripts, and its
- * `XADD`s still leave at the end of the tick, as they did on the shared connection.
+ * Entries are written in the layout BullMQ's `QueueEventsProducer` writes (`event` names the
+ * event), which `QueueEvents` reads. They leave at the end of the tick, on a connection of the
+ * publisher's own, opened at its first publish, or on the auto-pipelined connection it is given.
+ * Its own is the default because ioredis copies every script defined on a connection onto each
+ * pipeline it builds there, and auto-pipelining builds one per tick that sends a command: on a
+ * connection BullMQ uses, a bell rung in a tick of its own costs a pipeline carrying BullMQ's 64
+ * scripts. A worker gives its queue connection all the same: its bells are rung in the tick that
+ * also acknowledges their jobs, so they ride in the pipeline, and the write, that carries the
+ * acknowledgements (see `ringTerminal` in the attempt processor).
  */
 export function createStreamPublisher<E extends StreamEvent>(
   stream: string,
   options: PublisherOptions & { readonly maxEvents?: number },
 ): StreamPublisher<E> {
-  const connection = createRedisConnection(options.redisUrl, `baton-${stream}-publisher`, {
-    autoPipelining: true,
-    lazyConnect: true,
-  })
+  const shared = options.connection
+  const connection =
+    shared ??
+    createRedisConnection(options.redisUrl, `baton-${stream}-publisher`, {
+      autoPipelining: true,
+      lazyConnect: true,
+    })
   // ioredis reconnects on its own; an entry that cannot be added fails its `publish`, and the
   // caller logs that (`publishAfterRecord`). An unheard 'error' event would only print it again.
-  connection.on('error', () => {})
+  if (shared === undefined) connection.on('error', () => {})
   const eventsKey = new QueueKeys(options.prefix).toKey(stream, 'events')
   const maxEvents = options.maxEvents ?? MAX_EVENTS
   interface Waiting {
@@ -97,6 +106,7 @@ export function createStreamPublisher<E extends StreamEvent>(
   const waiting = new Map<string, Waiting[]>()
   let adding: Promise<void> | undefined
   let scheduled = false
+  let closed = false
 
   function schedule(): void {
     if (scheduled || adding !== undefined) return
@@ -137,6 +147,11 @@ export function createStreamPublisher<E extends StreamEvent>(
   return {
     publish: (event) =>
       new Promise<void>((resolve, reject) => {
+        // A shared connection outlives the publisher: refuse as its own closed one would.
+        if (closed) {
+          reject(new Error('the publisher is closed'))
+          return
+        }
         const group = waiting.get(event.eventName)
         const detail = event.detail === undefined ? undefined : JSON.stringify(event.detail)
         const entry = { attemptId: event.attemptId, detail, resolve, reject }
@@ -148,17 +163,21 @@ export function createStreamPublisher<E extends StreamEvent>(
       // What was published before close is added first (a flush begins in a microtask), while
       // Redis answers. Entries waiting for a connection that is down would wait for it forever:
       // closing fails them instead, and their callers log it (`publishAfterRecord`).
+      closed = true
       let lost = false
-      const down = new Promise<void>((resolve) =>
-        connection.once('close', () => {
+      let onClose = (): void => {}
+      const down = new Promise<void>((resolve) => {
+        onClose = () => {
           lost = true
           resolve()
-        }),
-      )
+        }
+        connection.once('close', onClose)
+      })
       while ((scheduled || adding !== undefined) && !lost && connection.status === 'ready') {
         await Promise.race([adding ?? Promise.resolve(), down])
       }
-      connection.disconnect()
+      connection.off('close', onClose)
+      if (shared === undefined) connection.disconnect()
     },
   }
 }

@@ -12,6 +12,10 @@ export interface RedisServer {
    * again on the same port, and resolve once it answers PING.
    */
   restart(): Promise<void>
+  /** SIGSTOP: the server keeps its connections open and answers nothing until `resume`. */
+  pause(): void
+  /** SIGCONT: a paused server answers again, what it was sent meanwhile first. */
+  resume(): void
   close(): Promise<void>
   isClosed(): boolean
 }
@@ -60,9 +64,13 @@ export async function startRedisServer(
       await current.kill('SIGKILL')
       current = await launch(port, startTimeoutMs)
     },
+    pause: () => current.signal('SIGSTOP'),
+    resume: () => current.signal('SIGCONT'),
     async close() {
       if (closed) return
       closed = true
+      // A paused server would not act on SIGTERM until resumed.
+      current.signal('SIGCONT')
       await current.kill('SIGTERM')
     },
     isClosed: () => closed,
@@ -72,6 +80,8 @@ export async function startRedisServer(
 interface RunningServer {
   /** Sends `signal` (SIGKILL after 5 s if still alive) and resolves once the process has exited. */
   kill(signal: NodeJS.Signals): Promise<void>
+  /** Sends `signal` to a server that has not exited. */
+  signal(signal: NodeJS.Signals): void
 }
 
 async function launch(port: number, startTimeoutMs: number): Promise<RunningServer> {
@@ -121,6 +131,9 @@ async function launch(port: number, startTimeoutMs: number): Promise<RunningServ
     await new Promise((r) => setTimeout(r, 20))
   }
   return {
+    signal(signal) {
+      if (child.exitCode === null && child.signalCode === null) child.kill(signal)
+    },
     async kill(signal) {
       if (child.exitCode !== null || child.signalCode !== null) return
       child.kill(signal)

@@ -1,9 +1,15 @@
 import { randomUUID } from 'node:crypto'
-import { Worker } from 'bullmq'
+import { setTimeout as sleep } from 'node:timers/promises'
+import { Worker, type Job } from 'bullmq'
 import { sql } from 'kysely'
 import { QueueName, type AttemptJob } from '@baton/contracts'
 import { createLogger } from '@baton/observability'
-import { createAttemptQueue, createSettlementPublisher, enqueueAttempt } from '@baton/queue'
+import {
+  createAttemptQueue,
+  createSettlementListener,
+  createSettlementPublisher,
+  enqueueAttempt,
+} from '@baton/queue'
 import {
   acceptDelegations,
   claimAttempt,
@@ -20,7 +26,15 @@ import {
   type SubagentHistoryEvent,
   type SubagentProvider,
 } from '@baton/subagents'
-import { describe, eventually, expect, historyTurn, test } from '@baton/testing'
+import {
+  describe,
+  eventually,
+  expect,
+  hasRedisServerBinary,
+  historyTurn,
+  startRedisServer,
+  test,
+} from '@baton/testing'
 import { duplicateTerminalAttempts } from '@baton/testing/ledger-audit'
 import { createOutputBudget } from '../output-budget.ts'
 import { createLeaseKeeper } from '../lease/lease-keeper.ts'
@@ -90,6 +104,66 @@ describe('attempt processor', () => {
       await harness.close()
     }
   })
+})
+
+describe('attempt processor: the settlement bell', () => {
+  // The bell's Redis must stop answering without stopping the queue's, so it is a private one.
+  test.skipIf(!hasRedisServerBinary())(
+    'a bell that Redis does not answer yet does not hold the job back, and rings once Redis answers',
+    { timeout: 60_000 },
+    async ({ db, queuePrefix, track }) => {
+      const bellRedis = track(await startRedisServer())
+      const heard: string[] = []
+      const listener = createSettlementListener({
+        redisUrl: bellRedis.url,
+        prefix: queuePrefix,
+        onEvent: (event) => heard.push(event.attemptId),
+        blockingTimeoutMs: 200,
+      })
+      const publisher = createSettlementPublisher({ redisUrl: bellRedis.url, prefix: queuePrefix })
+      const ownerId = `owner-${randomUUID().slice(0, 8)}`
+      const attemptId = randomUUID()
+      await acceptDelegations(db, [
+        {
+          namespaceId: 'default',
+          sessionId: 'bell-not-awaited',
+          name: 'scripted',
+          prompt: [{ type: 'text', text: '{"output":"done"}' }],
+          metadata: {},
+          attemptId,
+          newAgentId: randomUUID(),
+        },
+      ])
+      const deps = processorDeps(db, ownerId, builtInSubagents())
+      const processor = createAttemptProcessor({ ...deps, publisher })
+      try {
+        await listener.ready()
+        // The publisher's connection is open before Redis stops, as a worker's always is.
+        await publisher.publish({ eventName: 'settled', attemptId: randomUUID() })
+        bellRedis.pause()
+        const job = { id: attemptId, data: { attemptId } } as Job<AttemptJob>
+        const processed = processor(job).then(() => 'processed' as const)
+        const outcome = await Promise.race([
+          processed,
+          sleep(5_000).then(() => 'held back by the bell' as const),
+        ])
+        expect(outcome).toBe('processed')
+        expect(await getAttempt(db, attemptId)).toMatchObject({
+          status: 'terminal',
+          stopReason: 'completed',
+        })
+        expect(heard).not.toContain(attemptId)
+        bellRedis.resume()
+        await expect.poll(() => heard, { timeout: 10_000 }).toContain(attemptId)
+      } finally {
+        bellRedis.resume()
+        await publisher.close()
+        await listener.close()
+        await deps.leaseKeeper.stop()
+        await bellRedis.close()
+      }
+    },
+  )
 })
 
 /**
@@ -194,37 +268,14 @@ function startProcessor(
   { db, redisUrl, queuePrefix }: { db: Db; redisUrl: string; queuePrefix: string },
   ownerId: string,
   subagents: WorkerSubagents,
-  commit: (input: CommitTerminalInput) => Promise<CommittedTerminal> = async (input) => {
-    const [answer] = await commitTerminalsReturning(db, [input])
-    if (answer === undefined) throw new Error('no answer')
-    return answer
-  },
+  commit?: (input: CommitTerminalInput) => Promise<CommittedTerminal>,
 ) {
   const publisher = createSettlementPublisher({
     redisUrl: redisUrl,
     prefix: queuePrefix,
   })
-  const leaseKeeper = createLeaseKeeper({
-    db,
-    ownerId,
-    leaseTtlMs: 10_000,
-    heartbeatIntervalMs: 1_000,
-    logger: quiet,
-  })
-  const processor = createAttemptProcessor({
-    db,
-    ownerId,
-    claim: (id) => claimAttempt(db, { attemptId: id, ownerId, leaseTtlMs: 10_000 }),
-    commit,
-    heartbeatIntervalMs: 200,
-    outputBudget: createOutputBudget(64 * 1024 * 1024),
-    workspaceDir: process.cwd(),
-    leaseKeeper,
-    subagents,
-    steering: createSteeringDelivery({ db, ownerId, logger: quiet }),
-    publisher,
-    logger: quiet,
-  })
+  const deps = processorDeps(db, ownerId, subagents, commit)
+  const processor = createAttemptProcessor({ ...deps, publisher })
   const worker = new Worker<AttemptJob>(QueueName.Attempts, processor, {
     connection: { url: redisUrl },
     prefix: queuePrefix,
@@ -236,7 +287,42 @@ function startProcessor(
       await worker.close()
       await queue.close()
       await publisher.close()
-      await leaseKeeper.stop()
+      await deps.leaseKeeper.stop()
     },
+  }
+}
+
+/**
+ * What the processor needs but its publisher: the real claim against the ledger, and the real
+ * commit unless `commit` stands in for it (to inject a fault). The caller stops the lease keeper.
+ */
+function processorDeps(
+  db: Db,
+  ownerId: string,
+  subagents: WorkerSubagents,
+  commit: (input: CommitTerminalInput) => Promise<CommittedTerminal> = async (input) => {
+    const [answer] = await commitTerminalsReturning(db, [input])
+    if (answer === undefined) throw new Error('no answer')
+    return answer
+  },
+) {
+  return {
+    db,
+    ownerId,
+    claim: (id: string) => claimAttempt(db, { attemptId: id, ownerId, leaseTtlMs: 10_000 }),
+    commit,
+    heartbeatIntervalMs: 200,
+    outputBudget: createOutputBudget(64 * 1024 * 1024),
+    workspaceDir: process.cwd(),
+    leaseKeeper: createLeaseKeeper({
+      db,
+      ownerId,
+      leaseTtlMs: 10_000,
+      heartbeatIntervalMs: 1_000,
+      logger: quiet,
+    }),
+    subagents,
+    steering: createSteeringDelivery({ db, ownerId, logger: quiet }),
+    logger: quiet,
   }
 }

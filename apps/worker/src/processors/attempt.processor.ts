@@ -97,7 +97,7 @@ async function claimAndRun(
       countProcessLoss(deps.metrics, made.length)
       if (made.length > 0) {
         log.warn('owner vanished mid-run; recorded process loss')
-        await ringTerminal(deps, attemptId, log)
+        ringTerminal(deps, attemptId, log)
       }
       return
     }
@@ -161,7 +161,7 @@ async function claimAndRun(
     // Terminal now: stop heartbeating it at once, so no renewal reports the finished lease lost.
     deps.leaseKeeper.release(attemptId)
     if (answer.outcome === 'committed' || answer.outcome === 'replayed') {
-      await ringTerminal(deps, attemptId, log, answer.record)
+      ringTerminal(deps, attemptId, log, answer.record)
     }
   } finally {
     jobSignal?.removeEventListener('abort', onJobAbort)
@@ -312,18 +312,24 @@ async function commitWithRetry(
 /**
  * Rings the settlement's bell; with the attempt as the commit left it, the bell carries its
  * terminal view, and a caller waiting on it is answered without reading it back.
+ *
+ * Not awaited: the job's acknowledgement follows in the same tick, and on the worker's
+ * auto-pipelined connection (which the runtime gives the publisher and the queue alike) the bell
+ * and the acknowledgement leave in one write, in that order. Awaiting the bell's reply first cost
+ * every job a write and a round trip more, in the worker and in Redis. A bell that fails is
+ * logged (`announceSettled` never rejects): waiters fall back on the ledger.
  */
-async function ringTerminal(
+function ringTerminal(
   deps: AttemptProcessorDeps,
   attemptId: string,
   log: Logger,
   record?: AttemptRecord,
-): Promise<void> {
+): void {
   const detail =
     record === undefined
       ? undefined
       : { namespaceId: record.namespaceId, view: toAttemptView(record) }
-  await announceSettled(deps.publisher, attemptId, log, detail)
+  void announceSettled(deps.publisher, attemptId, log, detail)
 }
 
 function assertNever(value: never): never {

@@ -81,11 +81,9 @@ export function createWorkerRuntime(
     autoPipelining: true,
   })
   const queue = createAttemptQueue({ connection, prefix: config.queuePrefix })
-  // The bells share the queue's connection: each leaves in the write that acknowledges its job.
   const publisher = createSettlementPublisher({
     redisUrl: config.redisUrl,
     prefix: config.queuePrefix,
-    connection,
   })
   const metrics = createWorkerMetrics({
     queueJobs: () => queue.getJobCounts(),

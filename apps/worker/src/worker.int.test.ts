@@ -100,43 +100,6 @@ describe('worker', () => {
     }
   })
 
-  test("a child's bell is sent on the connection that acknowledges its job", async ({
-    db,
-    databaseUrl,
-    redisUrl,
-    queuePrefix,
-    track,
-    redis,
-  }) => {
-    const ctx = { db, databaseUrl, redisUrl, queuePrefix, track, redis }
-    // Every command Redis runs for this test's keys, with the address of the client that sent it.
-    const seen: { readonly source: string; readonly args: readonly string[] }[] = []
-    const connection = redis()
-    const monitor = await connection.monitor()
-    monitor.on('monitor', (_time: string, args: string[], source: string) => {
-      if (args.some((a) => a.startsWith(`${queuePrefix}:`))) seen.push({ source, args })
-    })
-    const worker = await startRuntime(ctx, createScriptedPromptProvider())
-    try {
-      const attemptId = await accept(ctx.db, '{"output":"rung"}')
-      await enqueue(ctx, attemptId)
-      await untilTerminal(ctx.db, attemptId)
-      const settlements = `${queuePrefix}:${QueueName.AttemptSettlements}:events`
-      const bell = await eventually(async () =>
-        seen.find((c) => c.args[0] === 'xadd' && c.args[1] === settlements),
-      )
-      // The acknowledgement: the script that moves the job to completed.
-      const ack = await eventually(async () =>
-        seen.find((c) => c.args.includes(attemptId) && c.args.includes('completed')),
-      )
-      expect(bell.source).toBe(ack.source)
-    } finally {
-      monitor.disconnect()
-      connection.disconnect()
-      await worker.shutdownChecked(5_000)
-    }
-  })
-
   test('at start a worker warns, once per reason, when Postgres does not maintain the ledger', async ({
     db,
     databaseUrl,

@@ -16,10 +16,8 @@ import { LeanPipelineRedis } from './lean-pipeline.ts'
  * for the next job (see AttemptWorker for when one does) and take the job it would have taken;
  * which call takes a job is all that order decides.
  *
- * A stream's `xadd` stays pipelined although its publisher already puts a tick's events in one
- * entry: a worker's settlement bell sent at once answers its waiter sooner (0.1–0.24 ms p50 at
- * rest), but under load its jobs then finish at moments when their `moveToFinished` more often
- * asks for a next job in vain, +0.9 Redis commands per delegation.
+ * A stream publisher's connection is not auto-pipelined at all: it already puts a tick's events
+ * in the entries of one flush, and writes them at once (see `createStreamPublisher`).
  */
 export const UNPIPELINED_COMMANDS: readonly string[] = [
   `moveToActive:${bullmqPackage.version}`,

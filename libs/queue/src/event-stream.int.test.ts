@@ -157,35 +157,6 @@ describe('event streams', () => {
     }
   })
 
-  test('a publisher given a connection sends on it, leaves it open when closed, and refuses what comes after', async ({
-    redisUrl,
-    queuePrefix,
-  }) => {
-    const { heard, listener } = await hearSettlements(redisUrl, queuePrefix)
-    const connection = new Redis(redisUrl, { enableAutoPipelining: true })
-    const observer = new Redis(redisUrl)
-    const publisher = createSettlementPublisher({ redisUrl, prefix: queuePrefix, connection })
-    try {
-      const id = String(await connection.client('ID'))
-      const attemptId = randomUUID()
-      await publisher.publish({ eventName: 'settled', attemptId })
-      await expect.poll(() => heard, { timeout: 5_000 }).toEqual([attemptId])
-      // Sent on the connection it was given: the last command Redis ran there is the entry's.
-      expect(String(await observer.client('LIST', 'ID', id))).toMatch(/ cmd=xadd /)
-      await publisher.close()
-      expect(connection.status).toBe('ready')
-      expect(await connection.ping()).toBe('PONG')
-      await expect(
-        publisher.publish({ eventName: 'settled', attemptId: randomUUID() }),
-      ).rejects.toThrow('the publisher is closed')
-    } finally {
-      await publisher.close()
-      connection.disconnect()
-      observer.disconnect()
-      await listener.close()
-    }
-  })
-
   test('close does not wait for a Redis that does not answer: what waits for it fails', async ({
     queuePrefix,
   }) => {

@@ -1,5 +1,4 @@
 import { QueueEvents, QueueKeys } from 'bullmq'
-import type { Redis } from 'ioredis'
 import { createRedisConnection } from './connection.ts'
 
 /**
@@ -27,11 +26,9 @@ export interface WarnLogger {
 }
 
 export interface PublisherOptions {
-  /** The publisher sends on a connection of its own (see `createStreamPublisher`)... */
+  /** The publisher sends on a connection of its own (see `createStreamPublisher`). */
   readonly redisUrl: string
   readonly prefix: string
-  /** ...unless given an auto-pipelined one to share; its owner closes it. */
-  readonly connection?: Redis
 }
 
 export interface ListenerOptions<E> {
@@ -67,33 +64,28 @@ const MAX_DETAIL_BYTES_PER_ENTRY = 64 * 1024
 /**
  * A publisher that coalesces: events of one name published while an entry is being added leave
  * together in the next entry (`attemptIds`, comma-joined), so a burst of N settlements or cancels
- * costs a few XADDs instead of N. A lone event leaves at once (at the end of the current tick).
+ * costs a few XADDs instead of N. A lone event leaves at once (in a microtask after its publish).
  * Each `publish` settles when the entry that carries it was added (or failed to be).
  *
- * Entries are written in the layout BullMQ's `QueueEventsProducer` writes (`event` names the
- * event), which `QueueEvents` reads. They leave at the end of the tick, on a connection of the
- * publisher's own, opened at its first publish, or on the auto-pipelined connection it is given.
- * Its own is the default because ioredis copies every script defined on a connection onto each
- * pipeline it builds there, and auto-pipelining builds one per tick that sends a command: on a
- * connection BullMQ uses, a bell rung in a tick of its own costs a pipeline carrying BullMQ's 64
- * scripts. A worker gives its queue connection all the same: its bells are rung in the tick that
- * also acknowledges their jobs, so they ride in the pipeline, and the write, that carries the
- * acknowledgements (see `ringTerminal` in the attempt processor).
+ * Entries leave on a connection of the publisher's own, opened at its first publish, and in the
+ * layout BullMQ's `QueueEventsProducer` writes (`event` names the event), which `QueueEvents`
+ * reads. Its own because ioredis copies every script defined on a connection onto each pipeline it
+ * builds there, and auto-pipelining builds one per tick that sends a command: on a connection BullMQ
+ * uses, that is its 64 scripts for every bell a worker rings. This one carries no scripts and is
+ * not auto-pipelined: the events of a tick already leave together, in the entries of one flush, and
+ * a flush's `XADD` is written at once instead of at the end of the tick, so the bell that ends a
+ * wait is not held behind what the rest of the tick does (a worker acknowledging the job, say).
  */
 export function createStreamPublisher<E extends StreamEvent>(
   stream: string,
   options: PublisherOptions & { readonly maxEvents?: number },
 ): StreamPublisher<E> {
-  const shared = options.connection
-  const connection =
-    shared ??
-    createRedisConnection(options.redisUrl, `baton-${stream}-publisher`, {
-      autoPipelining: true,
-      lazyConnect: true,
-    })
+  const connection = createRedisConnection(options.redisUrl, `baton-${stream}-publisher`, {
+    lazyConnect: true,
+  })
   // ioredis reconnects on its own; an entry that cannot be added fails its `publish`, and the
   // caller logs that (`publishAfterRecord`). An unheard 'error' event would only print it again.
-  if (shared === undefined) connection.on('error', () => {})
+  connection.on('error', () => {})
   const eventsKey = new QueueKeys(options.prefix).toKey(stream, 'events')
   const maxEvents = options.maxEvents ?? MAX_EVENTS
   interface Waiting {
@@ -106,7 +98,6 @@ export function createStreamPublisher<E extends StreamEvent>(
   const waiting = new Map<string, Waiting[]>()
   let adding: Promise<void> | undefined
   let scheduled = false
-  let closed = false
 
   function schedule(): void {
     if (scheduled || adding !== undefined) return
@@ -147,11 +138,6 @@ export function createStreamPublisher<E extends StreamEvent>(
   return {
     publish: (event) =>
       new Promise<void>((resolve, reject) => {
-        // A shared connection outlives the publisher: refuse as its own closed one would.
-        if (closed) {
-          reject(new Error('the publisher is closed'))
-          return
-        }
         const group = waiting.get(event.eventName)
         const detail = event.detail === undefined ? undefined : JSON.stringify(event.detail)
         const entry = { attemptId: event.attemptId, detail, resolve, reject }
@@ -163,21 +149,17 @@ export function createStreamPublisher<E extends StreamEvent>(
       // What was published before close is added first (a flush begins in a microtask), while
       // Redis answers. Entries waiting for a connection that is down would wait for it forever:
       // closing fails them instead, and their callers log it (`publishAfterRecord`).
-      closed = true
       let lost = false
-      let onClose = (): void => {}
-      const down = new Promise<void>((resolve) => {
-        onClose = () => {
+      const down = new Promise<void>((resolve) =>
+        connection.once('close', () => {
           lost = true
           resolve()
-        }
-        connection.once('close', onClose)
-      })
+        }),
+      )
       while ((scheduled || adding !== undefined) && !lost && connection.status === 'ready') {
         await Promise.race([adding ?? Promise.resolve(), down])
       }
-      connection.off('close', onClose)
-      if (shared === undefined) connection.disconnect()
+      connection.disconnect()
     },
   }
 }

@@ -313,11 +313,10 @@ async function commitWithRetry(
  * Rings the settlement's bell; with the attempt as the commit left it, the bell carries its
  * terminal view, and a caller waiting on it is answered without reading it back.
  *
- * Not awaited: the job's acknowledgement follows in the same tick, and on the worker's
- * auto-pipelined connection (which the runtime gives the publisher and the queue alike) the bell
- * and the acknowledgement leave in one write, in that order. Awaiting the bell's reply first cost
- * every job a write and a round trip more, in the worker and in Redis. A bell that fails is
- * logged (`announceSettled` never rejects): waiters fall back on the ledger.
+ * Not awaited: the bell is written at once on the publisher's connection, and the job is
+ * acknowledged without waiting for Redis to answer it, so a Redis slow to answer a bell holds no
+ * job's slot and no acknowledgement. A bell that fails is logged (`announceSettled` never
+ * rejects): waiters fall back on the ledger.
  */
 function ringTerminal(
   deps: AttemptProcessorDeps,

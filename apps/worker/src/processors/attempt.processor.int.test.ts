@@ -40,7 +40,7 @@ import { createOutputBudget } from '../output-budget.ts'
 import { createLeaseKeeper } from '../lease/lease-keeper.ts'
 import { createSteeringDelivery } from '../steering/steering-delivery.ts'
 import { builtInSubagents, type WorkerSubagents } from '../subagents/subagent-catalog.ts'
-import { acceptContinuation } from '../test-support.ts'
+import { accept, acceptContinuation } from '../test-support.ts'
 import { createAttemptProcessor } from './attempt.processor.ts'
 
 const quiet = createLogger({ service: 'test', level: 'silent' })
@@ -122,18 +122,7 @@ describe('attempt processor: the settlement bell', () => {
       })
       const publisher = createSettlementPublisher({ redisUrl: bellRedis.url, prefix: queuePrefix })
       const ownerId = `owner-${randomUUID().slice(0, 8)}`
-      const attemptId = randomUUID()
-      await acceptDelegations(db, [
-        {
-          namespaceId: 'default',
-          sessionId: 'bell-not-awaited',
-          name: 'scripted',
-          prompt: [{ type: 'text', text: '{"output":"done"}' }],
-          metadata: {},
-          attemptId,
-          newAgentId: randomUUID(),
-        },
-      ])
+      const attemptId = await accept(db, '{"output":"done"}')
       const deps = processorDeps(db, ownerId, builtInSubagents())
       const processor = createAttemptProcessor({ ...deps, publisher })
       try {

@@ -10,6 +10,9 @@
 //   (f) the queue floor (scripts/lib/bench/floor-*.ts): the same processes, route and load on
 //       Fastify + BullMQ alone, no database — the part of Baton's work no design on them avoids —
 //       and its cancels: a bell to the workers and the job's `failed` event, nothing recorded;
+//   (fl) the queue floor with Baton's ledger (scripts/lib/bench/floor-with-ledger.ts): the same
+//       processes, with Baton's accept, claim and commit statements where Baton makes them, and
+//       nothing else of Baton's — the floor of Baton's design, its ledger statements as they are;
 //   (l) Baton's ledger alone (scripts/lib/bench/ledger-alone.ts): its accept, claim and commit
 //       statements for as many delegations, called from this process `--ledger-batch` at a time;
 //   (b) Baton: durable delegations of a no-op `scripted` child through the HTTP API to terminal
@@ -100,6 +103,7 @@ const serverUrl = process.env.DATABASE_URL ?? DEFAULT_DATABASE_URL
 const batonDatabaseUrl = withDatabase(serverUrl, 'baton_bench')
 const naiveDatabaseUrl = withDatabase(serverUrl, 'baton_bench_naive')
 const ledgerDatabaseUrl = withDatabase(serverUrl, 'baton_bench_ledger')
+const floorLedgerDatabaseUrl = withDatabase(serverUrl, 'baton_bench_floor_ledger')
 const log = (line: string): void => {
   if (!args.json) console.log(line)
   else console.error(line)
@@ -400,6 +404,43 @@ async function floor(bench: Bench, prefix: string) {
   return { ...figures, cancels, burst }
 }
 
+/** The queue floor making Baton's ledger statements on a database of its own (no cancels). */
+async function floorWithLedger(bench: Bench, prefix: string) {
+  await prepareDatabase(floorLedgerDatabaseUrl, { fresh: true })
+  const port = randomPort()
+  const env = {
+    DATABASE_URL: floorLedgerDatabaseUrl,
+    REDIS_URL: bench.redisUrl,
+    QUEUE_PREFIX: prefix,
+    PORT: String(port),
+    WORKER_CONCURRENCY: String(WORKER_CONCURRENCY),
+  }
+  const db = createDb({
+    connectionString: floorLedgerDatabaseUrl,
+    maxConnections: 2,
+    applicationName: 'baton-bench',
+  })
+  try {
+    const accepted: string[] = []
+    const figures = await httpSystem(
+      bench,
+      floorLedgerDatabaseUrl,
+      () => startFloorService(env, WORKERS),
+      batonLedger(db),
+      port,
+      NAIVE_KEY,
+      accepted,
+    )
+    const audit = await auditLedger(db, accepted)
+    if (audit.lost + audit.duplicates > 0)
+      throw new Error(`the floor with the ledger lost ${audit.lost}, doubled ${audit.duplicates}`)
+    const steps = await stepsOf(figures.calls, (ids) => ledgerTimes(db, ids))
+    return { ...figures, steps }
+  } finally {
+    await db.destroy()
+  }
+}
+
 /** Baton's ledger statements alone, on a database of their own, measured like the systems. */
 async function ledgerAlone(bench: Bench) {
   await prepareDatabase(ledgerDatabaseUrl, { fresh: true })
@@ -514,7 +555,8 @@ async function main(): Promise<void> {
   const redis = new Redis(redisServer.url)
   const postgres = await connectPostgresCounters(serverUrl)
   const prefix = `baton-bench-${randomUUID().slice(0, 8)}`
-  let raw, rawPaced, rawReplay, naiveFigures, floorFigures, ledgerFigures, batonFigures
+  let raw, rawPaced, rawReplay, naiveFigures, floorFigures, floorLedgerFigures, ledgerFigures
+  let batonFigures
   try {
     const bench: Bench = {
       redisUrl: redisServer.url,
@@ -528,6 +570,8 @@ async function main(): Promise<void> {
     naiveFigures = await naive(bench, `${prefix}-naive`)
     log('bench: (f) the queue floor: Fastify + BullMQ, no database, through HTTP …')
     floorFigures = await floor(bench, `${prefix}-floor`)
+    log("bench: (fl) the queue floor with Baton's ledger statements, through HTTP …")
+    floorLedgerFigures = await floorWithLedger(bench, `${prefix}-floor-ledger`)
     log(`bench: (l) Baton's ledger alone, ${LEDGER_BATCH} delegations per statement …`)
     ledgerFigures = await ledgerAlone(bench)
     log('bench: (b) Baton through HTTP …')
@@ -550,6 +594,7 @@ async function main(): Promise<void> {
   const floorCost = perUnit(floorFigures.cost, SIZES.count)
   const batonCost = perUnit(batonFigures.cost, SIZES.count)
   const ledgerCost = perUnit(ledgerFigures.cost, SIZES.count)
+  const floorLedgerCost = perUnit(floorLedgerFigures.cost, SIZES.count)
   const cancels = batonFigures.cancels?.latencies ?? []
   const burst = batonFigures.burst?.latencies ?? []
   const floorCancels = floorFigures.cancels?.latencies ?? []
@@ -603,6 +648,16 @@ async function main(): Promise<void> {
     floor_redis_cpu_ms_per_delegation: floorCost.redisCpuMs,
     floor_redis_commands_per_delegation: floorCost.redisCommands,
     floor_machine_busy: floorCost.machineBusy,
+    floor_ledger_per_s: round(floorLedgerFigures.perSecond, 0),
+    floor_ledger_wait_p50_ms: round(floorLedgerFigures.p50),
+    floor_ledger_wait_p99_ms: round(floorLedgerFigures.p99),
+    floor_ledger_wait_to_accept_p50_ms: round(floorLedgerFigures.steps.toAcceptMs),
+    floor_ledger_wait_accept_to_claim_p50_ms: round(floorLedgerFigures.steps.acceptToClaimMs ?? 0),
+    floor_ledger_wait_claim_to_commit_p50_ms: round(floorLedgerFigures.steps.claimToCommitMs ?? 0),
+    floor_ledger_wait_commit_to_answer_p50_ms: round(floorLedgerFigures.steps.commitToAnswerMs),
+    floor_ledger_cpu_ms_per_delegation: floorLedgerCost.cpuMs,
+    floor_ledger_pg_xacts_per_delegation: floorLedgerCost.pgTransactions,
+    floor_ledger_machine_busy: floorLedgerCost.machineBusy,
     ledger_cpu_ms_per_delegation: ledgerCost.cpuMs,
     ledger_node_cpu_ms_per_delegation: ledgerCost.nodeCpuMs,
     ledger_pg_cpu_ms_per_delegation: ledgerCost.postgresCpuMs,
@@ -672,6 +727,9 @@ async function main(): Promise<void> {
     s.machine_busy,
   )
   log(
+    `the queue floor with Baton's ledger statements: ${s.floor_ledger_per_s} per second, submit-and-wait p50 ${s.floor_ledger_wait_p50_ms} ms, p99 ${s.floor_ledger_wait_p99_ms} ms; ${s.floor_ledger_cpu_ms_per_delegation} ms CPU, ${s.floor_ledger_pg_xacts_per_delegation} transactions per delegation; machine busy ${s.floor_ledger_machine_busy}; request → accept ${s.floor_ledger_wait_to_accept_p50_ms} ms, accept → claim ${s.floor_ledger_wait_accept_to_claim_p50_ms} ms, claim → commit ${s.floor_ledger_wait_claim_to_commit_p50_ms} ms, commit → answer ${s.floor_ledger_wait_commit_to_answer_p50_ms} ms`,
+  )
+  log(
     `one database step at rest: a durable one-row write ${s.pg_write_p50_ms} ms, a read by key ${s.pg_read_p50_ms} ms (p50)`,
   )
   log(
@@ -699,7 +757,7 @@ async function main(): Promise<void> {
     `queue floor cancel → aborted: one at a time p50 ${s.floor_cancel_p50_ms} ms, p99 ${s.floor_cancel_p99_ms} ms; ${BURST} at once p50 ${s.floor_cancel_burst_p50_ms} ms, p99 ${s.floor_cancel_burst_p99_ms} ms; not aborted ${s.floor_cancel_not_aborted}`,
   )
   log(
-    `ratio ${s.ratio}; lost ${s.lost}; duplicates ${s.duplicates}; rejected ${batonFigures.rejected} (hand-rolled ${naiveFigures.rejected}, floor ${floorFigures.rejected}); Postgres idle ${s.pg_idle_cpu_ms_per_s} ms CPU/s subtracted`,
+    `ratio ${s.ratio}; lost ${s.lost}; duplicates ${s.duplicates}; rejected ${batonFigures.rejected} (hand-rolled ${naiveFigures.rejected}, floor ${floorFigures.rejected}, floor with the ledger ${floorLedgerFigures.rejected}); Postgres idle ${s.pg_idle_cpu_ms_per_s} ms CPU/s subtracted`,
   )
   if (args.json) console.log(JSON.stringify(summary))
 }

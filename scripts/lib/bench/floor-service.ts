@@ -1,9 +1,11 @@
 // `node scripts/lib/bench/floor-service.ts`: the queue floor's HTTP API (see floor-queue.ts). It
 // answers the bench's two calls as the hand-rolled service does, with no database, and the
-// cancel measurement's calls (read, wait, cancel) for a running child.
+// cancel measurement's calls (read, wait, cancel) for a running child. With `DATABASE_URL`, it
+// accepts each delegation into Baton's ledger before the enqueue (see floor-with-ledger.ts).
 import { randomUUID } from 'node:crypto'
 import { Queue, QueueEvents, QueueEventsProducer } from 'bullmq'
 import { Redis } from 'ioredis'
+import { createRedisConnection } from '@baton/queue'
 import { createGroupBatcher } from '@baton/store'
 import {
   FLOOR_ABORTED,
@@ -13,6 +15,7 @@ import {
   FLOOR_QUEUE,
   type FloorJob,
 } from './floor-queue.ts'
+import { floorAccepts, floorLedgerDb } from './floor-with-ledger.ts'
 import {
   createYardstickApp,
   DELEGATION_BODY_SCHEMA,
@@ -21,8 +24,17 @@ import {
 } from './yardstick.ts'
 
 const settings = queueServiceSettings(process.env)
+const ledger =
+  process.env.DATABASE_URL === undefined
+    ? undefined
+    : floorLedgerDb(process.env.DATABASE_URL, 'api')
+const accept = ledger === undefined ? undefined : floorAccepts(ledger)
 const queue = new Queue<FloorJob>(FLOOR_QUEUE, {
-  connection: new Redis(settings.redisUrl, { maxRetriesPerRequest: null }),
+  // With the ledger, on Baton's own queue connection (see floor-with-ledger.ts).
+  connection:
+    ledger === undefined
+      ? new Redis(settings.redisUrl, { maxRetriesPerRequest: null })
+      : createRedisConnection(settings.redisUrl, 'floor-api', { autoPipelining: true }),
   prefix: settings.queuePrefix,
   streams: { events: { maxLen: FLOOR_EVENTS_KEPT } },
   defaultJobOptions: { removeOnComplete: true, removeOnFail: true },
@@ -95,7 +107,10 @@ app.post<{ Params: { sessionId: string }; Body: DelegationBody }>(
   { schema: { body: DELEGATION_BODY_SCHEMA } },
   async (request, reply) => {
     const { name, prompt, wait } = request.body
-    const attemptId = randomUUID()
+    const attemptId =
+      accept === undefined
+        ? randomUUID()
+        : await accept({ sessionId: request.params.sessionId, name, prompt })
     const done = wait === undefined ? undefined : ending(attemptId, wait.timeoutMs).done
     await enqueues.submit({ id: attemptId, data: { prompt } })
     if (done === undefined)
@@ -162,6 +177,6 @@ console.log(FLOOR_API_READY_MESSAGE)
 process.once('SIGTERM', () => {
   void app
     .close()
-    .then(() => Promise.all([events.close(), commands.close(), queue.close()]))
+    .then(() => Promise.all([events.close(), commands.close(), queue.close(), ledger?.destroy()]))
     .then(() => process.exit(0))
 })

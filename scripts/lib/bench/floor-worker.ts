@@ -1,7 +1,13 @@
 // `node scripts/lib/bench/floor-worker.ts`: the queue floor's worker process (see floor-queue.ts).
-// It runs the bench's no-op child, or a hanging one until its cancel bell, and records nothing.
-import { QueueEvents, Worker } from 'bullmq'
+// It runs the bench's no-op child, or a hanging one until its cancel bell, and records nothing;
+// with `DATABASE_URL`, it claims each attempt before the child runs and commits its terminal after
+// (see floor-with-ledger.ts).
+import { randomUUID } from 'node:crypto'
+import { QueueEvents, Worker, type Job } from 'bullmq'
 import { Redis } from 'ioredis'
+import { FailureCategory } from '@baton/contracts'
+import { AttemptWorker, createRedisConnection } from '@baton/queue'
+import type { TerminalResultInput } from '@baton/store'
 import {
   FLOOR_ABORTED,
   FLOOR_COMMANDS,
@@ -10,9 +16,15 @@ import {
   hangs,
   type FloorJob,
 } from './floor-queue.ts'
+import { floorExecutions, floorLedgerDb } from './floor-with-ledger.ts'
 import { noopChildOutput, queueServiceSettings } from './yardstick.ts'
 
 const settings = queueServiceSettings(process.env)
+const ledger =
+  process.env.DATABASE_URL === undefined
+    ? undefined
+    : floorLedgerDb(process.env.DATABASE_URL, 'worker')
+const executions = ledger === undefined ? undefined : floorExecutions(ledger, randomUUID())
 
 /** Resolves when `signal` fires. */
 function untilAborted(signal: AbortSignal | undefined): Promise<void> {
@@ -21,19 +33,40 @@ function untilAborted(signal: AbortSignal | undefined): Promise<void> {
   return new Promise((resolve) => signal.addEventListener('abort', () => resolve(), { once: true }))
 }
 
-const worker = new Worker<FloorJob, string>(
-  FLOOR_QUEUE,
-  async (job, _token, signal) => {
-    if (!hangs(job.data.prompt)) return noopChildOutput(job.data.prompt)
-    await untilAborted(signal)
-    throw new Error(FLOOR_ABORTED)
-  },
-  {
-    connection: new Redis(settings.redisUrl, { maxRetriesPerRequest: null }),
-    prefix: settings.queuePrefix,
-    concurrency: settings.concurrency,
-  },
-)
+async function processJob(
+  job: Job<FloorJob, string>,
+  _token?: string,
+  signal?: AbortSignal,
+): Promise<string> {
+  const jobId = job.id ?? ''
+  const generation = await executions?.claim(jobId)
+  const finish = async (result: TerminalResultInput): Promise<void> => {
+    if (generation !== undefined) await executions?.commit(jobId, generation, result)
+  }
+  if (!hangs(job.data.prompt)) {
+    const output = noopChildOutput(job.data.prompt)
+    await finish({ stopReason: 'completed', output, failureCategory: null })
+    return output
+  }
+  await untilAborted(signal)
+  await finish({ stopReason: 'aborted', output: '', failureCategory: FailureCategory.Cancelled })
+  throw new Error(FLOOR_ABORTED)
+}
+
+const options = { prefix: settings.queuePrefix, concurrency: settings.concurrency }
+// With the ledger, on Baton's own worker class and connection (see floor-with-ledger.ts).
+const worker =
+  executions === undefined
+    ? new Worker<FloorJob, string>(FLOOR_QUEUE, processJob, {
+        ...options,
+        connection: new Redis(settings.redisUrl, { maxRetriesPerRequest: null }),
+      })
+    : new AttemptWorker<FloorJob, string>(FLOOR_QUEUE, processJob, {
+        ...options,
+        connection: createRedisConnection(settings.redisUrl, 'floor-worker', {
+          autoPipelining: true,
+        }),
+      })
 // Every worker hears every bell; only the one running the job has it to cancel.
 const commands = new QueueEvents(FLOOR_COMMANDS, {
   connection: { url: settings.redisUrl },
@@ -49,5 +82,7 @@ await Promise.all([worker.waitUntilReady(), commands.waitUntilReady()])
 console.log(FLOOR_WORKER_READY_MESSAGE)
 
 process.once('SIGTERM', () => {
-  void Promise.all([commands.close(), worker.close()]).then(() => process.exit(0))
+  void Promise.all([commands.close(), worker.close()])
+    .then(() => ledger?.destroy())
+    .then(() => process.exit(0))
 })

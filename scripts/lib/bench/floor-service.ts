@@ -5,7 +5,7 @@
 import { randomUUID } from 'node:crypto'
 import { Queue, QueueEvents, QueueEventsProducer } from 'bullmq'
 import { Redis } from 'ioredis'
-import { createRedisConnection } from '@baton/queue'
+import { createRedisConnection, type StreamListener } from '@baton/queue'
 import { createGroupBatcher } from '@baton/store'
 import {
   FLOOR_ABORTED,
@@ -15,7 +15,7 @@ import {
   FLOOR_QUEUE,
   type FloorJob,
 } from './floor-queue.ts'
-import { floorAccepts, floorLedgerDb } from './floor-with-ledger.ts'
+import { floorAccepts, floorLedgerDb, floorSettlements } from './floor-with-ledger.ts'
 import {
   createYardstickApp,
   DELEGATION_BODY_SCHEMA,
@@ -43,11 +43,6 @@ const commands = new QueueEventsProducer(FLOOR_COMMANDS, {
   connection: new Redis(settings.redisUrl, { maxRetriesPerRequest: null }),
   prefix: settings.queuePrefix,
 })
-const events = new QueueEvents(FLOOR_QUEUE, {
-  connection: { url: settings.redisUrl },
-  prefix: settings.queuePrefix,
-})
-await events.waitUntilReady()
 const enqueues = createGroupBatcher(
   (jobs: { id: string; data: FloorJob }[]) =>
     queue.addBulk(jobs.map(({ id, data }) => ({ name: 'run', data, opts: { jobId: id } }))),
@@ -59,17 +54,34 @@ const enqueues = createGroupBatcher(
  * its doorbell before the enqueue: asking BullMQ after the add (`waitUntilFinished`) loses the
  * race to a no-op job that completes and is removed first, and then reads as not finished.
  */
-type Ending = { readonly stopReason: 'completed' | 'aborted' | 'error'; readonly output: unknown }
+/** How a job ended; from a bell, the attempt's whole terminal view. */
+type Ending = { readonly stopReason: string; readonly output: unknown } & Record<string, unknown>
 const waiters = new Map<string, Set<(ending: Ending) => void>>()
 const end = (jobId: string, ending: Ending): void => {
   for (const wake of waiters.get(jobId) ?? []) wake(ending)
 }
-events.on('completed', ({ jobId, returnvalue }) => {
-  end(jobId, { stopReason: 'completed', output: returnvalue })
-})
-events.on('failed', ({ jobId, failedReason }) => {
-  end(jobId, { stopReason: failedReason === FLOOR_ABORTED ? 'aborted' : 'error', output: '' })
-})
+// A wait answers from the queue's `completed` and `failed` events; with the ledger, as Baton's
+// waits do, from Baton's settlement bell, which the worker rings after each commit.
+let events: QueueEvents | undefined
+let bells: StreamListener | undefined
+if (ledger === undefined) {
+  events = new QueueEvents(FLOOR_QUEUE, {
+    connection: { url: settings.redisUrl },
+    prefix: settings.queuePrefix,
+  })
+  await events.waitUntilReady()
+  events.on('completed', ({ jobId, returnvalue }) => {
+    end(jobId, { stopReason: 'completed', output: returnvalue })
+  })
+  events.on('failed', ({ jobId, failedReason }) => {
+    end(jobId, { stopReason: failedReason === FLOOR_ABORTED ? 'aborted' : 'error', output: '' })
+  })
+} else {
+  bells = await floorSettlements(
+    { redisUrl: settings.redisUrl, prefix: settings.queuePrefix },
+    ({ attemptId, view }) => end(attemptId, view),
+  )
+}
 
 /**
  * Registers for the job's end now and resolves with it on its `completed` or `failed` event, or
@@ -177,6 +189,14 @@ console.log(FLOOR_API_READY_MESSAGE)
 process.once('SIGTERM', () => {
   void app
     .close()
-    .then(() => Promise.all([events.close(), commands.close(), queue.close(), ledger?.destroy()]))
+    .then(() =>
+      Promise.all([
+        events?.close(),
+        commands.close(),
+        queue.close(),
+        bells?.close(),
+        ledger?.destroy(),
+      ]),
+    )
     .then(() => process.exit(0))
 })

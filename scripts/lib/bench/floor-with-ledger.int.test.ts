@@ -32,6 +32,11 @@ test("the queue floor given a database makes Baton's accept, claim and commit fo
     for (let i = 0; i < 10; i += 1) waited.push(await client.delegateAndWait(input, 10_000))
     for (const view of waited) {
       expect(view).toMatchObject({ status: 'terminal', stopReason: 'completed', output: 'ok' })
+      // Answered from Baton's settlement bell: the terminal view the commit returned.
+      expect(view).toMatchObject({
+        outputBytes: 2,
+        digest: expect.stringMatching(/^baton\.result/),
+      })
     }
     // A wait answers after the commit: its attempt is terminal in the ledger by then.
     const ids = [...accepted.map((a) => a.attemptId), ...waited.map((w) => w.attemptId)]

@@ -5,19 +5,27 @@
 // the worker claims the attempt (fenced, under a lease) before the child runs and commits its
 // terminal (fenced) after, each through one batched statement in flight, as Baton's worker does.
 // Its queue is on Baton's own connections (auto-pipelined, lean pipelines) and its worker is
-// Baton's `AttemptWorker`, so it takes jobs as Baton does.
+// Baton's `AttemptWorker`, so it takes jobs as Baton does; after each commit the worker rings
+// Baton's settlement bell with the terminal view the commit returned, not awaited, and a waiting
+// call answers from it, as Baton's do.
 //
 // Nothing else of Baton's: no validation beyond the floor's, no authentication, no leases kept
-// alive, no steering, no bell of its own (a wait answers from BullMQ's `completed` event), no
-// metrics or logs. Baton's core, in effect: its figures beside Baton's are what everything around
+// alive, no steering, no metrics or logs. Baton's core, in effect: its figures beside Baton's are what everything around
 // the ledger statements costs, and beside the hand-rolled service's, what the statements cost.
 import { randomUUID } from 'node:crypto'
+import {
+  announceSettled,
+  createSettlementListener,
+  createSettlementPublisher,
+  type StreamListener,
+} from '@baton/queue'
 import {
   acceptDelegations,
   claimAttempts,
   commitTerminalsReturning,
   createDb,
   createGroupBatcher,
+  toAttemptView,
   type Db,
   type TerminalResultInput,
 } from '@baton/store'
@@ -66,8 +74,19 @@ export function floorAccepts(
   }
 }
 
-/** The worker's fenced claim and fenced terminal commit, each batched with concurrent ones. */
-export function floorExecutions(db: Db, ownerId: string) {
+/** How a bell reaches Baton's settlement stream and what a floor process logs of a failed one. */
+interface BellSettings {
+  readonly redisUrl: string
+  readonly prefix: string
+}
+const quietLogger = { warn: () => {} }
+
+/**
+ * The worker's fenced claim and fenced terminal commit, each batched with concurrent ones; a
+ * commit rings the settlement bell with the attempt's terminal view, without awaiting it.
+ */
+export function floorExecutions(db: Db, ownerId: string, bell: BellSettings) {
+  const publisher = createSettlementPublisher(bell)
   const claims = createGroupBatcher(
     (attemptIds: string[]) => claimAttempts(db, { ownerId, leaseTtlMs: 30_000, attemptIds }),
     WORKER_BATCH,
@@ -85,8 +104,38 @@ export function floorExecutions(db: Db, ownerId: string) {
       return outcome.attempt.ownerGeneration
     },
     async commit(attemptId: string, ownerGeneration: number, result: TerminalResultInput) {
-      const { outcome } = await commits.submit({ attemptId, ownerId, ownerGeneration, result })
-      if (outcome !== 'committed') throw new Error(`attempt ${attemptId} commit: ${outcome}`)
+      const answer = await commits.submit({ attemptId, ownerId, ownerGeneration, result })
+      if (answer.outcome !== 'committed')
+        throw new Error(`attempt ${attemptId} commit: ${answer.outcome}`)
+      const detail =
+        answer.record === undefined
+          ? undefined
+          : { namespaceId: answer.record.namespaceId, view: toAttemptView(answer.record) }
+      void announceSettled(publisher, attemptId, quietLogger, detail)
     },
+    close: () => publisher.close(),
   }
+}
+
+/** An attempt's terminal view, as its bell carries it and a floor's wait answers it. */
+export interface FloorSettlement {
+  readonly attemptId: string
+  readonly view: { readonly stopReason: string; readonly output: string } & Record<string, unknown>
+}
+
+/** The API's side of the bell: every settlement with a terminal view, to `onSettled`. */
+export async function floorSettlements(
+  bell: BellSettings,
+  onSettled: (settlement: FloorSettlement) => void,
+): Promise<StreamListener> {
+  const listener = createSettlementListener({
+    ...bell,
+    onEvent: ({ attemptId, detail }) => {
+      const view = detail?.view as FloorSettlement['view'] | undefined
+      if (typeof view?.stopReason === 'string' && typeof view.output === 'string')
+        onSettled({ attemptId, view })
+    },
+  })
+  await listener.ready()
+  return listener
 }

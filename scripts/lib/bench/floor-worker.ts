@@ -24,7 +24,13 @@ const ledger =
   process.env.DATABASE_URL === undefined
     ? undefined
     : floorLedgerDb(process.env.DATABASE_URL, 'worker')
-const executions = ledger === undefined ? undefined : floorExecutions(ledger, randomUUID())
+const executions =
+  ledger === undefined
+    ? undefined
+    : floorExecutions(ledger, randomUUID(), {
+        redisUrl: settings.redisUrl,
+        prefix: settings.queuePrefix,
+      })
 
 /** Resolves when `signal` fires. */
 function untilAborted(signal: AbortSignal | undefined): Promise<void> {
@@ -83,6 +89,6 @@ console.log(FLOOR_WORKER_READY_MESSAGE)
 
 process.once('SIGTERM', () => {
   void Promise.all([commands.close(), worker.close()])
-    .then(() => ledger?.destroy())
+    .then(() => Promise.all([executions?.close(), ledger?.destroy()]))
     .then(() => process.exit(0))
 })

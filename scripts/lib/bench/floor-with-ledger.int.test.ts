@@ -29,14 +29,17 @@ test("the queue floor given a database makes Baton's accept, claim and commit fo
     const input = { sessionId: 'floor-ledger', name: 'scripted', prompt: NOOP_PROMPT }
     const accepted = await Promise.all(Array.from({ length: 40 }, () => client.delegate(input)))
     const waited = []
-    for (let i = 0; i < 10; i += 1) waited.push(await client.delegateAndWait(input, 10_000))
-    for (const view of waited) {
+    for (let i = 0; i < 10; i += 1) {
+      // Each checked as it answers: a wait the bell never ends fails the test at its first bound,
+      // well inside the test's timeout, and the processes are stopped.
+      const view = await client.delegateAndWait(input, 3_000)
       expect(view).toMatchObject({ status: 'terminal', stopReason: 'completed', output: 'ok' })
       // Answered from Baton's settlement bell: the terminal view the commit returned.
       expect(view).toMatchObject({
         outputBytes: 2,
         digest: expect.stringMatching(/^baton\.result/),
       })
+      waited.push(view)
     }
     // A wait answers after the commit: its attempt is terminal in the ledger by then.
     const ids = [...accepted.map((a) => a.attemptId), ...waited.map((w) => w.attemptId)]

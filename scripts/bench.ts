@@ -344,6 +344,27 @@ async function stepsOf(
   return waitSteps(calls, await timesOf(calls.map((c) => c.attemptId)))
 }
 
+/** The environment of an HTTP system's processes: the bench's Redis, its queue prefix and port. */
+function serviceEnv(
+  bench: Bench,
+  prefix: string,
+  port: number,
+  databaseUrl?: string,
+): Record<string, string> {
+  return {
+    ...(databaseUrl === undefined ? {} : { DATABASE_URL: databaseUrl }),
+    REDIS_URL: bench.redisUrl,
+    QUEUE_PREFIX: prefix,
+    PORT: String(port),
+    WORKER_CONCURRENCY: String(WORKER_CONCURRENCY),
+  }
+}
+
+/** The bench's own connection to a Baton ledger (its audit, its reads of times and spans). */
+function ledgerReaderDb(url: string) {
+  return createDb({ connectionString: url, maxConnections: 2, applicationName: 'baton-bench' })
+}
+
 // The hand-rolled service and the floor have no keys; they are sent one all the same, so requests match.
 const NAIVE_KEY = `bk_${'0'.repeat(43)}`
 
@@ -352,13 +373,7 @@ async function naive(bench: Bench, prefix: string) {
   // Before any system runs: the machine's own cost of one database write and read.
   const roundTrips = await databaseRoundTrips(naiveDatabaseUrl, SIZES.sequential)
   const port = randomPort()
-  const env = {
-    DATABASE_URL: naiveDatabaseUrl,
-    REDIS_URL: bench.redisUrl,
-    QUEUE_PREFIX: prefix,
-    PORT: String(port),
-    WORKER_CONCURRENCY: String(WORKER_CONCURRENCY),
-  }
+  const env = serviceEnv(bench, prefix, port, naiveDatabaseUrl)
   const pool = new pg.Pool({ connectionString: naiveDatabaseUrl, max: 2 })
   try {
     const figures = await httpSystem(
@@ -379,12 +394,7 @@ async function naive(bench: Bench, prefix: string) {
 
 async function floor(bench: Bench, prefix: string) {
   const port = randomPort()
-  const env = {
-    REDIS_URL: bench.redisUrl,
-    QUEUE_PREFIX: prefix,
-    PORT: String(port),
-    WORKER_CONCURRENCY: String(WORKER_CONCURRENCY),
-  }
+  const env = serviceEnv(bench, prefix, port)
   let cancels: CancelFigures | undefined
   let burst: CancelFigures | undefined
   const figures = await httpSystem(
@@ -408,18 +418,8 @@ async function floor(bench: Bench, prefix: string) {
 async function floorWithLedger(bench: Bench, prefix: string) {
   await prepareDatabase(floorLedgerDatabaseUrl, { fresh: true })
   const port = randomPort()
-  const env = {
-    DATABASE_URL: floorLedgerDatabaseUrl,
-    REDIS_URL: bench.redisUrl,
-    QUEUE_PREFIX: prefix,
-    PORT: String(port),
-    WORKER_CONCURRENCY: String(WORKER_CONCURRENCY),
-  }
-  const db = createDb({
-    connectionString: floorLedgerDatabaseUrl,
-    maxConnections: 2,
-    applicationName: 'baton-bench',
-  })
+  const env = serviceEnv(bench, prefix, port, floorLedgerDatabaseUrl)
+  const db = ledgerReaderDb(floorLedgerDatabaseUrl)
   try {
     const accepted: string[] = []
     const figures = await httpSystem(
@@ -471,19 +471,8 @@ async function ledgerAlone(bench: Bench) {
 async function baton(bench: Bench, prefix: string) {
   await prepareDatabase(batonDatabaseUrl, { fresh: true })
   const port = randomPort()
-  const env = {
-    DATABASE_URL: batonDatabaseUrl,
-    REDIS_URL: bench.redisUrl,
-    QUEUE_PREFIX: prefix,
-    LOG_LEVEL: 'info',
-    PORT: String(port),
-    WORKER_CONCURRENCY: String(WORKER_CONCURRENCY),
-  }
-  const db = createDb({
-    connectionString: batonDatabaseUrl,
-    maxConnections: 2,
-    applicationName: 'baton-bench',
-  })
+  const env = { ...serviceEnv(bench, prefix, port, batonDatabaseUrl), LOG_LEVEL: 'info' }
+  const db = ledgerReaderDb(batonDatabaseUrl)
   const issued = await issueApiKey(db, { namespaceId: 'default', name: 'bench' })
   if (issued === undefined) throw new Error('the bench database has no default namespace')
   const accepted: string[] = []

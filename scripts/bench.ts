@@ -1,7 +1,7 @@
 // `npm run bench [-- --json] [--count N] [--clients N] [--sequential N] [--workers N] [--keyed]
 //   [--cancels N] [--burst N] [--baseline-ms N] [--ledger-batch N]`
 //
-// Measures, in one run, on one private Redis and the same Postgres server, four systems:
+// Measures, in one run, on one private Redis and the same Postgres server, these systems:
 //   (a) raw BullMQ: add + process of no-op jobs in this process (no HTTP, no ledger), added in
 //       bulk; and after (b), (a') raw BullMQ fed one job per add at the rate Baton reached, and
 //       (a") raw BullMQ fed Baton's own arrivals (its accept batches, at their times, held as long);
@@ -13,6 +13,9 @@
 //   (fl) the queue floor with Baton's ledger (scripts/lib/bench/floor-with-ledger.ts): the same
 //       processes, with Baton's accept, claim and commit statements where Baton makes them, and
 //       nothing else of Baton's — the floor of Baton's design, its ledger statements as they are;
+//   (fb) the queue floor with the bare ledger (scripts/lib/bench/floor-bare-ledger.ts): the same
+//       processes, with one bare insert, fenced claim and fenced terminal update on a table with
+//       nothing but its key — the least any design that keeps Baton's three durable steps writes;
 //   (l) Baton's ledger alone (scripts/lib/bench/ledger-alone.ts): its accept, claim and commit
 //       statements for as many delegations, called from this process `--ledger-batch` at a time;
 //   (b) Baton: durable delegations of a no-op `scripted` child through the HTTP API to terminal
@@ -36,6 +39,12 @@ import { startRedisServer } from '@baton/testing/redis-server'
 import { arrivalBatches, meanBatchSize, type ArrivalBatch } from './lib/bench/arrivals.ts'
 import { batonLedger, ledgerTimes } from './lib/bench/baton-ledger.ts'
 import { floorLedger, startFloorService } from './lib/bench/floor.ts'
+import {
+  auditBareLedger,
+  bareLedgerReader,
+  bareLedgerTimes,
+  prepareBareLedgerDatabase,
+} from './lib/bench/floor-bare.ts'
 import { runLedgerAlone } from './lib/bench/ledger-alone.ts'
 import { measureCancels, type CancelFigures } from './lib/bench/cancel.ts'
 import {
@@ -104,6 +113,7 @@ const batonDatabaseUrl = withDatabase(serverUrl, 'baton_bench')
 const naiveDatabaseUrl = withDatabase(serverUrl, 'baton_bench_naive')
 const ledgerDatabaseUrl = withDatabase(serverUrl, 'baton_bench_ledger')
 const floorLedgerDatabaseUrl = withDatabase(serverUrl, 'baton_bench_floor_ledger')
+const floorBareDatabaseUrl = withDatabase(serverUrl, 'baton_bench_floor_bare')
 const log = (line: string): void => {
   if (!args.json) console.log(line)
   else console.error(line)
@@ -414,30 +424,69 @@ async function floor(bench: Bench, prefix: string) {
   return { ...figures, cancels, burst }
 }
 
-/** The queue floor making Baton's ledger statements on a database of its own (no cancels). */
+/** A ledger the queue floor writes, and the bench's reads of it. */
+interface FloorLedgerReads {
+  readonly databaseUrl: string
+  /** The floor processes' environment beyond the bench's (which ledger they write). */
+  readonly env?: Record<string, string>
+  readonly reader: LedgerReader
+  audit(ids: readonly string[]): Promise<{ lost: number; duplicates: number }>
+  times(ids: readonly string[]): Promise<ReadonlyMap<string, LedgerTimes>>
+}
+
+/** The queue floor writing `ledger` on a database of its own (no cancels), audited. */
+async function floorWith(bench: Bench, prefix: string, what: string, ledger: FloorLedgerReads) {
+  const port = randomPort()
+  const env = { ...serviceEnv(bench, prefix, port, ledger.databaseUrl), ...ledger.env }
+  const accepted: string[] = []
+  const figures = await httpSystem(
+    bench,
+    ledger.databaseUrl,
+    () => startFloorService(env, WORKERS),
+    ledger.reader,
+    port,
+    NAIVE_KEY,
+    accepted,
+  )
+  const audit = await ledger.audit(accepted)
+  if (audit.lost + audit.duplicates > 0)
+    throw new Error(`the floor with ${what} lost ${audit.lost}, doubled ${audit.duplicates}`)
+  return { ...figures, steps: await stepsOf(figures.calls, (ids) => ledger.times(ids)) }
+}
+
+/** The queue floor making Baton's ledger statements (Baton's core). */
 async function floorWithLedger(bench: Bench, prefix: string) {
   await prepareDatabase(floorLedgerDatabaseUrl, { fresh: true })
-  const port = randomPort()
-  const env = serviceEnv(bench, prefix, port, floorLedgerDatabaseUrl)
   const db = ledgerReaderDb(floorLedgerDatabaseUrl)
   try {
-    const accepted: string[] = []
-    const figures = await httpSystem(
-      bench,
-      floorLedgerDatabaseUrl,
-      () => startFloorService(env, WORKERS),
-      batonLedger(db),
-      port,
-      NAIVE_KEY,
-      accepted,
-    )
-    const audit = await auditLedger(db, accepted)
-    if (audit.lost + audit.duplicates > 0)
-      throw new Error(`the floor with the ledger lost ${audit.lost}, doubled ${audit.duplicates}`)
-    const steps = await stepsOf(figures.calls, (ids) => ledgerTimes(db, ids))
-    return { ...figures, steps }
+    return await floorWith(bench, prefix, "Baton's ledger", {
+      databaseUrl: floorLedgerDatabaseUrl,
+      reader: batonLedger(db),
+      audit: (ids) => auditLedger(db, ids),
+      times: (ids) => ledgerTimes(db, ids),
+    })
   } finally {
     await db.destroy()
+  }
+}
+
+/**
+ * The queue floor making the least three writes that keep Baton's durable steps (the bare
+ * ledger, floor-bare-ledger.ts).
+ */
+async function floorWithBareLedger(bench: Bench, prefix: string) {
+  await prepareBareLedgerDatabase(floorBareDatabaseUrl)
+  const pool = new pg.Pool({ connectionString: floorBareDatabaseUrl, max: 2 })
+  try {
+    return await floorWith(bench, prefix, 'the bare ledger', {
+      databaseUrl: floorBareDatabaseUrl,
+      env: { FLOOR_LEDGER: 'bare' },
+      reader: bareLedgerReader(pool),
+      audit: (ids) => auditBareLedger(pool, ids),
+      times: (ids) => bareLedgerTimes(pool, ids),
+    })
+  } finally {
+    await pool.end()
   }
 }
 
@@ -545,6 +594,7 @@ async function main(): Promise<void> {
   const postgres = await connectPostgresCounters(serverUrl)
   const prefix = `baton-bench-${randomUUID().slice(0, 8)}`
   let raw, rawPaced, rawReplay, naiveFigures, floorFigures, floorLedgerFigures, ledgerFigures
+  let floorBareFigures
   let batonFigures
   try {
     const bench: Bench = {
@@ -561,6 +611,8 @@ async function main(): Promise<void> {
     floorFigures = await floor(bench, `${prefix}-floor`)
     log("bench: (fl) the queue floor with Baton's ledger statements, through HTTP …")
     floorLedgerFigures = await floorWithLedger(bench, `${prefix}-floor-ledger`)
+    log('bench: (fb) the queue floor with the bare ledger, three writes, through HTTP …')
+    floorBareFigures = await floorWithBareLedger(bench, `${prefix}-floor-bare`)
     log(`bench: (l) Baton's ledger alone, ${LEDGER_BATCH} delegations per statement …`)
     ledgerFigures = await ledgerAlone(bench)
     log('bench: (b) Baton through HTTP …')
@@ -584,6 +636,7 @@ async function main(): Promise<void> {
   const batonCost = perUnit(batonFigures.cost, SIZES.count)
   const ledgerCost = perUnit(ledgerFigures.cost, SIZES.count)
   const floorLedgerCost = perUnit(floorLedgerFigures.cost, SIZES.count)
+  const floorBareCost = perUnit(floorBareFigures.cost, SIZES.count)
   const cancels = batonFigures.cancels?.latencies ?? []
   const burst = batonFigures.burst?.latencies ?? []
   const floorCancels = floorFigures.cancels?.latencies ?? []
@@ -647,6 +700,16 @@ async function main(): Promise<void> {
     floor_ledger_cpu_ms_per_delegation: floorLedgerCost.cpuMs,
     floor_ledger_pg_xacts_per_delegation: floorLedgerCost.pgTransactions,
     floor_ledger_machine_busy: floorLedgerCost.machineBusy,
+    floor_bare_per_s: round(floorBareFigures.perSecond, 0),
+    floor_bare_wait_p50_ms: round(floorBareFigures.p50),
+    floor_bare_wait_p99_ms: round(floorBareFigures.p99),
+    floor_bare_wait_to_accept_p50_ms: round(floorBareFigures.steps.toAcceptMs),
+    floor_bare_wait_accept_to_claim_p50_ms: round(floorBareFigures.steps.acceptToClaimMs ?? 0),
+    floor_bare_wait_claim_to_commit_p50_ms: round(floorBareFigures.steps.claimToCommitMs ?? 0),
+    floor_bare_wait_commit_to_answer_p50_ms: round(floorBareFigures.steps.commitToAnswerMs),
+    floor_bare_cpu_ms_per_delegation: floorBareCost.cpuMs,
+    floor_bare_pg_xacts_per_delegation: floorBareCost.pgTransactions,
+    floor_bare_machine_busy: floorBareCost.machineBusy,
     ledger_cpu_ms_per_delegation: ledgerCost.cpuMs,
     ledger_node_cpu_ms_per_delegation: ledgerCost.nodeCpuMs,
     ledger_pg_cpu_ms_per_delegation: ledgerCost.postgresCpuMs,
@@ -719,6 +782,9 @@ async function main(): Promise<void> {
     `the queue floor with Baton's ledger statements: ${s.floor_ledger_per_s} per second, submit-and-wait p50 ${s.floor_ledger_wait_p50_ms} ms, p99 ${s.floor_ledger_wait_p99_ms} ms; ${s.floor_ledger_cpu_ms_per_delegation} ms CPU, ${s.floor_ledger_pg_xacts_per_delegation} transactions per delegation; machine busy ${s.floor_ledger_machine_busy}; request → accept ${s.floor_ledger_wait_to_accept_p50_ms} ms, accept → claim ${s.floor_ledger_wait_accept_to_claim_p50_ms} ms, claim → commit ${s.floor_ledger_wait_claim_to_commit_p50_ms} ms, commit → answer ${s.floor_ledger_wait_commit_to_answer_p50_ms} ms`,
   )
   log(
+    `the queue floor with the bare ledger (three bare writes): ${s.floor_bare_per_s} per second, submit-and-wait p50 ${s.floor_bare_wait_p50_ms} ms, p99 ${s.floor_bare_wait_p99_ms} ms; ${s.floor_bare_cpu_ms_per_delegation} ms CPU, ${s.floor_bare_pg_xacts_per_delegation} transactions per delegation; machine busy ${s.floor_bare_machine_busy}; request → insert ${s.floor_bare_wait_to_accept_p50_ms} ms, insert → claim ${s.floor_bare_wait_accept_to_claim_p50_ms} ms, claim → commit ${s.floor_bare_wait_claim_to_commit_p50_ms} ms, commit → answer ${s.floor_bare_wait_commit_to_answer_p50_ms} ms`,
+  )
+  log(
     `one database step at rest: a durable one-row write ${s.pg_write_p50_ms} ms, a read by key ${s.pg_read_p50_ms} ms (p50)`,
   )
   log(
@@ -746,7 +812,7 @@ async function main(): Promise<void> {
     `queue floor cancel → aborted: one at a time p50 ${s.floor_cancel_p50_ms} ms, p99 ${s.floor_cancel_p99_ms} ms; ${BURST} at once p50 ${s.floor_cancel_burst_p50_ms} ms, p99 ${s.floor_cancel_burst_p99_ms} ms; not aborted ${s.floor_cancel_not_aborted}`,
   )
   log(
-    `ratio ${s.ratio}; lost ${s.lost}; duplicates ${s.duplicates}; rejected ${batonFigures.rejected} (hand-rolled ${naiveFigures.rejected}, floor ${floorFigures.rejected}, floor with the ledger ${floorLedgerFigures.rejected}); Postgres idle ${s.pg_idle_cpu_ms_per_s} ms CPU/s subtracted`,
+    `ratio ${s.ratio}; lost ${s.lost}; duplicates ${s.duplicates}; rejected ${batonFigures.rejected} (hand-rolled ${naiveFigures.rejected}, floor ${floorFigures.rejected}, floor with the ledger ${floorLedgerFigures.rejected}, with the bare ledger ${floorBareFigures.rejected}); Postgres idle ${s.pg_idle_cpu_ms_per_s} ms CPU/s subtracted`,
   )
   if (args.json) console.log(JSON.stringify(summary))
 }

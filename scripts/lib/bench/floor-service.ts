@@ -15,7 +15,8 @@ import {
   FLOOR_QUEUE,
   type FloorJob,
 } from './floor-queue.ts'
-import { floorAccepts, floorLedgerDb, floorSettlements } from './floor-with-ledger.ts'
+import { floorApiLedger } from './floor-ledgers.ts'
+import { floorSettlements } from './floor-with-ledger.ts'
 import {
   createYardstickApp,
   DELEGATION_BODY_SCHEMA,
@@ -24,11 +25,8 @@ import {
 } from './yardstick.ts'
 
 const settings = queueServiceSettings(process.env)
-const ledger =
-  process.env.DATABASE_URL === undefined
-    ? undefined
-    : floorLedgerDb(process.env.DATABASE_URL, 'api')
-const accept = ledger === undefined ? undefined : floorAccepts(ledger)
+const ledger = floorApiLedger(process.env)
+const accept = ledger?.accept
 const queue = new Queue<FloorJob>(FLOOR_QUEUE, {
   // With the ledger, on Baton's own queue connection (see floor-with-ledger.ts).
   connection:
@@ -195,7 +193,7 @@ process.once('SIGTERM', () => {
         commands.close(),
         queue.close(),
         bells?.close(),
-        ledger?.destroy(),
+        ledger?.close(),
       ]),
     )
     .then(() => process.exit(0))

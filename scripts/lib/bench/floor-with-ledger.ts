@@ -35,7 +35,7 @@ const WORKER_BATCH = { maxBatch: 500, maxInFlight: 1 } as const
 /** Baton's batching of the API's accepts (its admission). */
 const ACCEPT_BATCH = { maxBatch: 256, maxInFlight: 1 } as const
 /** The namespace every migrated ledger has. */
-const NAMESPACE = 'default'
+export const NAMESPACE = 'default'
 
 /** The ledger's pool for a floor process (Baton's default pool sizes: API 20, worker 10). */
 export function floorLedgerDb(databaseUrl: string, role: 'api' | 'worker'): Db {
@@ -75,17 +75,26 @@ export function floorAccepts(
 }
 
 /** How a bell reaches Baton's settlement stream and what a floor process logs of a failed one. */
-interface BellSettings {
+export interface BellSettings {
   readonly redisUrl: string
   readonly prefix: string
 }
-const quietLogger = { warn: () => {} }
+export const quietLogger = { warn: () => {} }
+
+/** A floor worker's two ledger steps around the child. */
+export interface FloorExecutions {
+  /** Claims the attempt; its fence (owner generation), or an error when it is not claimable. */
+  claim(attemptId: string): Promise<number>
+  /** Commits the terminal under the fence and rings the bell; an error when it is refused. */
+  commit(attemptId: string, ownerGeneration: number, result: TerminalResultInput): Promise<void>
+  close(): Promise<void>
+}
 
 /**
  * The worker's fenced claim and fenced terminal commit, each batched with concurrent ones; a
  * commit rings the settlement bell with the attempt's terminal view, without awaiting it.
  */
-export function floorExecutions(db: Db, ownerId: string, bell: BellSettings) {
+export function floorExecutions(db: Db, ownerId: string, bell: BellSettings): FloorExecutions {
   const publisher = createSettlementPublisher(bell)
   const claims = createGroupBatcher(
     (attemptIds: string[]) => claimAttempts(db, { ownerId, leaseTtlMs: 30_000, attemptIds }),
@@ -97,7 +106,6 @@ export function floorExecutions(db: Db, ownerId: string, bell: BellSettings) {
     WORKER_BATCH,
   )
   return {
-    /** Claims the attempt; its fence (owner generation), or an error when it is not claimable. */
     async claim(attemptId: string): Promise<number> {
       const outcome = await claims.submit(attemptId)
       if (outcome.kind !== 'claimed') throw new Error(`attempt ${attemptId} was ${outcome.kind}`)

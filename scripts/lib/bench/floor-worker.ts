@@ -2,7 +2,6 @@
 // It runs the bench's no-op child, or a hanging one until its cancel bell, and records nothing;
 // with `DATABASE_URL`, it claims each attempt before the child runs and commits its terminal after
 // (see floor-with-ledger.ts).
-import { randomUUID } from 'node:crypto'
 import { QueueEvents, Worker, type Job } from 'bullmq'
 import { Redis } from 'ioredis'
 import { FailureCategory } from '@baton/contracts'
@@ -16,21 +15,14 @@ import {
   hangs,
   type FloorJob,
 } from './floor-queue.ts'
-import { floorExecutions, floorLedgerDb } from './floor-with-ledger.ts'
+import { floorWorkerLedger } from './floor-ledgers.ts'
 import { noopChildOutput, queueServiceSettings } from './yardstick.ts'
 
 const settings = queueServiceSettings(process.env)
-const ledger =
-  process.env.DATABASE_URL === undefined
-    ? undefined
-    : floorLedgerDb(process.env.DATABASE_URL, 'worker')
-const executions =
-  ledger === undefined
-    ? undefined
-    : floorExecutions(ledger, randomUUID(), {
-        redisUrl: settings.redisUrl,
-        prefix: settings.queuePrefix,
-      })
+const executions = floorWorkerLedger(process.env, {
+  redisUrl: settings.redisUrl,
+  prefix: settings.queuePrefix,
+})
 
 /** Resolves when `signal` fires. */
 function untilAborted(signal: AbortSignal | undefined): Promise<void> {
@@ -89,6 +81,6 @@ console.log(FLOOR_WORKER_READY_MESSAGE)
 
 process.once('SIGTERM', () => {
   void Promise.all([commands.close(), worker.close()])
-    .then(() => Promise.all([executions?.close(), ledger?.destroy()]))
+    .then(() => executions?.close())
     .then(() => process.exit(0))
 })

@@ -1,0 +1,79 @@
+// The bench's side of the queue floor with the bare ledger (see floor-bare-ledger.ts): its
+// database, and its reads of the one `attempts` table: open rows, the span, each delegation's
+// statement times and an audit of what was lost or claimed twice.
+import pg from 'pg'
+import { createDatabase } from '../services.ts'
+import { BARE_LEDGER_SCHEMA_SQL } from './floor-bare-ledger.ts'
+import { countedLedger, type LedgerReader } from './http-load.ts'
+import type { LedgerTimes } from './wait-steps.ts'
+
+/** Drops and recreates the bare ledger's database with its one table. */
+export async function prepareBareLedgerDatabase(url: string): Promise<void> {
+  await createDatabase(url, { fresh: true })
+  const client = new pg.Client({ connectionString: url })
+  await client.connect()
+  try {
+    await client.query(BARE_LEDGER_SCHEMA_SQL)
+  } finally {
+    await client.end()
+  }
+}
+
+export function bareLedgerReader(pool: pg.Pool): LedgerReader {
+  return countedLedger({
+    async openCount() {
+      const r = await pool.query<{ open: number }>(
+        `select count(*)::int as open from attempts where status <> 'terminal'`,
+      )
+      return r.rows[0]?.open ?? 0
+    },
+    async span() {
+      const r = await pool.query<{ seconds: number; n: number }>(
+        `select extract(epoch from max(finished_at) - min(created_at))::float8 as seconds,
+                count(*)::int as n
+         from attempts where status = 'terminal'`,
+      )
+      return { seconds: r.rows[0]?.seconds ?? 0, n: r.rows[0]?.n ?? 0 }
+    },
+  })
+}
+
+/** When the insert, the claim and the terminal update of each finished attempt began, epoch ms. */
+export async function bareLedgerTimes(
+  pool: pg.Pool,
+  ids: readonly string[],
+): Promise<Map<string, LedgerTimes>> {
+  if (ids.length === 0) return new Map()
+  const r = await pool.query<{ id: string; accepted: number; claimed: number; committed: number }>(
+    `select id,
+            extract(epoch from created_at)::float8 * 1000 as accepted,
+            extract(epoch from claimed_at)::float8 * 1000 as claimed,
+            extract(epoch from finished_at)::float8 * 1000 as committed
+     from attempts where id = any($1::uuid[]) and finished_at is not null`,
+    [ids],
+  )
+  return new Map(
+    r.rows.map((row) => [
+      row.id,
+      { acceptedAtMs: row.accepted, claimedAtMs: row.claimed, committedAtMs: row.committed },
+    ]),
+  )
+}
+
+/**
+ * Of `ids`, those with no terminal row (lost) and those claimed more than once (run twice); the
+ * primary key already rules out a second row.
+ */
+export async function auditBareLedger(
+  pool: pg.Pool,
+  ids: readonly string[],
+): Promise<{ lost: number; duplicates: number }> {
+  const r = await pool.query<{ terminal: number; reclaimed: number }>(
+    `select count(*) filter (where status = 'terminal')::int as terminal,
+            count(*) filter (where owner_generation > 1)::int as reclaimed
+     from attempts where id = any($1::uuid[])`,
+    [ids],
+  )
+  const row = r.rows[0] ?? { terminal: 0, reclaimed: 0 }
+  return { lost: new Set(ids).size - row.terminal, duplicates: row.reclaimed }
+}

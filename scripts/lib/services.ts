@@ -38,6 +38,29 @@ export async function createDatabase(
   }
 }
 
+/** Drops and recreates the database named in `url`, then runs `schemaSql` in it. */
+export async function createDatabaseWithSchema(url: string, schemaSql: string): Promise<void> {
+  await createDatabase(url, { fresh: true })
+  const client = new pg.Client({ connectionString: url })
+  await client.connect()
+  try {
+    await client.query(schemaSql)
+  } finally {
+    await client.end()
+  }
+}
+
+/** Drops the database named in `url`, if it exists. */
+export async function dropDatabase(url: string): Promise<void> {
+  const admin = new pg.Client({ connectionString: withDatabase(url, 'postgres') })
+  await admin.connect()
+  try {
+    await admin.query(`drop database if exists ${databaseName(url)} with (force)`)
+  } finally {
+    await admin.end()
+  }
+}
+
 /** Creates the database named in `url` if missing (optionally empty it first), then migrates it. */
 export async function prepareDatabase(
   url: string,

@@ -1,8 +1,8 @@
 import { randomUUID } from 'node:crypto'
 import pg from 'pg'
 import { createBatonClient } from '@baton/client'
-import { eventually, expect, freePort, test } from '@baton/testing'
-import { databaseName, withDatabase } from '../services.ts'
+import { expect, freePort, test } from '@baton/testing'
+import { dropDatabase, withDatabase } from '../services.ts'
 import { startFloorService } from './floor.ts'
 import {
   auditBareLedger,
@@ -11,6 +11,7 @@ import {
   prepareBareLedgerDatabase,
 } from './floor-bare.ts'
 import { bareAccepts, bareExecutions } from './floor-bare-ledger.ts'
+import { expectOrderedAndDrained, submitThenWait } from './floor-test-support.ts'
 import { NOOP_PROMPT } from './http-load.ts'
 
 test('the queue floor with the bare ledger writes, claims under a fence and commits every delegation, in that order', async ({
@@ -37,31 +38,14 @@ test('the queue floor with the bare ledger writes, claims under a fence and comm
   const client = createBatonClient({ baseUrl: `http://127.0.0.1:${port}` })
   try {
     const input = { sessionId: 'floor-bare', name: 'scripted', prompt: NOOP_PROMPT }
-    const accepted = await Promise.all(Array.from({ length: 40 }, () => client.delegate(input)))
-    const waited = []
-    for (let i = 0; i < 10; i += 1) {
-      // Each checked as it answers: a wait the bell never ends fails at its first bound.
-      const view = await client.delegateAndWait(input, 3_000)
-      expect(view).toMatchObject({ status: 'terminal', stopReason: 'completed', output: 'ok' })
-      waited.push(view)
-    }
-    const ids = [...accepted.map((a) => a.attemptId), ...waited.map((w) => w.attemptId)]
-    // The wait answered after the terminal update: the row says so by then, in statement order.
-    const times = await bareLedgerTimes(
-      pool,
-      waited.map((w) => w.attemptId),
+    const { ids, waited } = await submitThenWait(client, input)
+    await expectOrderedAndDrained(
+      await bareLedgerTimes(
+        pool,
+        waited.map((w) => w.attemptId),
+      ),
+      bareLedgerReader(pool),
     )
-    expect(times.size).toBe(10)
-    for (const t of times.values()) {
-      expect(t.acceptedAtMs).toBeLessThan(t.claimedAtMs ?? Number.NaN)
-      expect(t.claimedAtMs).toBeLessThan(t.committedAtMs)
-    }
-
-    const reader = bareLedgerReader(pool)
-    await eventually(async () => ((await reader.openCount()) === 0 ? true : undefined), {
-      what: 'every attempt of the floor to end',
-    })
-    expect((await reader.span()).n).toBe(50)
     const rows = await pool.query<{ status: string; owner_generation: number; n: number }>(
       `select status, owner_generation, count(*)::int as n from attempts
        where id = any($1::uuid[]) and owner_id is not null and stop_reason = 'completed'
@@ -95,9 +79,6 @@ test('the queue floor with the bare ledger writes, claims under a fence and comm
   } finally {
     for (const s of services) await s.close()
     await pool.end()
-    const admin = new pg.Client({ connectionString: withDatabase(databaseUrl, 'postgres') })
-    await admin.connect()
-    await admin.query(`drop database if exists ${databaseName(url)} with (force)`)
-    await admin.end()
+    await dropDatabase(url)
   }
 })

@@ -1,22 +1,15 @@
 // The bench's side of the queue floor with the bare ledger (see floor-bare-ledger.ts): its
 // database, and its reads of the one `attempts` table: open rows, the span, each delegation's
 // statement times and an audit of what was lost or claimed twice.
-import pg from 'pg'
-import { createDatabase } from '../services.ts'
+import type pg from 'pg'
+import { createDatabaseWithSchema } from '../services.ts'
 import { BARE_LEDGER_SCHEMA_SQL } from './floor-bare-ledger.ts'
 import { countedLedger, type LedgerReader } from './http-load.ts'
 import type { LedgerTimes } from './wait-steps.ts'
 
 /** Drops and recreates the bare ledger's database with its one table. */
-export async function prepareBareLedgerDatabase(url: string): Promise<void> {
-  await createDatabase(url, { fresh: true })
-  const client = new pg.Client({ connectionString: url })
-  await client.connect()
-  try {
-    await client.query(BARE_LEDGER_SCHEMA_SQL)
-  } finally {
-    await client.end()
-  }
+export function prepareBareLedgerDatabase(url: string): Promise<void> {
+  return createDatabaseWithSchema(url, BARE_LEDGER_SCHEMA_SQL)
 }
 
 export function bareLedgerReader(pool: pg.Pool): LedgerReader {

@@ -1,11 +1,12 @@
 import { sql } from 'kysely'
 import { createBatonClient } from '@baton/client'
 import { auditLedger } from '@baton/testing/ledger-audit'
-import { eventually, expect, freePort, test } from '@baton/testing'
+import { expect, freePort, test } from '@baton/testing'
 import { batonLedger, ledgerTimes } from './baton-ledger.ts'
 import { startFloorService } from './floor.ts'
 import { NOOP_PROMPT } from './http-load.ts'
 import { measureCancels } from './cancel.ts'
+import { expectOrderedAndDrained, submitThenWait } from './floor-test-support.ts'
 
 test("the queue floor given a database makes Baton's accept, claim and commit for every delegation, in that order", async ({
   redisUrl,
@@ -27,37 +28,20 @@ test("the queue floor given a database makes Baton's accept, claim and commit fo
   const client = createBatonClient({ baseUrl: `http://127.0.0.1:${port}` })
   try {
     const input = { sessionId: 'floor-ledger', name: 'scripted', prompt: NOOP_PROMPT }
-    const accepted = await Promise.all(Array.from({ length: 40 }, () => client.delegate(input)))
-    const waited = []
-    for (let i = 0; i < 10; i += 1) {
-      // Each checked as it answers: a wait the bell never ends fails the test at its first bound,
-      // well inside the test's timeout, and the processes are stopped.
-      const view = await client.delegateAndWait(input, 3_000)
-      expect(view).toMatchObject({ status: 'terminal', stopReason: 'completed', output: 'ok' })
+    const { ids, waited } = await submitThenWait(client, input, (view) => {
       // Answered from Baton's settlement bell: the terminal view the commit returned.
       expect(view).toMatchObject({
         outputBytes: 2,
         digest: expect.stringMatching(/^baton\.result/),
       })
-      waited.push(view)
-    }
-    // A wait answers after the commit: its attempt is terminal in the ledger by then.
-    const ids = [...accepted.map((a) => a.attemptId), ...waited.map((w) => w.attemptId)]
-    const times = await ledgerTimes(
-      db,
-      waited.map((w) => w.attemptId),
-    )
-    expect(times.size).toBe(10)
-    for (const t of times.values()) {
-      expect(t.acceptedAtMs).toBeLessThan(t.claimedAtMs ?? Number.NaN)
-      expect(t.claimedAtMs).toBeLessThan(t.committedAtMs)
-    }
-
-    const reader = batonLedger(db)
-    await eventually(async () => ((await reader.openCount()) === 0 ? true : undefined), {
-      what: 'every attempt of the floor to end',
     })
-    expect((await reader.span()).n).toBe(50)
+    await expectOrderedAndDrained(
+      await ledgerTimes(
+        db,
+        waited.map((w) => w.attemptId),
+      ),
+      batonLedger(db),
+    )
     // Each attempt went through one fenced claim and one fenced commit, with their audit rows.
     const rows = await sql<{ status: string; owner_generation: number; transitions: string }>`
       select a.status, a.owner_generation,

@@ -1,7 +1,7 @@
 import { randomUUID } from 'node:crypto'
 import pg from 'pg'
 import { expect, test } from '@baton/testing'
-import { databaseName, withDatabase } from '../services.ts'
+import { dropDatabase, withDatabase } from '../services.ts'
 import { naiveLedgerTimes, prepareNaiveDatabase } from './naive.ts'
 import { wallClockMs } from './wait-steps.ts'
 
@@ -37,9 +37,6 @@ test("reads when each finished row's insert and update began, on the wall clock"
     expect(await naiveLedgerTimes(pool, [])).toEqual(new Map())
   } finally {
     await pool.end()
-    const admin = new pg.Client({ connectionString: withDatabase(databaseUrl, 'postgres') })
-    await admin.connect()
-    await admin.query(`drop database if exists ${databaseName(url)} with (force)`)
-    await admin.end()
+    await dropDatabase(url)
   }
 })

@@ -1,8 +1,8 @@
 // Starts the hand-rolled service as the bench runs Baton: one API process and `workers` worker
 // processes, on their own database and queue prefix, through the same launcher.
-import pg from 'pg'
+import type pg from 'pg'
 import type { AppProcess } from '@baton/testing/processes'
-import { createDatabase } from '../services.ts'
+import { createDatabaseWithSchema } from '../services.ts'
 import { startApiAndWorkers } from './service-processes.ts'
 import { countedLedger, type LedgerReader } from './http-load.ts'
 import type { LedgerTimes } from './wait-steps.ts'
@@ -13,15 +13,8 @@ import {
 } from './naive-ledger.ts'
 
 /** Drops and recreates the service's database with its one table. */
-export async function prepareNaiveDatabase(url: string): Promise<void> {
-  await createDatabase(url, { fresh: true })
-  const client = new pg.Client({ connectionString: url })
-  await client.connect()
-  try {
-    await client.query(NAIVE_SCHEMA_SQL)
-  } finally {
-    await client.end()
-  }
+export function prepareNaiveDatabase(url: string): Promise<void> {
+  return createDatabaseWithSchema(url, NAIVE_SCHEMA_SQL)
 }
 
 export function startNaiveService(

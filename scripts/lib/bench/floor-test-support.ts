@@ -1,0 +1,48 @@
+// What the tests of the queue floor given a ledger (Baton's core, the bare ledger) check alike.
+import type { BatonClient } from '@baton/client'
+import { eventually, expect } from '@baton/testing'
+import type { LedgerReader } from './http-load.ts'
+import type { LedgerTimes } from './wait-steps.ts'
+
+type Delegation = Parameters<BatonClient['delegate']>[0]
+type WaitedView = Awaited<ReturnType<BatonClient['delegateAndWait']>>
+
+/**
+ * 40 submits, then 10 submit-and-waits, each checked as it answers (bounded at 3 s: a wait the
+ * bell never ends fails at its first bound, well inside the test's timeout) by `checkView` after
+ * the terminal `completed` / `ok` every floor answers. Returns every attempt id and the waited views.
+ */
+export async function submitThenWait(
+  client: BatonClient,
+  input: Delegation,
+  checkView: (view: WaitedView) => void = () => {},
+): Promise<{ ids: string[]; waited: WaitedView[] }> {
+  const accepted = await Promise.all(Array.from({ length: 40 }, () => client.delegate(input)))
+  const waited: WaitedView[] = []
+  for (let i = 0; i < 10; i += 1) {
+    const view = await client.delegateAndWait(input, 3_000)
+    expect(view).toMatchObject({ status: 'terminal', stopReason: 'completed', output: 'ok' })
+    checkView(view)
+    waited.push(view)
+  }
+  return { ids: [...accepted.map((a) => a.attemptId), ...waited.map((w) => w.attemptId)], waited }
+}
+
+/**
+ * A wait answers after the commit, so each waited attempt's ledger times are there, in statement
+ * order (accept < claim < commit); then every one of the 50 attempts ends.
+ */
+export async function expectOrderedAndDrained(
+  times: ReadonlyMap<string, LedgerTimes>,
+  reader: LedgerReader,
+): Promise<void> {
+  expect(times.size).toBe(10)
+  for (const t of times.values()) {
+    expect(t.acceptedAtMs).toBeLessThan(t.claimedAtMs ?? Number.NaN)
+    expect(t.claimedAtMs).toBeLessThan(t.committedAtMs)
+  }
+  await eventually(async () => ((await reader.openCount()) === 0 ? true : undefined), {
+    what: 'every attempt of the floor to end',
+  })
+  expect((await reader.span()).n).toBe(50)
+}

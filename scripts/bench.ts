@@ -16,6 +16,9 @@
 //   (fb) the queue floor with the bare ledger (scripts/lib/bench/floor-bare-ledger.ts): the same
 //       processes, with one bare insert, fenced claim and fenced terminal update on a table with
 //       nothing but its key — the least any design that keeps Baton's three durable steps writes;
+//   (fr) the queue floor with the required ledger (scripts/lib/bench/floor-required-ledger.ts):
+//       those three statements also writing, in their plainest form, the records Baton's design
+//       requires (agent rows, the transition audit, the fingerprint, the partial indexes);
 //   (l) Baton's ledger alone (scripts/lib/bench/ledger-alone.ts): its accept, claim and commit
 //       statements for as many delegations, called from this process `--ledger-batch` at a time;
 //   (b) Baton: durable delegations of a no-op `scripted` child through the HTTP API to terminal
@@ -43,8 +46,9 @@ import {
   auditBareLedger,
   bareLedgerReader,
   bareLedgerTimes,
-  prepareBareLedgerDatabase,
+  preparePlainLedgerDatabase,
 } from './lib/bench/floor-bare.ts'
+import { PLAIN_LEDGERS } from './lib/bench/floor-required-ledger.ts'
 import { runLedgerAlone } from './lib/bench/ledger-alone.ts'
 import { measureCancels, type CancelFigures } from './lib/bench/cancel.ts'
 import {
@@ -113,7 +117,6 @@ const batonDatabaseUrl = withDatabase(serverUrl, 'baton_bench')
 const naiveDatabaseUrl = withDatabase(serverUrl, 'baton_bench_naive')
 const ledgerDatabaseUrl = withDatabase(serverUrl, 'baton_bench_ledger')
 const floorLedgerDatabaseUrl = withDatabase(serverUrl, 'baton_bench_floor_ledger')
-const floorBareDatabaseUrl = withDatabase(serverUrl, 'baton_bench_floor_bare')
 const log = (line: string): void => {
   if (!args.json) console.log(line)
   else console.error(line)
@@ -471,16 +474,18 @@ async function floorWithLedger(bench: Bench, prefix: string) {
 }
 
 /**
- * The queue floor making the least three writes that keep Baton's durable steps (the bare
- * ledger, floor-bare-ledger.ts).
+ * The queue floor writing a plain ledger: the least three writes that keep Baton's durable steps
+ * (`bare`, floor-bare-ledger.ts), or those writes with the records Baton's design requires
+ * (`required`, floor-required-ledger.ts).
  */
-async function floorWithBareLedger(bench: Bench, prefix: string) {
-  await prepareBareLedgerDatabase(floorBareDatabaseUrl)
-  const pool = new pg.Pool({ connectionString: floorBareDatabaseUrl, max: 2 })
+async function floorWithPlainLedger(bench: Bench, prefix: string, kind: 'bare' | 'required') {
+  const databaseUrl = withDatabase(serverUrl, `baton_bench_floor_${kind}`)
+  await preparePlainLedgerDatabase(databaseUrl, PLAIN_LEDGERS[kind])
+  const pool = new pg.Pool({ connectionString: databaseUrl, max: 2 })
   try {
-    return await floorWith(bench, prefix, 'the bare ledger', {
-      databaseUrl: floorBareDatabaseUrl,
-      env: { FLOOR_LEDGER: 'bare' },
+    return await floorWith(bench, prefix, `the ${kind} ledger`, {
+      databaseUrl,
+      env: { FLOOR_LEDGER: kind },
       reader: bareLedgerReader(pool),
       audit: (ids) => auditBareLedger(pool, ids),
       times: (ids) => bareLedgerTimes(pool, ids),
@@ -488,6 +493,53 @@ async function floorWithBareLedger(bench: Bench, prefix: string) {
   } finally {
     await pool.end()
   }
+}
+
+/** The figures of the queue floor with a ledger, under the summary's field names for `system`. */
+function floorLedgerFields<S extends string>(
+  system: S,
+  figures: Awaited<ReturnType<typeof floorWith>>,
+  cost: ReturnType<typeof perUnit>,
+): Record<`${S}_${FloorLedgerField}`, number> {
+  const fields: Record<FloorLedgerField, number> = {
+    per_s: round(figures.perSecond, 0),
+    wait_p50_ms: round(figures.p50),
+    wait_p99_ms: round(figures.p99),
+    wait_to_accept_p50_ms: round(figures.steps.toAcceptMs),
+    wait_accept_to_claim_p50_ms: round(figures.steps.acceptToClaimMs ?? 0),
+    wait_claim_to_commit_p50_ms: round(figures.steps.claimToCommitMs ?? 0),
+    wait_commit_to_answer_p50_ms: round(figures.steps.commitToAnswerMs),
+    cpu_ms_per_delegation: cost.cpuMs,
+    pg_xacts_per_delegation: cost.pgTransactions,
+    machine_busy: cost.machineBusy,
+  }
+  return Object.fromEntries(
+    Object.entries(fields).map(([field, value]) => [`${system}_${field}`, value]),
+  ) as Record<`${S}_${FloorLedgerField}`, number>
+}
+
+type FloorLedgerField =
+  | 'per_s'
+  | 'wait_p50_ms'
+  | 'wait_p99_ms'
+  | 'wait_to_accept_p50_ms'
+  | 'wait_accept_to_claim_p50_ms'
+  | 'wait_claim_to_commit_p50_ms'
+  | 'wait_commit_to_answer_p50_ms'
+  | 'cpu_ms_per_delegation'
+  | 'pg_xacts_per_delegation'
+  | 'machine_busy'
+
+/** The human line of the queue floor with a ledger (`system` as in `floorLedgerFields`). */
+function floorLedgerLine(
+  title: string,
+  s: Record<`${string}_${FloorLedgerField}`, number>,
+  system: string,
+  steps: readonly [accept: string, claim: string, commit: string],
+): string {
+  const f = (field: FloorLedgerField) => s[`${system}_${field}`]
+  const [accept, claim, commit] = steps
+  return `${title}: ${f('per_s')} per second, submit-and-wait p50 ${f('wait_p50_ms')} ms, p99 ${f('wait_p99_ms')} ms; ${f('cpu_ms_per_delegation')} ms CPU, ${f('pg_xacts_per_delegation')} transactions per delegation; machine busy ${f('machine_busy')}; request → ${accept} ${f('wait_to_accept_p50_ms')} ms, ${accept} → ${claim} ${f('wait_accept_to_claim_p50_ms')} ms, ${claim} → ${commit} ${f('wait_claim_to_commit_p50_ms')} ms, ${commit} → answer ${f('wait_commit_to_answer_p50_ms')} ms`
 }
 
 /** Baton's ledger statements alone, on a database of their own, measured like the systems. */
@@ -594,7 +646,7 @@ async function main(): Promise<void> {
   const postgres = await connectPostgresCounters(serverUrl)
   const prefix = `baton-bench-${randomUUID().slice(0, 8)}`
   let raw, rawPaced, rawReplay, naiveFigures, floorFigures, floorLedgerFigures, ledgerFigures
-  let floorBareFigures
+  let floorBareFigures, floorRequiredFigures
   let batonFigures
   try {
     const bench: Bench = {
@@ -612,7 +664,11 @@ async function main(): Promise<void> {
     log("bench: (fl) the queue floor with Baton's ledger statements, through HTTP …")
     floorLedgerFigures = await floorWithLedger(bench, `${prefix}-floor-ledger`)
     log('bench: (fb) the queue floor with the bare ledger, three writes, through HTTP …')
-    floorBareFigures = await floorWithBareLedger(bench, `${prefix}-floor-bare`)
+    floorBareFigures = await floorWithPlainLedger(bench, `${prefix}-floor-bare`, 'bare')
+    log(
+      "bench: (fr) the queue floor with the required ledger, the design's records, through HTTP …",
+    )
+    floorRequiredFigures = await floorWithPlainLedger(bench, `${prefix}-floor-required`, 'required')
     log(`bench: (l) Baton's ledger alone, ${LEDGER_BATCH} delegations per statement …`)
     ledgerFigures = await ledgerAlone(bench)
     log('bench: (b) Baton through HTTP …')
@@ -636,7 +692,6 @@ async function main(): Promise<void> {
   const batonCost = perUnit(batonFigures.cost, SIZES.count)
   const ledgerCost = perUnit(ledgerFigures.cost, SIZES.count)
   const floorLedgerCost = perUnit(floorLedgerFigures.cost, SIZES.count)
-  const floorBareCost = perUnit(floorBareFigures.cost, SIZES.count)
   const cancels = batonFigures.cancels?.latencies ?? []
   const burst = batonFigures.burst?.latencies ?? []
   const floorCancels = floorFigures.cancels?.latencies ?? []
@@ -690,26 +745,17 @@ async function main(): Promise<void> {
     floor_redis_cpu_ms_per_delegation: floorCost.redisCpuMs,
     floor_redis_commands_per_delegation: floorCost.redisCommands,
     floor_machine_busy: floorCost.machineBusy,
-    floor_ledger_per_s: round(floorLedgerFigures.perSecond, 0),
-    floor_ledger_wait_p50_ms: round(floorLedgerFigures.p50),
-    floor_ledger_wait_p99_ms: round(floorLedgerFigures.p99),
-    floor_ledger_wait_to_accept_p50_ms: round(floorLedgerFigures.steps.toAcceptMs),
-    floor_ledger_wait_accept_to_claim_p50_ms: round(floorLedgerFigures.steps.acceptToClaimMs ?? 0),
-    floor_ledger_wait_claim_to_commit_p50_ms: round(floorLedgerFigures.steps.claimToCommitMs ?? 0),
-    floor_ledger_wait_commit_to_answer_p50_ms: round(floorLedgerFigures.steps.commitToAnswerMs),
-    floor_ledger_cpu_ms_per_delegation: floorLedgerCost.cpuMs,
-    floor_ledger_pg_xacts_per_delegation: floorLedgerCost.pgTransactions,
-    floor_ledger_machine_busy: floorLedgerCost.machineBusy,
-    floor_bare_per_s: round(floorBareFigures.perSecond, 0),
-    floor_bare_wait_p50_ms: round(floorBareFigures.p50),
-    floor_bare_wait_p99_ms: round(floorBareFigures.p99),
-    floor_bare_wait_to_accept_p50_ms: round(floorBareFigures.steps.toAcceptMs),
-    floor_bare_wait_accept_to_claim_p50_ms: round(floorBareFigures.steps.acceptToClaimMs ?? 0),
-    floor_bare_wait_claim_to_commit_p50_ms: round(floorBareFigures.steps.claimToCommitMs ?? 0),
-    floor_bare_wait_commit_to_answer_p50_ms: round(floorBareFigures.steps.commitToAnswerMs),
-    floor_bare_cpu_ms_per_delegation: floorBareCost.cpuMs,
-    floor_bare_pg_xacts_per_delegation: floorBareCost.pgTransactions,
-    floor_bare_machine_busy: floorBareCost.machineBusy,
+    ...floorLedgerFields('floor_ledger', floorLedgerFigures, floorLedgerCost),
+    ...floorLedgerFields(
+      'floor_bare',
+      floorBareFigures,
+      perUnit(floorBareFigures.cost, SIZES.count),
+    ),
+    ...floorLedgerFields(
+      'floor_required',
+      floorRequiredFigures,
+      perUnit(floorRequiredFigures.cost, SIZES.count),
+    ),
     ledger_cpu_ms_per_delegation: ledgerCost.cpuMs,
     ledger_node_cpu_ms_per_delegation: ledgerCost.nodeCpuMs,
     ledger_pg_cpu_ms_per_delegation: ledgerCost.postgresCpuMs,
@@ -779,10 +825,26 @@ async function main(): Promise<void> {
     s.machine_busy,
   )
   log(
-    `the queue floor with Baton's ledger statements: ${s.floor_ledger_per_s} per second, submit-and-wait p50 ${s.floor_ledger_wait_p50_ms} ms, p99 ${s.floor_ledger_wait_p99_ms} ms; ${s.floor_ledger_cpu_ms_per_delegation} ms CPU, ${s.floor_ledger_pg_xacts_per_delegation} transactions per delegation; machine busy ${s.floor_ledger_machine_busy}; request → accept ${s.floor_ledger_wait_to_accept_p50_ms} ms, accept → claim ${s.floor_ledger_wait_accept_to_claim_p50_ms} ms, claim → commit ${s.floor_ledger_wait_claim_to_commit_p50_ms} ms, commit → answer ${s.floor_ledger_wait_commit_to_answer_p50_ms} ms`,
+    floorLedgerLine("the queue floor with Baton's ledger statements", s, 'floor_ledger', [
+      'accept',
+      'claim',
+      'commit',
+    ]),
   )
   log(
-    `the queue floor with the bare ledger (three bare writes): ${s.floor_bare_per_s} per second, submit-and-wait p50 ${s.floor_bare_wait_p50_ms} ms, p99 ${s.floor_bare_wait_p99_ms} ms; ${s.floor_bare_cpu_ms_per_delegation} ms CPU, ${s.floor_bare_pg_xacts_per_delegation} transactions per delegation; machine busy ${s.floor_bare_machine_busy}; request → insert ${s.floor_bare_wait_to_accept_p50_ms} ms, insert → claim ${s.floor_bare_wait_accept_to_claim_p50_ms} ms, claim → commit ${s.floor_bare_wait_claim_to_commit_p50_ms} ms, commit → answer ${s.floor_bare_wait_commit_to_answer_p50_ms} ms`,
+    floorLedgerLine('the queue floor with the bare ledger (three bare writes)', s, 'floor_bare', [
+      'insert',
+      'claim',
+      'commit',
+    ]),
+  )
+  log(
+    floorLedgerLine(
+      "the queue floor with the required ledger (the design's records, plainly written)",
+      s,
+      'floor_required',
+      ['accept', 'claim', 'commit'],
+    ),
   )
   log(
     `one database step at rest: a durable one-row write ${s.pg_write_p50_ms} ms, a read by key ${s.pg_read_p50_ms} ms (p50)`,
@@ -812,7 +874,7 @@ async function main(): Promise<void> {
     `queue floor cancel → aborted: one at a time p50 ${s.floor_cancel_p50_ms} ms, p99 ${s.floor_cancel_p99_ms} ms; ${BURST} at once p50 ${s.floor_cancel_burst_p50_ms} ms, p99 ${s.floor_cancel_burst_p99_ms} ms; not aborted ${s.floor_cancel_not_aborted}`,
   )
   log(
-    `ratio ${s.ratio}; lost ${s.lost}; duplicates ${s.duplicates}; rejected ${batonFigures.rejected} (hand-rolled ${naiveFigures.rejected}, floor ${floorFigures.rejected}, floor with the ledger ${floorLedgerFigures.rejected}, with the bare ledger ${floorBareFigures.rejected}); Postgres idle ${s.pg_idle_cpu_ms_per_s} ms CPU/s subtracted`,
+    `ratio ${s.ratio}; lost ${s.lost}; duplicates ${s.duplicates}; rejected ${batonFigures.rejected} (hand-rolled ${naiveFigures.rejected}, floor ${floorFigures.rejected}, floor with the ledger ${floorLedgerFigures.rejected}, with the bare ledger ${floorBareFigures.rejected}, with the required ledger ${floorRequiredFigures.rejected}); Postgres idle ${s.pg_idle_cpu_ms_per_s} ms CPU/s subtracted`,
   )
   if (args.json) console.log(JSON.stringify(summary))
 }

@@ -1,15 +1,16 @@
-// The bench's side of the queue floor with the bare ledger (see floor-bare-ledger.ts): its
-// database, and its reads of the one `attempts` table: open rows, the span, each delegation's
-// statement times and an audit of what was lost or claimed twice.
+// The bench's side of the queue floor with a plain ledger (the bare one of floor-bare-ledger.ts,
+// the required one of floor-required-ledger.ts): its database, and its reads of the `attempts`
+// table both have: open rows, the span, each delegation's statement times and an audit of what
+// was lost or claimed twice.
 import type pg from 'pg'
 import { createDatabaseWithSchema } from '../services.ts'
-import { BARE_LEDGER_SCHEMA_SQL } from './floor-bare-ledger.ts'
+import type { PlainLedger } from './floor-bare-ledger.ts'
 import { countedLedger, type LedgerReader } from './http-load.ts'
 import type { LedgerTimes } from './wait-steps.ts'
 
-/** Drops and recreates the bare ledger's database with its one table. */
-export function prepareBareLedgerDatabase(url: string): Promise<void> {
-  return createDatabaseWithSchema(url, BARE_LEDGER_SCHEMA_SQL)
+/** Drops and recreates a plain ledger's database with its schema. */
+export function preparePlainLedgerDatabase(url: string, ledger: PlainLedger): Promise<void> {
+  return createDatabaseWithSchema(url, ledger.schema)
 }
 
 export function bareLedgerReader(pool: pg.Pool): LedgerReader {

@@ -1,8 +1,11 @@
 // Which ledger a floor process writes, from its environment: none without `DATABASE_URL`; with
-// it, Baton's own statements (Baton's core, floor-with-ledger.ts), or with `FLOOR_LEDGER=bare`
-// the least three writes that keep Baton's durable steps (floor-bare-ledger.ts).
+// it, Baton's own statements (Baton's core, floor-with-ledger.ts), with `FLOOR_LEDGER=bare` the
+// least three writes that keep Baton's durable steps (floor-bare-ledger.ts), or with
+// `FLOOR_LEDGER=required` those writes with the records Baton's design requires
+// (floor-required-ledger.ts).
 import { randomUUID } from 'node:crypto'
-import { bareAccepts, bareExecutions, bareLedgerPool } from './floor-bare-ledger.ts'
+import { bareLedgerPool, plainAccepts, plainExecutions } from './floor-bare-ledger.ts'
+import { PLAIN_LEDGERS } from './floor-required-ledger.ts'
 import {
   floorAccepts,
   floorExecutions,
@@ -11,7 +14,7 @@ import {
   type FloorExecutions,
 } from './floor-with-ledger.ts'
 
-export const FLOOR_LEDGERS = ['baton', 'bare'] as const
+export const FLOOR_LEDGERS = ['baton', 'bare', 'required'] as const
 export type FloorLedgerKind = (typeof FLOOR_LEDGERS)[number]
 
 function ledgerKind(env: NodeJS.ProcessEnv): FloorLedgerKind {
@@ -34,9 +37,10 @@ export interface FloorApiLedger {
 export function floorApiLedger(env: NodeJS.ProcessEnv): FloorApiLedger | undefined {
   const url = env.DATABASE_URL
   if (url === undefined) return undefined
-  if (ledgerKind(env) === 'bare') {
-    const pool = bareLedgerPool(url, 'api')
-    return { accept: bareAccepts(pool), close: () => pool.end() }
+  const kind = ledgerKind(env)
+  if (kind !== 'baton') {
+    const pool = bareLedgerPool(url, 'api', kind)
+    return { accept: plainAccepts(pool, PLAIN_LEDGERS[kind]), close: () => pool.end() }
   }
   const db = floorLedgerDb(url, 'api')
   return { accept: floorAccepts(db), close: () => db.destroy() }
@@ -50,9 +54,10 @@ export function floorWorkerLedger(
   const url = env.DATABASE_URL
   if (url === undefined) return undefined
   const ownerId = randomUUID()
-  if (ledgerKind(env) === 'bare') {
-    const pool = bareLedgerPool(url, 'worker')
-    const steps = bareExecutions(pool, ownerId, bell)
+  const kind = ledgerKind(env)
+  if (kind !== 'baton') {
+    const pool = bareLedgerPool(url, 'worker', kind)
+    const steps = plainExecutions(pool, ownerId, bell, PLAIN_LEDGERS[kind])
     return { ...steps, close: () => steps.close().then(() => pool.end()) }
   }
   const db = floorLedgerDb(url, 'worker')

@@ -1,8 +1,33 @@
 // What the tests of the queue floor given a ledger (Baton's core, the bare ledger) check alike.
-import type { BatonClient } from '@baton/client'
-import { eventually, expect } from '@baton/testing'
+import { createBatonClient, type BatonClient } from '@baton/client'
+import { eventually, expect, freePort } from '@baton/testing'
+import { startFloorService } from './floor.ts'
 import type { LedgerReader } from './http-load.ts'
 import type { LedgerTimes } from './wait-steps.ts'
+
+/**
+ * The queue floor's API and two workers writing the ledger of `databaseUrl` (which one: `extra`,
+ * say `FLOOR_LEDGER`), on the test's Redis and prefix, and a client of its API.
+ */
+export async function startFloorWithLedger(
+  ctx: { readonly redisUrl: string; readonly queuePrefix: string },
+  databaseUrl: string,
+  extra: Record<string, string> = {},
+) {
+  const port = await freePort()
+  const services = await startFloorService(
+    {
+      DATABASE_URL: databaseUrl,
+      REDIS_URL: ctx.redisUrl,
+      QUEUE_PREFIX: ctx.queuePrefix,
+      PORT: String(port),
+      WORKER_CONCURRENCY: '10',
+      ...extra,
+    },
+    2,
+  )
+  return { services, client: createBatonClient({ baseUrl: `http://127.0.0.1:${port}` }) }
+}
 
 type Delegation = Parameters<BatonClient['delegate']>[0]
 type WaitedView = Awaited<ReturnType<BatonClient['delegateAndWait']>>

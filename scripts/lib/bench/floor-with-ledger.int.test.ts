@@ -1,12 +1,14 @@
 import { sql } from 'kysely'
-import { createBatonClient } from '@baton/client'
 import { auditLedger } from '@baton/testing/ledger-audit'
-import { expect, freePort, test } from '@baton/testing'
+import { expect, test } from '@baton/testing'
 import { batonLedger, ledgerTimes } from './baton-ledger.ts'
-import { startFloorService } from './floor.ts'
 import { NOOP_PROMPT } from './http-load.ts'
 import { measureCancels } from './cancel.ts'
-import { expectOrderedAndDrained, submitThenWait } from './floor-test-support.ts'
+import {
+  expectOrderedAndDrained,
+  startFloorWithLedger,
+  submitThenWait,
+} from './floor-test-support.ts'
 
 test("the queue floor given a database makes Baton's accept, claim and commit for every delegation, in that order", async ({
   redisUrl,
@@ -14,18 +16,7 @@ test("the queue floor given a database makes Baton's accept, claim and commit fo
   databaseUrl,
   db,
 }) => {
-  const port = await freePort()
-  const services = await startFloorService(
-    {
-      DATABASE_URL: databaseUrl,
-      REDIS_URL: redisUrl,
-      QUEUE_PREFIX: queuePrefix,
-      PORT: String(port),
-      WORKER_CONCURRENCY: '10',
-    },
-    2,
-  )
-  const client = createBatonClient({ baseUrl: `http://127.0.0.1:${port}` })
+  const { services, client } = await startFloorWithLedger({ redisUrl, queuePrefix }, databaseUrl)
   try {
     const input = { sessionId: 'floor-ledger', name: 'scripted', prompt: NOOP_PROMPT }
     const { ids, waited } = await submitThenWait(client, input, (view) => {

@@ -33,8 +33,9 @@ type Delegation = Parameters<BatonClient['delegate']>[0]
 type WaitedView = Awaited<ReturnType<BatonClient['delegateAndWait']>>
 
 /**
- * 40 submits, then 10 submit-and-waits, each checked as it answers (bounded at 3 s: a wait the
- * bell never ends fails at its first bound, well inside the test's timeout) by `checkView` after
+ * 40 submits, then 10 submit-and-waits, each checked as it answers (bounded at 10 s: a wait the
+ * bell never ends fails at its first bound, well inside the test's timeout, and a test run beside
+ * many others on two cores is not failed by a stall of a few seconds) by `checkView` after
  * the terminal `completed` / `ok` every floor answers. Returns every attempt id and the waited views.
  */
 export async function submitThenWait(
@@ -45,7 +46,7 @@ export async function submitThenWait(
   const accepted = await Promise.all(Array.from({ length: 40 }, () => client.delegate(input)))
   const waited: WaitedView[] = []
   for (let i = 0; i < 10; i += 1) {
-    const view = await client.delegateAndWait(input, 3_000)
+    const view = await client.delegateAndWait(input, 10_000)
     expect(view).toMatchObject({ status: 'terminal', stopReason: 'completed', output: 'ok' })
     checkView(view)
     waited.push(view)

@@ -43,9 +43,9 @@ import { arrivalBatches, meanBatchSize, type ArrivalBatch } from './lib/bench/ar
 import { batonLedger, ledgerTimes } from './lib/bench/baton-ledger.ts'
 import { floorLedger, startFloorService } from './lib/bench/floor.ts'
 import {
-  auditBareLedger,
-  bareLedgerReader,
-  bareLedgerTimes,
+  auditPlainLedger,
+  plainLedgerReader,
+  plainLedgerTimes,
   preparePlainLedgerDatabase,
 } from './lib/bench/floor-bare.ts'
 import { PLAIN_LEDGERS } from './lib/bench/floor-required-ledger.ts'
@@ -486,9 +486,9 @@ async function floorWithPlainLedger(bench: Bench, prefix: string, kind: 'bare' |
     return await floorWith(bench, prefix, `the ${kind} ledger`, {
       databaseUrl,
       env: { FLOOR_LEDGER: kind },
-      reader: bareLedgerReader(pool),
-      audit: (ids) => auditBareLedger(pool, ids),
-      times: (ids) => bareLedgerTimes(pool, ids),
+      reader: plainLedgerReader(pool),
+      audit: (ids) => auditPlainLedger(pool, ids),
+      times: (ids) => plainLedgerTimes(pool, ids),
     })
   } finally {
     await pool.end()

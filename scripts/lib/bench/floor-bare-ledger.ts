@@ -49,7 +49,7 @@ const ACCEPT_BATCH = { maxBatch: 256, maxInFlight: 1 } as const
 export const LEASE = '30 seconds'
 
 /** A floor process's pool, of Baton's default sizes (API 20, worker 10). */
-export function bareLedgerPool(
+export function plainLedgerPool(
   databaseUrl: string,
   role: 'api' | 'worker',
   ledger: 'bare' | 'required' = 'bare',

@@ -13,7 +13,7 @@ export function preparePlainLedgerDatabase(url: string, ledger: PlainLedger): Pr
   return createDatabaseWithSchema(url, ledger.schema)
 }
 
-export function bareLedgerReader(pool: pg.Pool): LedgerReader {
+export function plainLedgerReader(pool: pg.Pool): LedgerReader {
   return countedLedger({
     async openCount() {
       const r = await pool.query<{ open: number }>(
@@ -33,7 +33,7 @@ export function bareLedgerReader(pool: pg.Pool): LedgerReader {
 }
 
 /** When the insert, the claim and the terminal update of each finished attempt began, epoch ms. */
-export async function bareLedgerTimes(
+export async function plainLedgerTimes(
   pool: pg.Pool,
   ids: readonly string[],
 ): Promise<Map<string, LedgerTimes>> {
@@ -58,7 +58,7 @@ export async function bareLedgerTimes(
  * Of `ids`, those with no terminal row (lost) and those claimed more than once (run twice); the
  * primary key already rules out a second row.
  */
-export async function auditBareLedger(
+export async function auditPlainLedger(
   pool: pg.Pool,
   ids: readonly string[],
 ): Promise<{ lost: number; duplicates: number }> {

@@ -4,7 +4,7 @@
 // `FLOOR_LEDGER=required` those writes with the records Baton's design requires
 // (floor-required-ledger.ts).
 import { randomUUID } from 'node:crypto'
-import { bareLedgerPool, plainAccepts, plainExecutions } from './floor-bare-ledger.ts'
+import { plainLedgerPool, plainAccepts, plainExecutions } from './floor-bare-ledger.ts'
 import { PLAIN_LEDGERS } from './floor-required-ledger.ts'
 import {
   floorAccepts,
@@ -39,7 +39,7 @@ export function floorApiLedger(env: NodeJS.ProcessEnv): FloorApiLedger | undefin
   if (url === undefined) return undefined
   const kind = ledgerKind(env)
   if (kind !== 'baton') {
-    const pool = bareLedgerPool(url, 'api', kind)
+    const pool = plainLedgerPool(url, 'api', kind)
     return { accept: plainAccepts(pool, PLAIN_LEDGERS[kind]), close: () => pool.end() }
   }
   const db = floorLedgerDb(url, 'api')
@@ -56,7 +56,7 @@ export function floorWorkerLedger(
   const ownerId = randomUUID()
   const kind = ledgerKind(env)
   if (kind !== 'baton') {
-    const pool = bareLedgerPool(url, 'worker', kind)
+    const pool = plainLedgerPool(url, 'worker', kind)
     const steps = plainExecutions(pool, ownerId, bell, PLAIN_LEDGERS[kind])
     return { ...steps, close: () => steps.close().then(() => pool.end()) }
   }

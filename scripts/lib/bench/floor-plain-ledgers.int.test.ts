@@ -3,9 +3,9 @@ import pg from 'pg'
 import { expect, test } from '@baton/testing'
 import { dropDatabase, withDatabase } from '../services.ts'
 import {
-  auditBareLedger,
-  bareLedgerReader,
-  bareLedgerTimes,
+  auditPlainLedger,
+  plainLedgerReader,
+  plainLedgerTimes,
   preparePlainLedgerDatabase,
 } from './floor-bare.ts'
 import { plainAccepts, plainExecutions } from './floor-bare-ledger.ts'
@@ -32,11 +32,11 @@ test.for(['bare', 'required'] as const)(
       const input = { sessionId: `floor-${kind}`, name: 'scripted', prompt: NOOP_PROMPT }
       const { ids, waited } = await submitThenWait(client, input)
       await expectOrderedAndDrained(
-        await bareLedgerTimes(
+        await plainLedgerTimes(
           pool,
           waited.map((w) => w.attemptId),
         ),
-        bareLedgerReader(pool),
+        plainLedgerReader(pool),
       )
       const rows = await pool.query<{ status: string; owner_generation: number; n: number }>(
         `select status, owner_generation, count(*)::int as n from attempts
@@ -45,12 +45,12 @@ test.for(['bare', 'required'] as const)(
         [ids],
       )
       expect(rows.rows).toEqual([{ status: 'terminal', owner_generation: 1, n: 50 }])
-      expect(await auditBareLedger(pool, ids)).toEqual({ lost: 0, duplicates: 0 })
+      expect(await auditPlainLedger(pool, ids)).toEqual({ lost: 0, duplicates: 0 })
       if (kind === 'required') await expectRequiredRecords(pool, ids)
 
       // The audit counts what it should: an id never written is lost, a second claim a duplicate.
       await pool.query(`update attempts set owner_generation = 2 where id = $1`, [ids[0]])
-      expect(await auditBareLedger(pool, [...ids, randomUUID()])).toEqual({
+      expect(await auditPlainLedger(pool, [...ids, randomUUID()])).toEqual({
         lost: 1,
         duplicates: 1,
       })
@@ -68,7 +68,7 @@ test.for(['bare', 'required'] as const)(
       await expect(theirs.commit(attemptId, generation, result)).rejects.toThrow(/commit/)
       await mine.commit(attemptId, generation, result)
       await Promise.all([mine.close(), theirs.close()])
-      expect(await auditBareLedger(pool, [attemptId])).toEqual({ lost: 0, duplicates: 0 })
+      expect(await auditPlainLedger(pool, [attemptId])).toEqual({ lost: 0, duplicates: 0 })
     } finally {
       for (const s of services) await s.close()
       await pool.end()

@@ -5,7 +5,7 @@
 import type pg from 'pg'
 import { createDatabaseWithSchema } from '../services.ts'
 import type { PlainLedger } from './floor-bare-ledger.ts'
-import { countedLedger, type LedgerReader } from './http-load.ts'
+import { tableLedgerReader, type LedgerReader } from './http-load.ts'
 import type { LedgerTimes } from './wait-steps.ts'
 
 /** Drops and recreates a plain ledger's database with its schema. */
@@ -14,22 +14,7 @@ export function preparePlainLedgerDatabase(url: string, ledger: PlainLedger): Pr
 }
 
 export function plainLedgerReader(pool: pg.Pool): LedgerReader {
-  return countedLedger({
-    async openCount() {
-      const r = await pool.query<{ open: number }>(
-        `select count(*)::int as open from attempts where status <> 'terminal'`,
-      )
-      return r.rows[0]?.open ?? 0
-    },
-    async span() {
-      const r = await pool.query<{ seconds: number; n: number }>(
-        `select extract(epoch from max(finished_at) - min(created_at))::float8 as seconds,
-                count(*)::int as n
-         from attempts where status = 'terminal'`,
-      )
-      return { seconds: r.rows[0]?.seconds ?? 0, n: r.rows[0]?.n ?? 0 }
-    },
-  })
+  return tableLedgerReader(pool, 'attempts', 'terminal')
 }
 
 /** When the insert, the claim and the terminal update of each finished attempt began, epoch ms. */

@@ -2,6 +2,7 @@
 // alike, so that their figures differ only by the system: the same client, the same concurrency,
 // the same count, the same prompt.
 import { setTimeout as sleep } from 'node:timers/promises'
+import type pg from 'pg'
 import type { BatonClient } from '@baton/client'
 import { wallClockMs, type TimedCall } from './wait-steps.ts'
 
@@ -38,6 +39,36 @@ export function countedLedger(reads: Omit<LedgerReader, 'queries'>): LedgerReade
       return reads.span()
     },
   }
+}
+
+/**
+ * The reads of a system whose one table has a row per delegation with `status`, `created_at` and
+ * `finished_at` (the hand-rolled service, the plain ledgers): open rows are those not yet in
+ * `finished` status, and the span runs from the first row created to the last one finished.
+ */
+export function tableLedgerReader(
+  pool: pg.Pool,
+  table: 'delegations' | 'attempts',
+  finished: 'completed' | 'terminal',
+): LedgerReader {
+  return countedLedger({
+    async openCount() {
+      const r = await pool.query<{ open: number }>(
+        `select count(*)::int as open from ${table} where status <> $1`,
+        [finished],
+      )
+      return r.rows[0]?.open ?? 0
+    },
+    async span() {
+      const r = await pool.query<{ seconds: number; n: number }>(
+        `select extract(epoch from max(finished_at) - min(created_at))::float8 as seconds,
+                count(*)::int as n
+         from ${table} where status = $1`,
+        [finished],
+      )
+      return { seconds: r.rows[0]?.seconds ?? 0, n: r.rows[0]?.n ?? 0 }
+    },
+  })
 }
 
 /** A no-op run of Baton's `scripted` child; the hand-rolled worker answers the same script. */

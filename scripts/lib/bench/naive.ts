@@ -4,7 +4,7 @@ import type pg from 'pg'
 import type { AppProcess } from '@baton/testing/processes'
 import { createDatabaseWithSchema } from '../services.ts'
 import { startApiAndWorkers } from './service-processes.ts'
-import { countedLedger, type LedgerReader } from './http-load.ts'
+import { tableLedgerReader, type LedgerReader } from './http-load.ts'
 import type { LedgerTimes } from './wait-steps.ts'
 import {
   NAIVE_API_READY_MESSAGE,
@@ -37,22 +37,7 @@ export function startNaiveService(
 
 /** The bench's reads of the `delegations` table. */
 export function naiveLedger(pool: pg.Pool): LedgerReader {
-  return countedLedger({
-    async openCount() {
-      const r = await pool.query<{ open: number }>(
-        `select count(*)::int as open from delegations where status <> 'completed'`,
-      )
-      return r.rows[0]?.open ?? 0
-    },
-    async span() {
-      const r = await pool.query<{ seconds: number; n: number }>(
-        `select extract(epoch from max(finished_at) - min(created_at))::float8 as seconds,
-                count(*)::int as n
-         from delegations where status = 'completed'`,
-      )
-      return { seconds: r.rows[0]?.seconds ?? 0, n: r.rows[0]?.n ?? 0 }
-    },
-  })
+  return tableLedgerReader(pool, 'delegations', 'completed')
 }
 
 /** When the insert and the worker's update of each finished row began, epoch ms. */

@@ -33,9 +33,9 @@ export function createDb(options: CreateDbOptions): Db {
     connectionString: options.connectionString,
     max: options.maxConnections ?? 10,
     application_name: options.applicationName ?? 'baton',
-    ...(options.preparedStatements === false
-      ? {}
-      : { Client: preparingClientClass(options.preparedStatementLimit ?? 256) }),
+    Client: preparingClientClass(
+      options.preparedStatements === false ? 0 : (options.preparedStatementLimit ?? 256),
+    ),
   })
   // A client's connection can die at any moment (a terminated backend, a restarted server). An
   // 'error' event nobody listens to would crash the process: the pool listens for idle clients

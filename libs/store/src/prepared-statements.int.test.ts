@@ -1,5 +1,6 @@
 import { sql } from 'kysely'
 import { describe, expect, test } from '@baton/testing'
+import { bytesSurvivingScavengesPerAwait } from '@baton/testing/young-generation'
 import { createDb, type CreateDbOptions, type Db } from './db.ts'
 
 /** One connection, so what it prepared can be read back on it. */
@@ -114,4 +115,25 @@ describe('prepared statements', () => {
       await db.destroy()
     }
   })
+
+  test.for([
+    ['named', {}],
+    ['unnamed', { preparedStatements: false }],
+  ] as const)(
+    'what a statement allocates dies young, its query, rows and messages (%s)',
+    async ([, options], { databaseUrl }) => {
+      const db = oneConnection(databaseUrl, options)
+      try {
+        let n = 0
+        const statement = () => sql`select ${(n += 1)}::int as n, now() as at`.execute(db)
+        for (let i = 0; i < 500; i += 1) await statement()
+        // One such statement allocates about 8.7 KB. Through pg's promise form of `query`, about
+        // 1.7 KB of it outlived the young generation's collections (see prepared-statements.ts);
+        // through its callback form, under 0.1 KB.
+        expect(await bytesSurvivingScavengesPerAwait(statement)).toBeLessThan(600)
+      } finally {
+        await db.destroy()
+      }
+    },
+  )
 })

@@ -53,3 +53,32 @@ async function survivingPerCall(make: () => unknown, count: number): Promise<num
   collect({ type: 'minor' })
   return (v8.getHeapStatistics().used_heap_size - before) / count
 }
+
+/**
+ * Heap bytes per call still in use after `count` calls of `run`, each awaited before the next (a
+ * round trip to a server, say), then two scavenges: what `run` allocates for each call and only
+ * dead objects keep alive shows here, while what dies young does not.
+ *
+ * The median of `rounds` such measurements, each after a full collection. Awaited calls take long
+ * enough for the collector to act meanwhile: a full collection that starts during a round frees
+ * what that round promoted and makes it read low, and the test runner's own work makes a round
+ * read high, so neither the least nor the greatest is taken.
+ */
+export async function bytesSurvivingScavengesPerAwait(
+  run: () => Promise<unknown>,
+  count = 6_000,
+  rounds = 3,
+): Promise<number> {
+  const collect = collector()
+  const perCall: number[] = []
+  for (let round = 0; round < rounds; round += 1) {
+    collect({ type: 'major' })
+    const before = v8.getHeapStatistics().used_heap_size
+    for (let i = 0; i < count; i += 1) await run()
+    await new Promise((resolve) => setImmediate(resolve))
+    collect({ type: 'minor' })
+    collect({ type: 'minor' })
+    perCall.push((v8.getHeapStatistics().used_heap_size - before) / count)
+  }
+  return perCall.sort((a, b) => a - b)[Math.floor(rounds / 2)] ?? 0
+}

@@ -38,47 +38,53 @@ export async function bytesSurvivingScavenges(
 ): Promise<number> {
   let least = Number.POSITIVE_INFINITY
   for (let round = 0; round < rounds; round += 1) {
-    least = Math.min(least, await survivingPerCall(make, count))
+    const perCall = await survivingPerCall(async () => {
+      for (let i = 0; i < count; i += 1) make()
+    }, count)
+    least = Math.min(least, perCall)
   }
   return least
 }
 
-async function survivingPerCall(make: () => unknown, count: number): Promise<number> {
-  const collect = collector()
-  collect({ type: 'major' })
-  const before = v8.getHeapStatistics().used_heap_size
-  for (let i = 0; i < count; i += 1) make()
-  await new Promise((resolve) => setImmediate(resolve))
-  collect({ type: 'minor' })
-  collect({ type: 'minor' })
-  return (v8.getHeapStatistics().used_heap_size - before) / count
-}
-
 /**
  * Heap bytes per call still in use after `count` calls of `run`, each awaited before the next (a
- * round trip to a server, say), then two scavenges: what `run` allocates for each call and only
- * dead objects keep alive shows here, while what dies young does not.
+ * round trip to a server, say), then two scavenges: what each call leaves alive, or keeps alive
+ * only from dead objects, shows here; what dies young does not.
  *
- * The median of `rounds` such measurements, each after a full collection. Awaited calls take long
- * enough for the collector to act meanwhile: a full collection that starts during a round frees
- * what that round promoted and makes it read low, and the test runner's own work makes a round
- * read high, so neither the least nor the greatest is taken.
+ * The median of `rounds` (at least 1; 3 by default) such measurements, each after a full
+ * collection. Awaited calls take long enough for the collector to act meanwhile: a full
+ * collection that starts during a round frees what that round promoted and makes it read low, and
+ * the test runner's own work makes a round read high, so with three rounds or more neither the
+ * least nor the greatest is taken.
  */
-export async function bytesSurvivingScavengesPerAwait(
+export async function bytesSurvivingScavengesAwaited(
   run: () => Promise<unknown>,
   count = 6_000,
   rounds = 3,
 ): Promise<number> {
-  const collect = collector()
+  if (!Number.isInteger(rounds) || rounds < 1) throw new RangeError('rounds must be 1 or more')
   const perCall: number[] = []
   for (let round = 0; round < rounds; round += 1) {
-    collect({ type: 'major' })
-    const before = v8.getHeapStatistics().used_heap_size
-    for (let i = 0; i < count; i += 1) await run()
-    await new Promise((resolve) => setImmediate(resolve))
-    collect({ type: 'minor' })
-    collect({ type: 'minor' })
-    perCall.push((v8.getHeapStatistics().used_heap_size - before) / count)
+    perCall.push(
+      await survivingPerCall(async () => {
+        for (let i = 0; i < count; i += 1) await run()
+      }, count),
+    )
   }
-  return perCall.sort((a, b) => a - b)[Math.floor(rounds / 2)] ?? 0
+  return perCall.sort((a, b) => a - b)[Math.floor(rounds / 2)] as number
+}
+
+/**
+ * One round: a full collection, `calls` (which makes `count` calls), a turn of the event loop (so
+ * that settled promises ran their reactions), two scavenges; the heap's growth per call.
+ */
+async function survivingPerCall(calls: () => Promise<void>, count: number): Promise<number> {
+  const collect = collector()
+  collect({ type: 'major' })
+  const before = v8.getHeapStatistics().used_heap_size
+  await calls()
+  await new Promise((resolve) => setImmediate(resolve))
+  collect({ type: 'minor' })
+  collect({ type: 'minor' })
+  return (v8.getHeapStatistics().used_heap_size - before) / count
 }

@@ -157,6 +157,31 @@ describe('event streams', () => {
     }
   })
 
+  test('an event published right after ready() is heard, however soon', async ({
+    redisUrl,
+    queuePrefix,
+  }) => {
+    const redis = new Redis(redisUrl)
+    const key = `${queuePrefix}:${QueueName.AttemptSettlements}:events`
+    try {
+      for (let round = 0; round < 10; round += 1) {
+        // Entries from before the listener are not heard; the first one after ready() is.
+        await redis.xadd(key, '*', 'event', 'settled', 'attemptIds', randomUUID())
+        const { heard, listener } = await hearSettlements(redisUrl, queuePrefix)
+        try {
+          // Added on a connection already open, the moment ready() resolves.
+          const id = randomUUID()
+          await redis.xadd(key, '*', 'event', 'settled', 'attemptIds', id)
+          await expect.poll(() => heard, { timeout: 5_000 }).toEqual([id])
+        } finally {
+          await listener.close()
+        }
+      }
+    } finally {
+      redis.disconnect()
+    }
+  })
+
   test('close does not wait for a Redis that does not answer: what waits for it fails', async ({
     queuePrefix,
   }) => {

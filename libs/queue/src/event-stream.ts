@@ -1,4 +1,5 @@
-import { QueueEvents, QueueKeys } from 'bullmq'
+import { setTimeout as sleep } from 'node:timers/promises'
+import { QueueKeys } from 'bullmq'
 import { createRedisConnection } from './connection.ts'
 
 /**
@@ -68,8 +69,8 @@ const MAX_DETAIL_BYTES_PER_ENTRY = 64 * 1024
  * Each `publish` settles when the entry that carries it was added (or failed to be).
  *
  * Entries leave on a connection of the publisher's own, opened at its first publish, and in the
- * layout BullMQ's `QueueEventsProducer` writes (`event` names the event), which `QueueEvents`
- * reads. Its own because ioredis copies every script defined on a connection onto each pipeline it
+ * layout BullMQ's `QueueEventsProducer` writes (`event` names the event), which
+ * `createStreamListener` reads. Its own because ioredis copies every script defined on a connection onto each pipeline it
  * builds there, and auto-pipelining builds one per tick that sends a command: on a connection BullMQ
  * uses, that is its 64 scripts for every bell a worker rings. This one carries no scripts and is
  * not auto-pipelined: the events of a tick already leave together, in the entries of one flush, and
@@ -263,32 +264,80 @@ export async function publishAfterRecord<E extends StreamEvent>(
   }
 }
 
+/** How long the listener waits before it reads again after a read failed (Redis down, say). */
+const LISTENER_RETRY_MS = 250
+
 /**
- * Listens to a stream from "now". Malformed events are ignored: the stream is a bell, and the
- * ledger decides.
+ * Listens to a stream from the moment `ready()` resolves: it reads on from the newest entry
+ * there was then, so an event published after `ready()` is heard, and after a lost connection
+ * it reads on from the last entry it heard (as far as the stream's trimming kept them).
+ * Malformed events are ignored: the stream is a bell, and the ledger decides.
  */
 export function createStreamListener<E>(
   stream: StreamSpec<E>,
   options: ListenerOptions<E>,
 ): StreamListener {
   const connection = createRedisConnection(options.redisUrl, `baton-${stream.name}-listener`)
-  const events = new QueueEvents(stream.name, {
-    connection,
-    prefix: options.prefix,
-    blockingTimeout: options.blockingTimeoutMs ?? 5_000,
-  })
-  // QueueEvents emits a custom event under its name, with the remaining fields as arguments.
-  for (const eventName of stream.eventNames) {
-    const handler = (args: Record<string, unknown>): void => {
-      for (const event of eventsOfEntry(stream, eventName, args)) options.onEvent(event)
-    }
-    events.on(eventName as never, handler as never)
+  // ioredis reconnects on its own, and a read that failed is tried again: an unheard 'error'
+  // event would only print what the loop already handles.
+  connection.on('error', () => {})
+  const eventsKey = new QueueKeys(options.prefix).toKey(stream.name, 'events')
+  const blockingTimeoutMs = options.blockingTimeoutMs ?? 5_000
+  const heardNames = new Set(stream.eventNames)
+  let closing = false
+
+  function hear(fields: readonly string[]): void {
+    const args: Record<string, string> = {}
+    for (let i = 0; i + 1 < fields.length; i += 2)
+      args[fields[i] as string] = fields[i + 1] as string
+    const eventName = args.event
+    if (eventName === undefined || !heardNames.has(eventName)) return
+    for (const event of eventsOfEntry(stream, eventName, args)) options.onEvent(event)
   }
+
+  /** The id of the newest entry, read before the first read (`0-0` while the stream is empty). */
+  async function newestId(): Promise<string> {
+    for (;;) {
+      try {
+        const [newest] = await connection.xrevrange(eventsKey, '+', '-', 'COUNT', 1)
+        return newest?.[0] ?? '0-0'
+      } catch (error) {
+        if (closing) throw error
+        await sleep(LISTENER_RETRY_MS)
+      }
+    }
+  }
+
+  const started = newestId()
+  const reading = started.then(async (from) => {
+    let lastId = from
+    while (!closing) {
+      let reply: [string, [string, string[]][]][] | null
+      try {
+        reply = await connection.xread('BLOCK', blockingTimeoutMs, 'STREAMS', eventsKey, lastId)
+      } catch {
+        if (closing) return
+        await sleep(LISTENER_RETRY_MS)
+        continue
+      }
+      for (const [, entries] of reply ?? []) {
+        for (const [id, fields] of entries) {
+          lastId = id
+          hear(fields)
+        }
+      }
+    }
+  })
+  // A listener closed before it started has nothing to report.
+  reading.catch(() => {})
+
   return {
-    ready: () => events.waitUntilReady().then(() => undefined),
+    ready: () => started.then(() => undefined),
     async close() {
-      await events.close()
+      closing = true
+      // Ends a blocked read at once; the loop sees `closing` and stops.
       connection.disconnect()
+      await reading.catch(() => {})
     },
   }
 }

@@ -70,12 +70,13 @@ const MAX_DETAIL_BYTES_PER_ENTRY = 64 * 1024
  *
  * Entries leave on a connection of the publisher's own, opened at its first publish, and in the
  * layout BullMQ's `QueueEventsProducer` writes (`event` names the event), which
- * `createStreamListener` reads. Its own because ioredis copies every script defined on a connection onto each pipeline it
- * builds there, and auto-pipelining builds one per tick that sends a command: on a connection BullMQ
- * uses, that is its 64 scripts for every bell a worker rings. This one carries no scripts and is
- * not auto-pipelined: the events of a tick already leave together, in the entries of one flush, and
- * a flush's `XADD` is written at once instead of at the end of the tick, so the bell that ends a
- * wait is not held behind what the rest of the tick does (a worker acknowledging the job, say).
+ * `createStreamListener` reads. Its own because ioredis copies every script defined on a
+ * connection onto each pipeline it builds there, and auto-pipelining builds one per tick that sends
+ * a command: on a connection BullMQ uses, that is its 64 scripts for every bell a worker rings.
+ * This one carries no scripts and is not auto-pipelined: the events of a tick already leave
+ * together, in the entries of one flush, and a flush's `XADD` is written at once instead of at the
+ * end of the tick, so the bell that ends a wait is not held behind what the rest of the tick does
+ * (a worker acknowledging the job, say).
  */
 export function createStreamPublisher<E extends StreamEvent>(
   stream: string,

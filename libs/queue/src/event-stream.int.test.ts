@@ -182,6 +182,32 @@ describe('event streams', () => {
     }
   })
 
+  test('a handler that throws on one event does not stop the listener', async ({
+    redisUrl,
+    queuePrefix,
+  }) => {
+    const heard: string[] = []
+    const listener = createSettlementListener({
+      redisUrl,
+      prefix: queuePrefix,
+      onEvent: (event) => {
+        heard.push(event.attemptId)
+        if (heard.length === 1) throw new Error('this handler fails once')
+      },
+      blockingTimeoutMs: 200,
+    })
+    const publisher = createSettlementPublisher({ redisUrl, prefix: queuePrefix })
+    try {
+      await listener.ready()
+      const ids = [randomUUID(), randomUUID()]
+      for (const attemptId of ids) await publisher.publish({ eventName: 'settled', attemptId })
+      await expect.poll(() => heard, { timeout: 5_000 }).toEqual(ids)
+    } finally {
+      await publisher.close()
+      await listener.close()
+    }
+  })
+
   test('close does not wait for a Redis that does not answer: what waits for it fails', async ({
     queuePrefix,
   }) => {

@@ -272,7 +272,8 @@ const LISTENER_RETRY_MS = 250
  * Listens to a stream from the moment `ready()` resolves: it reads on from the newest entry
  * there was then, so an event published after `ready()` is heard, and after a lost connection
  * it reads on from the last entry it heard (as far as the stream's trimming kept them).
- * Malformed events are ignored: the stream is a bell, and the ledger decides.
+ * Malformed events are ignored, and so is a handler's throw on one event (the next are heard):
+ * the stream is a bell, and the ledger decides.
  */
 export function createStreamListener<E>(
   stream: StreamSpec<E>,
@@ -293,7 +294,13 @@ export function createStreamListener<E>(
       args[fields[i] as string] = fields[i + 1] as string
     const eventName = args.event
     if (eventName === undefined || !heardNames.has(eventName)) return
-    for (const event of eventsOfEntry(stream, eventName, args)) options.onEvent(event)
+    for (const event of eventsOfEntry(stream, eventName, args)) {
+      try {
+        options.onEvent(event)
+      } catch {
+        // A handler that throws on one event does not stop the listener for the next ones.
+      }
+    }
   }
 
   /** The id of the newest entry, read before the first read (`0-0` while the stream is empty). */

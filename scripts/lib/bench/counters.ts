@@ -192,22 +192,26 @@ export async function postgresIdleRate(
 /**
  * Runs `phase` between two samples. `ownTransactions` is how many transactions the bench itself
  * ran in the measured database during the phase (its completion polls); they are not the system's.
+ * With `transactions: false` they are not counted (`pgTransactions` is 0) and the closing sample
+ * does not wait `PG_STATS_SETTLE_MS` for them.
  */
 export async function measurePhase<T>(
   system: MeasuredSystem,
   postgresIdleMsPerMs: number,
   phase: () => Promise<T>,
   ownTransactions: () => number = () => 0,
+  options: { readonly transactions?: boolean } = {},
 ): Promise<{ result: T; cost: PhaseCost }> {
+  const countTransactions = system.postgres !== undefined && options.transactions !== false
   const pgBefore =
-    system.postgres === undefined
+    system.postgres === undefined || !countTransactions
       ? 0
       : await committedTransactions(system.postgres.counters, system.postgres.database)
   const before = await sample(system)
   const result = await phase()
   const after = await sample(system)
   let pgTransactions = 0
-  if (system.postgres !== undefined) {
+  if (system.postgres !== undefined && countTransactions) {
     await sleep(PG_STATS_SETTLE_MS)
     pgTransactions =
       (await committedTransactions(system.postgres.counters, system.postgres.database)) -

@@ -239,6 +239,7 @@ async function measureStarted(
       baseUrl: `http://127.0.0.1:${port}`,
       apiKey: started.apiKey,
     })
+    // `submitAll` sends `count` from `clients` callers; `sequentialWaits` makes `sequential` calls.
     const load = (count: number): LoadSizes => ({
       count,
       clients: sizes.clients,
@@ -271,7 +272,7 @@ async function measureStarted(
       { transactions: false },
     )
     const seconds = (performance.now() - t0) / 1000
-    const waits = await sequentialWaits(client, load(0), [])
+    const waits = await sequentialWaits(client, load(sizes.count), [])
     const rejected = warm.rejected + result.rejected + waits.rejected
     if (rejected > 0)
       throw new Error(`${system} rejected ${rejected} delegations in round ${roundNo}`)

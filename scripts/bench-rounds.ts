@@ -3,11 +3,11 @@
 //   [--baseline-ms N]`
 //
 // `npm run bench`'s HTTP systems in alternating rounds: in each round every system in turn gets
-// fresh processes and a fresh database, `--warmup` delegations, then `--count`
-// measured ones from `--clients` callers and `--sequential` submit-and-waits one after another
-// (see scripts/lib/bench/rounds.ts). Prints each phase as it ends, then per system the medians
-// over rounds and, round by round, its throughput, CPU per delegation and sequential p50 divided
-// by the hand-rolled service's of the same round.
+// fresh processes and a fresh database, `--warmup` delegations, then `--count` measured ones from
+// `--clients` callers and `--sequential` submit-and-waits one after another (see
+// scripts/lib/bench/rounds.ts). Prints each phase as it ends, then per system the medians over
+// rounds and, round by round, its throughput, CPU per delegation and sequential p50 divided by the
+// hand-rolled service's of the same round.
 import { createServer, type AddressInfo } from 'node:net'
 import { parseArgs } from 'node:util'
 import { Redis } from 'ioredis'
@@ -112,7 +112,8 @@ async function main(): Promise<void> {
   const postgres = await connectPostgresCounters(serverUrl)
   const phases: PhaseFigures[] = []
   try {
-    // No system runs yet: every database but the server's own is idle.
+    // The server's shared processes' idle rate, before any system runs (the counters' own backend,
+    // in the `postgres` database, is left out of it).
     const postgresIdleMsPerMs = await postgresIdleRate(postgres, 'postgres', BASELINE_MS)
     const context = {
       redisUrl: redisServer.url,

@@ -64,6 +64,7 @@ import {
   perSecond,
   sequentialWaits,
   submitAll,
+  UNCHECKED_KEY,
   type LedgerReader,
   type LoadSizes,
 } from './lib/bench/http-load.ts'
@@ -378,9 +379,6 @@ function ledgerReaderDb(url: string) {
   return createDb({ connectionString: url, maxConnections: 2, applicationName: 'baton-bench' })
 }
 
-// The hand-rolled service and the floor have no keys; they are sent one all the same, so requests match.
-const NAIVE_KEY = `bk_${'0'.repeat(43)}`
-
 async function naive(bench: Bench, prefix: string) {
   await prepareNaiveDatabase(naiveDatabaseUrl)
   // Before any system runs: the machine's own cost of one database write and read.
@@ -395,7 +393,7 @@ async function naive(bench: Bench, prefix: string) {
       () => startNaiveService(env, WORKERS),
       naiveLedger(pool),
       port,
-      NAIVE_KEY,
+      UNCHECKED_KEY,
       [],
     )
     const steps = await stepsOf(figures.calls, (ids) => naiveLedgerTimes(pool, ids))
@@ -416,7 +414,7 @@ async function floor(bench: Bench, prefix: string) {
     () => startFloorService(env, WORKERS),
     floorLedger(bench.redis, prefix),
     port,
-    NAIVE_KEY,
+    UNCHECKED_KEY,
     [],
     async (client) => {
       log(`bench: (f) queue floor cancels, ${CANCELS} one at a time, then ${BURST} at once …`)
@@ -448,7 +446,7 @@ async function floorWith(bench: Bench, prefix: string, what: string, ledger: Flo
     () => startFloorService(env, WORKERS),
     ledger.reader,
     port,
-    NAIVE_KEY,
+    UNCHECKED_KEY,
     accepted,
   )
   const audit = await ledger.audit(accepted)

@@ -75,6 +75,12 @@ export function tableLedgerReader(
 export const NOOP_PROMPT = '{"output":"ok"}'
 
 /**
+ * The key the bench sends the hand-rolled service and the queue floors, which check none: their
+ * requests then match Baton's.
+ */
+export const UNCHECKED_KEY = `bk_${'0'.repeat(43)}`
+
+/**
  * `count` delegations from `clients` concurrent callers, then waits until the ledger says all
  * finished. Throughput comes from the ledger's own timestamps, not from the client's clock.
  */

@@ -22,7 +22,13 @@ import { floorLedger, startFloorService } from './floor.ts'
 import { processTicks, ticksToMs } from './proc-cpu.ts'
 import { plainLedgerReader, preparePlainLedgerDatabase } from './floor-bare.ts'
 import { PLAIN_LEDGERS } from './floor-required-ledger.ts'
-import { sequentialWaits, submitAll, type LedgerReader, type LoadSizes } from './http-load.ts'
+import {
+  sequentialWaits,
+  submitAll,
+  UNCHECKED_KEY,
+  type LedgerReader,
+  type LoadSizes,
+} from './http-load.ts'
 import { naiveLedger, prepareNaiveDatabase, startNaiveService } from './naive.ts'
 import { percentile, round } from './stats.ts'
 
@@ -86,9 +92,6 @@ interface StartedSystem {
   readonly database: string | undefined
   close(): Promise<void>
 }
-
-// The hand-rolled service and the floors check no key; they are sent one all the same.
-const UNCHECKED_KEY = `bk_${'0'.repeat(43)}`
 
 async function deleteKeys(redis: Redis, pattern: string): Promise<void> {
   let cursor = '0'

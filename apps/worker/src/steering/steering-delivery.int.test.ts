@@ -1,7 +1,7 @@
 import pg from 'pg'
 import { sql } from 'kysely'
 import { createLogger } from '@baton/observability'
-import { findUndeliveredSteering, recordSteering, type Db } from '@baton/store'
+import { findUndeliveredSteering, recordSteering, retryTransient, type Db } from '@baton/store'
 import type { ContentBlock } from '@baton/subagents'
 import { describe, eventually, expect, test } from '@baton/testing'
 import { heldAttempt } from '../test-support.ts'
@@ -159,10 +159,18 @@ async function untilWaiting(db: Db, query: string, act = 'true'): Promise<void> 
   })
 }
 
+/**
+ * Retried as every store call of the worker is: after a test terminates a backend, the pool may
+ * still hand out its connection once before it notices the connection is gone.
+ */
 async function markedCount(db: Db, attemptId: string): Promise<number | undefined> {
-  const marked = await sql<{ n: number }>`
-    select count(*)::int as n from attempt_messages
-    where attempt_id = ${attemptId} and delivered_at is not null
-  `.execute(db)
+  const marked = await retryTransient(
+    () =>
+      sql<{ n: number }>`
+      select count(*)::int as n from attempt_messages
+      where attempt_id = ${attemptId} and delivered_at is not null
+    `.execute(db),
+    { maxDelayMs: 100, maxAttempts: 5 },
+  )
   return marked.rows[0]?.n
 }

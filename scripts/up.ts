@@ -37,10 +37,11 @@ if (major < 22 || (major === 22 && minor < 18)) {
 
 // 2. Dependencies, on the first run of a fresh clone.
 if (!existsSync(new URL('../node_modules/.package-lock.json', import.meta.url))) {
-  say('up: node_modules is missing; running npm install (first run only) …')
-  const result = runNpm(['install'], REPO_ROOT)
+  // `npm ci` installs exactly the lockfile and never rewrites it, so a fresh clone stays clean.
+  say('up: node_modules is missing; running npm ci (first run only) …')
+  const result = runNpm(['ci'], REPO_ROOT)
   if (result.status !== 0) {
-    fail([`up: npm install failed (${result.error?.message ?? `exit ${String(result.status)}`}).`])
+    fail([`up: npm ci failed (${result.error?.message ?? `exit ${String(result.status)}`}).`])
   }
 }
 

@@ -1,7 +1,8 @@
 import { defineConfig } from 'vitest/config'
 
-// One vitest process for the whole repo. Pure tests (`*.test.ts`) and integration tests against
-// real Redis and Postgres (`*.int.test.ts`) are separate projects; the integration project gets
+// One vitest process for the whole repo. Pure tests (`*.test.ts`, beside their module) and
+// integration tests against real Redis and Postgres (`*.int.test.ts`, in each package's `test/`)
+// are separate projects; the integration project gets
 // its services from REDIS_URL/DATABASE_URL, or from testcontainers where Docker exists.
 export default defineConfig({
   test: {
@@ -10,14 +11,14 @@ export default defineConfig({
       {
         test: {
           name: 'unit',
-          include: ['{apps,libs}/*/src/**/*.test.ts', 'scripts/**/*.test.ts'],
+          include: ['{apps,libs}/*/{src,test}/**/*.test.ts', 'scripts/**/*.test.ts'],
           exclude: ['**/*.int.test.ts', '**/node_modules/**'],
         },
       },
       {
         test: {
           name: 'integration',
-          include: ['{apps,libs}/*/src/**/*.int.test.ts', 'scripts/**/*.int.test.ts'],
+          include: ['{apps,libs}/*/{src,test}/**/*.int.test.ts', 'scripts/**/*.int.test.ts'],
           globalSetup: ['libs/testing/src/global-setup.ts'],
           testTimeout: 30_000,
           hookTimeout: 60_000,

@@ -1,18 +1,11 @@
 import type { ApiMetrics, Logger, Tracing } from '@baton/observability'
 import type { AttemptQueue } from '@baton/queue'
 import type { Db } from '@baton/store'
-import type { SubagentCatalog } from '@baton/subagents'
 import type { Redis } from 'ioredis'
 import type { ApiConfig } from './config.ts'
 import type { KeyResolver } from './http/caller.ts'
 import type { AttemptCommands } from './services/attempt-commands.ts'
 import type { RunCommands } from './services/run-commands.ts'
-
-/**
- * The port the API asks before it records anything that names a subagent: the shared catalog
- * (libs/subagents) in production, anything with the same answer in a test.
- */
-export type SubagentPolicy = Pick<SubagentCatalog, 'admit'>
 
 /** Everything the HTTP layer needs, built by compose.ts (or a test) and passed in. */
 export interface ApiDeps {

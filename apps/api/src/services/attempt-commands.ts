@@ -27,8 +27,7 @@ import {
   type RequestCancelInput,
   type RequestCancelOutcome,
 } from '@baton/store'
-import { BUILT_IN_SUBAGENT } from '@baton/subagents'
-import type { SubagentPolicy } from '../deps.ts'
+import { BUILT_IN_SUBAGENT, type SubagentCatalog } from '@baton/subagents'
 import { isRefusal, type Refusal } from '../http/refusals.ts'
 import type { Admission } from './admission.ts'
 import { awaitAttempt, awaitEnqueued, type SettledDoorbell } from './bounded-wait.ts'
@@ -57,6 +56,12 @@ export type ViewOutcome = { readonly kind: 'view'; readonly view: AnyAttemptView
  * ledger, then notify. A notification that fails is logged once and swallowed by the queue
  * library's one policy: the fact is durable, and heartbeats (workers) or the bound (waits) find it.
  */
+/**
+ * The port the API asks before it records anything that names a subagent: the shared catalog
+ * (libs/subagents) in production, anything with the same answer in a test.
+ */
+export type SubagentPolicy = Pick<SubagentCatalog, 'admit'>
+
 export interface AttemptCommands {
   delegate(input: {
     readonly namespaceId: string

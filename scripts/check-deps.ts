@@ -16,9 +16,16 @@ interface Manifest {
 
 /**
  * Declared for their command line, not imported: the tool chain of the root. Each is run by a
- * package.json script.
+ * package.json script or a test.
  */
-const TOOLS = new Set(['eslint', 'prettier', 'turbo', 'typescript'])
+const TOOLS = new Set([
+  '@redocly/cli',
+  '@stoplight/spectral-cli',
+  'eslint',
+  'prettier',
+  'turbo',
+  'typescript',
+])
 
 const SOURCE = /\.(ts|js|mjs|cjs)$/
 /** Static imports and re-exports (braces may span lines), side-effect imports, dynamic imports. */

@@ -3,6 +3,33 @@ import type { FastifySerializerCompiler } from 'fastify/types/schema.js'
 import { jsonSchemaTransform, jsonSchemaTransformObject } from 'fastify-type-provider-zod'
 
 /**
+ * The document's tags, in the order its reader meets them, each with what it holds. Every
+ * operation names one (`schema.tags`), and a generated client groups its methods by it.
+ */
+const TAGS = {
+  Delegations:
+    'Hand a task to a named subagent, one delegation or a batch; each creates an attempt',
+  Attempts:
+    'One execution of a delegated task: read it, wait on it once with a bound, steer it, cancel it',
+  Agents: 'A delegated child agent: its durable history, which a continuation resumes from',
+  Artifacts: 'Complete outputs above the inline bound, served byte for byte with their digest',
+  Runs:
+    "A session's parent turns, for hosts that keep their parent agent in their own application: " +
+    "start, read and settle them; and the session's deletion fence",
+  Continuations:
+    "A finished child's result handed back exactly once, with a receipt, after its parent run " +
+    'has ended: claim the next one, keep its lease, settle it',
+  Admin: 'Namespaces and their API keys (admin key)',
+  Dashboard:
+    "The ledger dashboard's JSON (admin key): attempts by state, live leases, recent terminals " +
+    "and one attempt's timeline, across namespaces",
+  Health: 'Liveness and readiness probes for orchestrators (no key)',
+} as const
+
+/** The tag an operation is grouped under. */
+export type ApiTag = keyof typeof TAGS
+
+/**
  * The OpenAPI 3.1 document served at `/docs/json`, generated from the routes' zod schemas (the
  * same contracts the typed client is written against). Every documented route answers only what
  * its `schema.response` lists; the contract test holds the real answers to the document.
@@ -20,7 +47,14 @@ export function openApiOptions(hiddenPrefixes: readonly string[]): SwaggerOption
           '`431 HEADERS_TOO_LARGE` (refused before a route is matched), and an unknown route or ' +
           'method `404 NOT_FOUND`. With rate limiting on, answers to namespace keys carry ' +
           '`x-ratelimit-limit`, `x-ratelimit-remaining` and `x-ratelimit-reset`.',
+        // Baton is not published under an open-source license: no right to use it is granted.
+        license: { name: 'UNLICENSED', identifier: 'LicenseRef-Proprietary' },
+        contact: { name: 'Baton maintainers' },
       },
+      // Relative: the API that served this document (a client given the document from a file
+      // sets its base URL, as it would for any other deployment).
+      servers: [{ url: '/', description: 'The Baton API that served this document' }],
+      tags: Object.entries(TAGS).map(([name, description]) => ({ name, description })),
       components: {
         securitySchemes: {
           apiKey: {

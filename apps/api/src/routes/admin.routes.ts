@@ -26,10 +26,12 @@ import {
 } from '@baton/store'
 import type { ApiDeps } from '../deps.ts'
 import type { KeyResolver } from '../http/caller.ts'
+import type { ApiTag } from '../http/openapi.ts'
 import { Refusals, answer, answers } from '../http/route-answers.ts'
 
 /** Every admin route is called with the admin key, never a namespace's. */
 const security = [{ adminKey: [] }]
+const tags: readonly ApiTag[] = ['Admin']
 
 /**
  * Namespace and key management, behind the admin key (see http/caller.ts). A key is shown once,
@@ -44,7 +46,12 @@ export function adminRoutes(deps: ApiDeps & { readonly keys: KeyResolver }): Fas
       '/v1/admin/namespaces',
       {
         schema: {
+          operationId: 'createNamespace',
+          tags,
           summary: 'Create a namespace',
+          description:
+            'A namespace owns its sessions, agents, attempts, artifacts, runs and continuations; ' +
+            "its API keys see nothing of another namespace's. Create it, then issue it a key.",
           security,
           body: createNamespaceRequestSchema,
           response: answers(
@@ -75,7 +82,10 @@ export function adminRoutes(deps: ApiDeps & { readonly keys: KeyResolver }): Fas
       '/v1/admin/namespaces',
       {
         schema: {
+          operationId: 'listNamespaces',
+          tags,
           summary: 'List namespaces',
+          description: 'Every namespace, with its description and when it was created.',
           security,
           response: answers(
             { 200: answer('Every namespace', namespaceListSchema) },
@@ -90,7 +100,12 @@ export function adminRoutes(deps: ApiDeps & { readonly keys: KeyResolver }): Fas
       '/v1/admin/namespaces/:namespaceId/keys',
       {
         schema: {
-          summary: 'Issue an API key for a namespace (the answer is the only time it is shown)',
+          operationId: 'issueApiKey',
+          tags,
+          summary: 'Issue an API key',
+          description:
+            'Issues a new API key for the namespace: requests made with it act in the namespace. ' +
+            'Baton keeps only its hash and prefix, so this answer is the only time the key is shown.',
           security,
           params: namespaceParams,
           body: issueApiKeyRequestSchema,
@@ -116,7 +131,12 @@ export function adminRoutes(deps: ApiDeps & { readonly keys: KeyResolver }): Fas
       '/v1/admin/namespaces/:namespaceId/keys',
       {
         schema: {
-          summary: "List a namespace's API keys (prefixes only)",
+          operationId: 'listApiKeys',
+          tags,
+          summary: "List a namespace's API keys",
+          description:
+            "The namespace's keys, revoked ones included, each by its id, name and prefix: a key " +
+            'itself is never shown again after the answer that issued it.',
           security,
           params: namespaceParams,
           response: answers(
@@ -139,7 +159,12 @@ export function adminRoutes(deps: ApiDeps & { readonly keys: KeyResolver }): Fas
       '/v1/admin/keys/:keyId/revoke',
       {
         schema: {
-          summary: 'Revoke an API key (idempotent)',
+          operationId: 'revokeApiKey',
+          tags,
+          summary: 'Revoke an API key',
+          description:
+            'Revokes the key (a repeat answers the same). This API process stops trusting it at ' +
+            'once, other API processes within `API_KEY_CACHE_MS`.',
           security,
           params: z.strictObject({ keyId: uuidSchema }),
           response: answers(

@@ -4,9 +4,11 @@ import { BatonError, ErrorCode, agentHistoryViewSchema, uuidSchema } from '@bato
 import { getAgentHistory } from '@baton/store'
 import type { ApiDeps } from '../deps.ts'
 import { callerNamespace } from '../http/caller.ts'
+import type { ApiTag } from '../http/openapi.ts'
 import { Refusals, answer, answers } from '../http/route-answers.ts'
 
 const params = z.strictObject({ agentId: uuidSchema })
+const tags: readonly ApiTag[] = ['Agents']
 
 export function agentRoutes(deps: ApiDeps): FastifyPluginAsyncZod {
   return async (app) => {
@@ -14,8 +16,13 @@ export function agentRoutes(deps: ApiDeps): FastifyPluginAsyncZod {
       '/v1/agents/:agentId/context',
       {
         schema: {
-          summary:
-            "Read an agent's durable history: the events its attempts' terminal commits appended",
+          operationId: 'getAgentHistory',
+          tags,
+          summary: "Read an agent's history",
+          description:
+            "The agent's durable history: the conversation events its attempts' terminal commits " +
+            'appended, numbered from 0. A delegation that names the agent (`agentId`) resumes the ' +
+            'child from exactly this history.',
           params,
           response: answers(
             { 200: answer("The agent's history, in order", agentHistoryViewSchema) },

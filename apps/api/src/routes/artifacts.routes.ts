@@ -5,9 +5,11 @@ import { BatonError, ErrorCode, uuidSchema } from '@baton/contracts'
 import { loadArtifact, type ArtifactLoad } from '@baton/store'
 import type { ApiDeps } from '../deps.ts'
 import { callerNamespace } from '../http/caller.ts'
+import type { ApiTag } from '../http/openapi.ts'
 import { Refusals, answers } from '../http/route-answers.ts'
 
 const params = z.strictObject({ artifactId: uuidSchema })
+const tags: readonly ApiTag[] = ['Artifacts']
 
 /** The header carrying Baton's own digest (`resultDigest`) of the complete content. */
 export const DIGEST_HEADER = 'baton-digest'
@@ -31,8 +33,14 @@ export function artifactRoutes(deps: ApiDeps): FastifyPluginAsyncZod {
       '/v1/artifacts/:artifactId',
       {
         schema: {
-          summary:
-            "Load an attempt's complete output: its bytes, verified against its digest (one byte range welcome)",
+          operationId: 'readArtifact',
+          tags,
+          summary: "Read an attempt's complete output",
+          description:
+            "The complete output's bytes, checked against the digest stored with them before a " +
+            'byte is sent (never sent when they differ). One byte range (`Range: bytes=a-b`) is ' +
+            'answered with `206`; anything else gets the whole content. An expired artifact keeps ' +
+            'its evidence (size, digest, expiry) in the `410` body.',
           params,
           response: answers(
             {

@@ -13,10 +13,12 @@ import {
 import type { ApiDeps } from '../deps.ts'
 import { callerNamespace } from '../http/caller.ts'
 import { unlessRefused } from '../http/refusals.ts'
+import type { ApiTag } from '../http/openapi.ts'
 import { Refusals, answer, answers } from '../http/route-answers.ts'
 import { abortOnClose } from './delegations.routes.ts'
 
 const params = z.strictObject({ attemptId: uuidSchema })
+const tags: readonly ApiTag[] = ['Attempts']
 
 export function attemptRoutes(deps: ApiDeps): FastifyPluginAsyncZod {
   return async (app) => {
@@ -24,7 +26,12 @@ export function attemptRoutes(deps: ApiDeps): FastifyPluginAsyncZod {
       '/v1/attempts/:attemptId',
       {
         schema: {
+          operationId: 'getAttempt',
+          tags,
           summary: 'Read an attempt',
+          description:
+            'The attempt as it stands: a snapshot while it is `accepted` or `running`, its terminal ' +
+            'view (stop reason, output preview, digest, artifact, failure category) once `terminal`.',
           params,
           response: answers(
             { 200: answer('The terminal view, or the snapshot', attemptViewSchema) },
@@ -43,8 +50,13 @@ export function attemptRoutes(deps: ApiDeps): FastifyPluginAsyncZod {
       '/v1/attempts/:attemptId/wait',
       {
         schema: {
-          summary:
-            'One bounded wait: the terminal result, or the current snapshot when the bound expires',
+          operationId: 'waitAttempt',
+          tags,
+          summary: 'Wait for an attempt to end',
+          description:
+            'One bounded wait of at most `timeoutMs`: the terminal view as soon as the attempt ends, ' +
+            'or its current snapshot when the bound expires — never an error for "not finished ' +
+            'yet", and never a reason to poll in a loop.',
           params,
           querystring: waitQuerySchema,
           response: answers(
@@ -76,7 +88,13 @@ export function attemptRoutes(deps: ApiDeps): FastifyPluginAsyncZod {
       '/v1/attempts/:attemptId/cancel',
       {
         schema: {
+          operationId: 'cancelAttempt',
+          tags,
           summary: 'Cancel an attempt',
+          description:
+            'Records the cancel, then tells the owning worker, which aborts the child. A queued ' +
+            'attempt is ended at once (`cancelled_queued`); a running one is asked to stop ' +
+            '(`cancel_requested`) and its terminal view says how it ended.',
           params,
           body: cancelRequestSchema.nullish(),
           response: answers(
@@ -105,7 +123,13 @@ export function attemptRoutes(deps: ApiDeps): FastifyPluginAsyncZod {
       '/v1/attempts/:attemptId/steer',
       {
         schema: {
-          summary: 'Send a steering message to a running (or queued) attempt',
+          operationId: 'steerAttempt',
+          tags,
+          summary: 'Steer an attempt',
+          description:
+            "Sends a message to a running (or queued) attempt's child. The answer says the message " +
+            "is recorded, with its sequence; the view's `steering` says which messages reached the " +
+            'child, once each and in order.',
           params,
           body: steerRequestSchema,
           response: answers(

@@ -14,10 +14,12 @@ import {
 import type { ApiDeps } from '../deps.ts'
 import { callerNamespace } from '../http/caller.ts'
 import { unlessRefused } from '../http/refusals.ts'
+import type { ApiTag } from '../http/openapi.ts'
 import { Refusals, answer, answers, noContent } from '../http/route-answers.ts'
 import { abortOnClose } from './delegations.routes.ts'
 
 const runParams = z.strictObject({ runId: uuidSchema })
+const tags: readonly ApiTag[] = ['Continuations']
 
 /**
  * Host-side consumption of continuations: claim the next one of a session (one bounded wait),
@@ -29,7 +31,13 @@ export function continuationRoutes(deps: ApiDeps): FastifyPluginAsyncZod {
       '/v1/sessions/:sessionId/continuations/claim',
       {
         schema: {
-          summary: "Claim the session's next continuation: one bounded wait, 204 when none came",
+          operationId: 'claimContinuation',
+          tags,
+          summary: "Claim the session's next continuation",
+          description:
+            'One bounded wait of at most `timeoutMs` for the next continuation of the session: ' +
+            'its input, the receipt binding that input to its digest, and a claim whose lease ' +
+            'lasts `leaseMs`; `204` when none came. Every later call names the claim.',
           params: z.strictObject({ sessionId: sessionIdSchema }),
           body: claimRequestSchema,
           response: answers(
@@ -60,7 +68,12 @@ export function continuationRoutes(deps: ApiDeps): FastifyPluginAsyncZod {
       '/v1/continuations/:runId/heartbeat',
       {
         schema: {
-          summary: "Extend a claimed continuation's lease",
+          operationId: 'heartbeatContinuation',
+          tags,
+          summary: "Extend a continuation's lease",
+          description:
+            "Extends the claim's lease by `leaseMs` from now (on the database clock). A claim that " +
+            'is not current, or whose lease expired, is refused with `STALE_CLAIM`.',
           params: runParams,
           body: heartbeatRequestSchema,
           response: answers(
@@ -86,7 +99,15 @@ export function continuationRoutes(deps: ApiDeps): FastifyPluginAsyncZod {
         `/v1/continuations/:runId/${status === 'completed' ? 'complete' : 'fail'}`,
         {
           schema: {
-            summary: `Settle a claimed continuation as ${status}; an exact retry answers the same receipt`,
+            operationId: status === 'completed' ? 'completeContinuation' : 'failContinuation',
+            tags,
+            summary: `${status === 'completed' ? 'Complete' : 'Fail'} a continuation`,
+            description:
+              `Settles the claimed continuation as ${status}` +
+              (status === 'completed'
+                ? ': its result is delivered. '
+                : ': its result is suppressed (an explicit run may consume it). ') +
+              'An exact retry answers the same receipt.',
             params: runParams,
             body: claimFenceSchema,
             response: answers(

@@ -18,6 +18,7 @@ import {
   listRecentTerminals,
 } from '@baton/store'
 import type { ApiDeps } from '../deps.ts'
+import type { ApiTag } from '../http/openapi.ts'
 import { Refusals, answer, answers } from '../http/route-answers.ts'
 import { toDashboardTimeline } from '../services/dashboard-view.ts'
 
@@ -55,8 +56,12 @@ export function dashboardRoutes(
       `${DASHBOARD_PAGE_PATH}/api/overview`,
       {
         schema: {
-          summary:
-            'Ledger dashboard: attempts by state, live leases and recent terminals (admin key)',
+          operationId: 'getDashboardOverview',
+          tags,
+          summary: 'Ledger overview',
+          description:
+            'Across namespaces: attempts by state, live leases and recent terminals, each read ' +
+            'bounded (the answer names its bounds). The `/admin` page refreshes from it.',
           security: ADMIN_SECURITY,
           response: answers(
             { 200: answer('The ledger at a glance', dashboardOverviewSchema) },
@@ -110,7 +115,12 @@ export function dashboardRoutes(
       `${DASHBOARD_PAGE_PATH}/api/attempts/:attemptId/timeline`,
       {
         schema: {
-          summary: "Ledger dashboard: one attempt's timeline, in any namespace (admin key)",
+          operationId: 'getAttemptTimeline',
+          tags,
+          summary: "An attempt's timeline",
+          description:
+            'One attempt of any namespace: its transitions, steering, cancel request, terminal ' +
+            'outcome, artifact and continuation, and the path of its job in the queue dashboard.',
           security: ADMIN_SECURITY,
           params: z.strictObject({ attemptId: uuidSchema }),
           response: answers(
@@ -158,3 +168,4 @@ function contentSecurityPolicy(page: string): string {
 
 /** The dashboard's JSON routes take the admin key (Bearer, or Basic as the page's browser sends). */
 const ADMIN_SECURITY = [{ adminKey: [] }]
+const tags: readonly ApiTag[] = ['Dashboard']

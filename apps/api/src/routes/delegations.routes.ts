@@ -18,6 +18,7 @@ import {
 import type { ApiDeps } from '../deps.ts'
 import { callerNamespace } from '../http/caller.ts'
 import { errorAnswer } from '../http/errors.ts'
+import type { ApiTag } from '../http/openapi.ts'
 import { isRefusal, refusalError, unlessRefused } from '../http/refusals.ts'
 import { Refusals, answer, answers } from '../http/route-answers.ts'
 
@@ -33,6 +34,8 @@ const DELEGATION_REFUSALS = [
   ErrorCode.SessionDeleted,
 ]
 
+const tags: readonly ApiTag[] = ['Delegations']
+
 /**
  * POST /v1/sessions/:sessionId/delegations — accept a delegation: validate (nothing is written for
  * bad input), record it, enqueue after commit, answer 202. With `wait`, hold the request at most
@@ -44,7 +47,15 @@ export function delegationRoutes(deps: ApiDeps): FastifyPluginAsyncZod {
       '/v1/sessions/:sessionId/delegations',
       {
         schema: {
-          summary: 'Delegate a task to a named subagent',
+          operationId: 'createDelegation',
+          tags,
+          summary: 'Delegate a task to a subagent',
+          description:
+            'Accepts a task for a named subagent: records a new attempt (of a new agent, or of the ' +
+            'agent `agentId` names, to continue it) and queues it; nothing is written for bad ' +
+            'input. With `parentRunId`, the result is handed back to that run or to a ' +
+            'continuation. With `wait`, the request is held at most `wait.timeoutMs`. An ' +
+            '`Idempotency-Key` makes a retry answer the first attempt and write nothing.',
           params: z.strictObject({ sessionId: sessionIdSchema }),
           headers: z.looseObject({ 'idempotency-key': idempotencyKeySchema.optional() }),
           body: delegationRequestSchema,
@@ -88,8 +99,14 @@ export function delegationRoutes(deps: ApiDeps): FastifyPluginAsyncZod {
       '/v1/sessions/:sessionId/delegations/batch',
       {
         schema: {
-          summary:
-            'Delegate many tasks at once: one ledger statement and one enqueue, answered per item',
+          operationId: 'createDelegationBatch',
+          tags,
+          summary: 'Delegate many tasks at once',
+          description:
+            'Records every valid item in one ledger statement and queues them at once. Each item ' +
+            'is checked on its own and answered in order: its `202`, or the error the single ' +
+            'route would give it (issue paths under `body/items/<index>/`); a refused item writes ' +
+            "nothing and fails no other. An item's `idempotencyKey` works as the header does.",
           params: z.strictObject({ sessionId: sessionIdSchema }),
           body: z.strictObject({
             items: z.array(z.unknown()).min(1).max(deps.config.batchMaxItems),

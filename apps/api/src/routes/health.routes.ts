@@ -2,7 +2,10 @@ import type { FastifyPluginAsyncZod } from 'fastify-type-provider-zod'
 import { z } from 'zod'
 import { pendingMigrations, pingStore } from '@baton/store'
 import type { ApiDeps } from '../deps.ts'
+import type { ApiTag } from '../http/openapi.ts'
 import { answer } from '../http/route-answers.ts'
+
+const tags: readonly ApiTag[] = ['Health']
 
 /** Each dependency readiness looks at, and what it found. */
 const checksSchema = z.object({
@@ -18,7 +21,10 @@ export function healthRoutes(deps: ApiDeps): FastifyPluginAsyncZod {
       '/healthz',
       {
         schema: {
-          summary: 'Liveness: the process answers (no key needed)',
+          operationId: 'getLiveness',
+          tags,
+          summary: 'Liveness',
+          description: 'Answers while the process runs. Needs no key.',
           security: [],
           response: { 200: answer('Alive', z.object({ status: z.literal('ok') })) },
         },
@@ -31,8 +37,12 @@ export function healthRoutes(deps: ApiDeps): FastifyPluginAsyncZod {
       '/readyz',
       {
         schema: {
-          summary:
-            'Readiness: Redis and Postgres answer and migrations are current (no key needed)',
+          operationId: 'getReadiness',
+          tags,
+          summary: 'Readiness',
+          description:
+            'Ready when Redis and Postgres answer and the migrations are current; otherwise `503` ' +
+            'with the failing checks. Needs no key.',
           security: [],
           response: {
             200: answer('Ready', readiness('ready')),

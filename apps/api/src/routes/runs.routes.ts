@@ -11,6 +11,7 @@ import {
 import type { ApiDeps } from '../deps.ts'
 import { callerNamespace } from '../http/caller.ts'
 import { unlessRefused } from '../http/refusals.ts'
+import type { ApiTag } from '../http/openapi.ts'
 import { Refusals, answer, answers, noContent } from '../http/route-answers.ts'
 
 /** What settling a run can be refused with (a claimed continuation run is settled by its claim). */
@@ -18,6 +19,7 @@ const SETTLE_REFUSALS = [ErrorCode.RunNotFound, ErrorCode.RunNotActive, ErrorCod
 
 const runParams = z.strictObject({ runId: uuidSchema })
 const sessionParams = z.strictObject({ sessionId: sessionIdSchema })
+const tags: readonly ApiTag[] = ['Runs']
 
 /**
  * A session's parent runs, for hosts that keep their parent agent in their own application:
@@ -30,8 +32,13 @@ export function runRoutes(deps: ApiDeps): FastifyPluginAsyncZod {
       '/v1/sessions/:sessionId/runs',
       {
         schema: {
-          summary:
-            'Start a run of a session; with `consume`, an explicit run of suppressed results',
+          operationId: 'createRun',
+          tags,
+          summary: 'Start a run',
+          description:
+            'Starts a parent run of the session (a `user` run): delegations that name it hand ' +
+            'their results back to it, or to a continuation once it has ended. With `consume`, an ' +
+            '`explicit` run that consumes those suppressed results, once each.',
           params: sessionParams,
           body: createRunRequestSchema.nullish(),
           response: answers(
@@ -59,7 +66,10 @@ export function runRoutes(deps: ApiDeps): FastifyPluginAsyncZod {
       '/v1/runs/:runId',
       {
         schema: {
+          operationId: 'getRun',
+          tags,
           summary: 'Read a run',
+          description: 'The run: its session, trigger, status, cause and when it was settled.',
           params: runParams,
           response: answers(
             { 200: answer('The run', runViewSchema) },
@@ -77,7 +87,13 @@ export function runRoutes(deps: ApiDeps): FastifyPluginAsyncZod {
       '/v1/runs/:runId/complete',
       {
         schema: {
-          summary: 'Complete a run; `consumed` names held results it consumed itself',
+          operationId: 'completeRun',
+          tags,
+          summary: 'Complete a run',
+          description:
+            'Settles the run as completed. `consumed` names the results held for it that it ' +
+            'consumed itself; every other result held for it becomes a continuation. A repeat ' +
+            'answers the same.',
           params: runParams,
           body: completeRunRequestSchema.nullish(),
           response: answers(
@@ -106,7 +122,12 @@ export function runRoutes(deps: ApiDeps): FastifyPluginAsyncZod {
         `/v1/runs/:runId/${status === 'failed' ? 'fail' : 'cancel'}`,
         {
           schema: {
-            summary: `Settle a run as ${status}`,
+            operationId: status === 'failed' ? 'failRun' : 'cancelRun',
+            tags,
+            summary: `${status === 'failed' ? 'Fail' : 'Cancel'} a run`,
+            description:
+              `Settles the run as ${status}. Results held for it are suppressed, keeping their ` +
+              'evidence (an explicit run may consume them). A repeat answers the same.',
             params: runParams,
             body: z.strictObject({}).nullish(),
             response: answers(
@@ -129,7 +150,13 @@ export function runRoutes(deps: ApiDeps): FastifyPluginAsyncZod {
       '/v1/sessions/:sessionId',
       {
         schema: {
-          summary: 'Delete a session: a fence that admits nothing new and keeps the evidence',
+          operationId: 'deleteSession',
+          tags,
+          summary: 'Delete a session',
+          description:
+            'Puts the session behind its deletion fence: no delegation, run or continuation is ' +
+            'admitted into it from then on (`SESSION_DELETED`), its pending continuations are ' +
+            'suppressed, and every record stays as evidence. A repeat answers the same.',
           params: sessionParams,
           response: answers(
             { 204: noContent('The session is behind its deletion fence') },

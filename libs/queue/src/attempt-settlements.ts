@@ -29,13 +29,14 @@ export const createSettlementListener = settlements.createListener
  * Rings the "attempt settled" bell after the terminal outcome is durable: the worker's commit, the
  * reconciler's process loss and the API's cancel of a queued attempt all announce it here. A
  * committer that read the attempt back in its commit passes it as `detail` (see `SettledDetail`).
+ * Never rejects; resolves whether the bell rang.
  */
 export function announceSettled(
   publisher: SettlementPublisher,
   attemptId: string,
   logger: WarnLogger,
   detail?: SettledDetail,
-): Promise<void> {
+): Promise<boolean> {
   const event: AttemptSettlement =
     detail === undefined
       ? { eventName: 'settled', attemptId }

@@ -63,7 +63,7 @@ export async function runChild(
       result = await run.result
       log = run.history?.()
     } finally {
-      await run.dispose()
+      await disposeWithin(run, DISPOSE_TIMEOUT_MS, options.logger)
     }
   } catch {
     // An aborted result's category is replaced by its abort reason's (see the attempt processor).
@@ -101,6 +101,36 @@ export async function runChild(
     }
   }
   return delta === undefined ? terminal : { ...terminal, history: delta }
+}
+
+/**
+ * How long a run's `dispose()` may take before its result is committed without waiting for it. A
+ * provider's cleanup (killing an agent process after its grace, closing its connections) fits
+ * well within it.
+ */
+export const DISPOSE_TIMEOUT_MS = 5_000
+
+/**
+ * Disposes of a run, waiting at most `timeoutMs`: a provider whose `dispose()` hangs must not hold
+ * a finished result back from its commit (nor its job slot) forever. The dispose goes on, and a
+ * failure of it is only logged: the result is what the child returned.
+ */
+async function disposeWithin(run: SubagentRun, timeoutMs: number, logger: Logger): Promise<void> {
+  let timer: NodeJS.Timeout | undefined
+  const disposed = run.dispose().then(
+    () => 'disposed' as const,
+    (error: unknown) => {
+      logger.warn({ err: error }, "the child's dispose failed")
+      return 'disposed' as const
+    },
+  )
+  const late = new Promise<'late'>((resolve) => {
+    timer = setTimeout(() => resolve('late'), timeoutMs)
+  })
+  const outcome = await Promise.race([disposed, late])
+  clearTimeout(timer)
+  if (outcome === 'late')
+    logger.warn({ timeoutMs }, "the child's dispose did not finish in time; going on without it")
 }
 
 /**

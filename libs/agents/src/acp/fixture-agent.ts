@@ -8,6 +8,8 @@
  * Prompts (first text block):
  *   hang            streams `hanging`, waits for session/cancel, streams ` cancelled-by-client`, stops `cancelled`
  *   ignore-cancel   streams `working`, waits for session/cancel, streams ` done anyway`, stops `end_turn`
+ *   deaf            streams `deaf` and never answers, whatever it is sent (with `--stubborn`, only
+ *                   SIGKILL ends it)
  *   crash           streams `crashing`, then exits the process with code 3
  *   cwd             answers `cwd:<the cwd session/new received>`
  *   permission      asks for permission, answers `permission:<outcome>[:<optionId>]`
@@ -68,6 +70,10 @@ async function answer(
       await new Promise((resolve) => cancelled.addEventListener('abort', resolve, { once: true }))
     await say(client, sessionId, ' done anyway')
     return 'end_turn'
+  }
+  if (text === 'deaf') {
+    await say(client, sessionId, 'deaf')
+    return new Promise<acp.StopReason>(() => undefined)
   }
   if (text === 'crash') {
     await say(client, sessionId, 'crashing')

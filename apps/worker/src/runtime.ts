@@ -18,7 +18,7 @@ import {
 } from '@baton/queue'
 import { createDb, ledgerMaintenanceGaps, type CreateDbOptions, type Db } from '@baton/store'
 import type { WorkerConfig } from './config.ts'
-import { createLeaseKeeper, renewalTimeouts } from './lease/lease-keeper.ts'
+import { RENEWAL_POOL_SIZE, createLeaseKeeper, renewalTimeouts } from './lease/lease-keeper.ts'
 import { createClaimBatcher, createCommitBatcher } from './ledger-batchers.ts'
 import { serveWorkerMetrics } from './metrics-endpoint.ts'
 import { createSteeringDelivery } from './steering/steering-delivery.ts'
@@ -84,7 +84,7 @@ export function createWorkerRuntime(
   // busy with claims and commits nor a connection that stopped answering can hold a renewal back.
   const leaseDb = createDb({
     connectionString: config.databaseUrl,
-    maxConnections: 2,
+    maxConnections: RENEWAL_POOL_SIZE,
     preparedStatements: config.dbPreparedStatements,
     applicationName: `baton-worker:${config.workerId}:leases`,
     timeouts: renewalTimeouts(

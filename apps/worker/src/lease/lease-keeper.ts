@@ -212,10 +212,12 @@ export function createLeaseKeeper(deps: {
   function beat(): Promise<void> {
     const now = performance.now()
     abortUnconfirmed(now)
-    // A renewal younger than one interval is still the current one; an older one may hang on a
-    // connection that stopped answering, and the next one does not wait for it.
+    // One renewal per interval: one sent within the last half interval (a beat the timer did not
+    // make) is the current one. An older one still in flight may hang on a connection that
+    // stopped answering: the next one does not wait for it (two at once only skip each other's
+    // rows).
     for (const [renewal, sentAt] of inFlight)
-      if (now - sentAt < deps.heartbeatIntervalMs) return renewal
+      if (now - sentAt < deps.heartbeatIntervalMs / 2) return renewal
     const renewal = renew(now).finally(() => inFlight.delete(renewal))
     inFlight.set(renewal, now)
     return renewal
@@ -255,18 +257,21 @@ export function createLeaseKeeper(deps: {
 
 /**
  * The bounds of the lease keeper's own pool: a renewal, or the connection it needs, that takes
- * longer than one heartbeat interval fails (and the next beat sends another), so a renewal always
- * times out long before a lease can expire (the interval is at most half the lease TTL). It locks
- * nothing it waits for (locked rows are skipped).
+ * longer than two heartbeat intervals fails, so a renewal always times out before a lease can
+ * expire (the interval is at most half the lease TTL); meanwhile the next beat has sent another.
+ * It locks nothing it waits for (locked rows are skipped).
  */
 export function renewalTimeouts(
   heartbeatIntervalMs: number,
   idleInTransactionTimeoutMs: number,
 ): LedgerTimeouts {
   return {
-    statementTimeoutMs: heartbeatIntervalMs,
+    statementTimeoutMs: heartbeatIntervalMs * 2,
     lockTimeoutMs: heartbeatIntervalMs,
     idleInTransactionTimeoutMs,
     connectTimeoutMs: heartbeatIntervalMs,
   }
 }
+
+/** Connections of the keeper's pool: the renewals that can be in flight within their bound. */
+export const RENEWAL_POOL_SIZE = 3

@@ -292,7 +292,7 @@ async function releaseClaim(
   log: Logger,
 ): Promise<boolean> {
   const leaseTtlMs = deps.leaseTtlMs ?? deps.heartbeatIntervalMs * 2
-  const liveForMs = Math.max(0, confirmedAt + leaseTtlMs - performance.now())
+  const liveForMs = Math.max(0, Math.floor(confirmedAt + leaseTtlMs - performance.now()))
   try {
     const released = await retryTransient(
       () => releaseClaims(deps.db, { ownerId: deps.ownerId, claims: [claim] }),

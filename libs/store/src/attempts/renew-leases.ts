@@ -57,7 +57,7 @@ export async function renewLeases(
     steering_pending: boolean
   }>`
     with held as (
-      select * from unnest(${ids}::uuid[], ${generations}::int[]) as h(id, generation)
+      select * from unnest(${ids}::uuid[], ${generations}::int[]) as held(id, generation)
     ), owned as (
       select a.id from attempts a join held on a.id = held.id
       where a.owner_generation = held.generation

@@ -198,22 +198,28 @@ export function untilTerminal(db: Db, attemptId: string) {
 
 /**
  * A fault on the Postgres side (no mock of the store): a trigger that makes updates of one
- * attempt raise `sqlstate` — `renewal` matches heartbeats (running → running), `terminal` the
- * terminal commit, optionally only one with `stopReason`. The first `times` matching updates fail
- * (every one when absent). `hits()` counts the matching updates seen so far.
+ * attempt raise `sqlstate` — `claim` matches the claim (accepted → running), `renewal` heartbeats
+ * (running → running), `terminal` the terminal commit, optionally only one with `stopReason`. The
+ * first `times` matching updates fail (every one when absent). `hits()` counts the matching
+ * updates seen so far.
  */
 export async function injectUpdateFault(
   db: Db,
   fault: {
     readonly attemptId: string
-    readonly on: 'renewal' | 'terminal'
+    readonly on: 'claim' | 'renewal' | 'terminal'
     readonly sqlstate: string
     readonly stopReason?: string
     readonly times?: number
   },
 ): Promise<{ hits(): Promise<number>; remove(): Promise<void> }> {
   const name = `fault_${randomUUID().replaceAll('-', '')}`
-  const status = fault.on === 'renewal' ? 'running' : 'terminal'
+  const [from, to] =
+    fault.on === 'claim'
+      ? ['accepted', 'running']
+      : fault.on === 'renewal'
+        ? ['running', 'running']
+        : ['running', 'terminal']
   const stopReason =
     fault.stopReason === undefined ? '' : `and new.stop_reason = '${fault.stopReason}'`
   const times = fault.times ?? 2_147_483_647
@@ -223,7 +229,7 @@ export async function injectUpdateFault(
       `create sequence ${name}_hits;
       create function ${name}() returns trigger language plpgsql as $$
       begin
-        if new.id = '${fault.attemptId}' and old.status = 'running' and new.status = '${status}' ${stopReason} then
+        if new.id = '${fault.attemptId}' and old.status = '${from}' and new.status = '${to}' ${stopReason} then
           if nextval('${name}_hits') <= ${times} then
             raise exception 'injected fault' using errcode = '${fault.sqlstate}';
           end if;

@@ -243,6 +243,7 @@ export function createWorkerRuntime(
       worker.cancelAllJobs('shutdown')
     },
     owned: () => leaseKeeper.size,
+    ownedAttempts: () => leaseKeeper.ownedAttempts(),
     reconcileOnce: () => reconciler.runOnce(),
     closeAll,
     logger: log,

@@ -30,6 +30,8 @@ export interface ShutdownParts {
   /** Cancel owned children cooperatively and make executions that start from now on aborted. */
   abortOwned(): void
   owned(): number
+  /** The attempts still owned (named when a deadline leaves them to the reconciler). */
+  ownedAttempts?(): readonly string[]
   /** One reconciler pass over what is left. */
   reconcileOnce(): Promise<unknown>
   /**
@@ -95,7 +97,7 @@ export function createCheckedShutdown(parts: ShutdownParts): CheckedShutdown {
     if (outcome === 'deadline') {
       const error = new ShutdownDeadlineError(deadlineMs, parts.owned())
       parts.logger.error(
-        { owned: error.owned },
+        { owned: error.owned, attempts: parts.ownedAttempts?.() },
         'shutdown deadline passed; ownership kept, call again (once given up, the reconciler records what is still owned when its leases expire)',
       )
       throw error

@@ -47,6 +47,8 @@ export interface LeaseKeeper {
   abortAll(cause: AbortCause): void
   /** Executions held and not confirmed lost (a lost one is held until its child returns). */
   readonly size: number
+  /** The attempts of those executions. */
+  ownedAttempts(): string[]
   /** Runs one heartbeat now (tests and shutdown); normally the timer does. */
   beat(): Promise<void>
   start(): void
@@ -238,6 +240,7 @@ export function createLeaseKeeper(deps: {
       abortNewWith = cause
       for (const execution of owned.values()) execution.abort(cause)
     },
+    ownedAttempts: () => [...owned.values()].filter((e) => !e.lost).map((e) => e.attemptId),
     get size() {
       let live = 0
       for (const execution of owned.values()) if (!execution.lost) live += 1

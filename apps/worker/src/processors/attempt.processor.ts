@@ -33,7 +33,7 @@ import type { WorkerSubagents } from '../subagents/subagent-catalog.ts'
 import type { ActiveJob, ActiveJobs } from './active-jobs.ts'
 import { readAttemptJob } from './attempt-job.ts'
 import { traceRun } from './attempt-tracing.ts'
-import { runChild } from './run-child.ts'
+import { NOT_STARTED, runChild } from './run-child.ts'
 
 export interface AttemptProcessorDeps {
   readonly db: Db
@@ -180,9 +180,9 @@ async function claimAndRun(
       log.warn('lease lost before the child started; writing nothing')
       return undefined
     }
-    // Stopping (or unsure of its lease) before the child started: nothing ran, nothing to record.
-    const before = stopCause(execution.signal)
-    if (before === 'shutdown' || before === 'lease_lost') {
+    // Stopping (or unsure of its lease) before the child started: nothing ran, nothing to record;
+    // the claim is handed back for the next worker.
+    const handBack = async (): Promise<typeof HAND_BACK | undefined> => {
       const released = await releaseClaim(
         deps,
         { attemptId, ownerGeneration: execution.ownerGeneration },
@@ -191,7 +191,9 @@ async function claimAndRun(
       )
       return released ? HAND_BACK : undefined
     }
-    let result: TerminalResultInput | typeof LOST
+    const before = stopCause(execution.signal)
+    if (before === 'shutdown' || before === 'lease_lost') return handBack()
+    let result: TerminalResultInput | typeof LOST | typeof NOT_STARTED
     if (history === STORE_FAULT) result = storeFaultResult()
     else if (history === ABORTED || execution.signal.aborted)
       result = { stopReason: 'aborted', output: '', failureCategory: FailureCategory.Cancelled }
@@ -217,6 +219,11 @@ async function claimAndRun(
         log.warn('lease lost during execution; writing nothing')
         await child.catch(() => undefined)
         return undefined
+      }
+      if (result === NOT_STARTED) {
+        const cause = stopCause(execution.signal)
+        if (cause === 'shutdown' || cause === 'lease_lost') return handBack()
+        result = { stopReason: 'aborted', output: '', failureCategory: FailureCategory.Cancelled }
       }
     }
     if (execution.lost) {

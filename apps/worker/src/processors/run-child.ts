@@ -22,6 +22,12 @@ export interface RunChildOptions {
 }
 
 /**
+ * The start was aborted before its run was ready: no child ran (a provider's `start` rejects then,
+ * leaving nothing running), so there is nothing to record for it.
+ */
+export const NOT_STARTED: unique symbol = Symbol('not started')
+
+/**
  * Runs one child through the subagent service (which checks the entry's start-time capabilities
  * against its provider first) and reduces whatever happens to a terminal result the ledger can
  * record. Child failures arrive as stop reasons; a start that is refused or a provider that throws
@@ -37,12 +43,13 @@ export async function runChild(
   entry: SubagentEntry,
   attempt: ClaimedAttempt,
   options: RunChildOptions,
-): Promise<TerminalResultInput> {
+): Promise<TerminalResultInput | typeof NOT_STARTED> {
   const { signal, history } = options
   let result: SubagentResult
   let log: readonly SubagentHistoryEvent[] | undefined
+  let run: SubagentRun
   try {
-    const run = await subagents.service.start(entry.provider, {
+    run = await subagents.service.start(entry.provider, {
       prompt: promptToBlocks(attempt.prompt as Prompt),
       parent: {
         session: {
@@ -58,6 +65,12 @@ export async function runChild(
       ...(entry.persona === undefined ? {} : { persona: entry.persona }),
       ...(entry.toolFilter === undefined ? {} : { toolFilter: entry.toolFilter }),
     })
+  } catch {
+    // Aborted before its run was ready: by the seam's contract, no child ran.
+    if (signal.aborted) return NOT_STARTED
+    return { stopReason: 'error', output: '', failureCategory: FailureCategory.ProviderFault }
+  }
+  try {
     try {
       options.onRun?.(run)
       result = await run.result

@@ -371,8 +371,9 @@ async function ownedStoreCall<T>(
   call: () => Promise<T>,
   signal?: AbortSignal,
 ): Promise<T | typeof STORE_FAULT | typeof ABORTED> {
+  const aborted = (): boolean => signal?.aborted === true
   for (let tries = 1; ; tries += 1) {
-    if (signal?.aborted === true) return ABORTED
+    if (aborted()) return ABORTED
     try {
       return await retryTransient(call, {
         maxDelayMs: deps.heartbeatIntervalMs,
@@ -381,8 +382,7 @@ async function ownedStoreCall<T>(
           log.warn({ err: error, delayMs, what }, 'store call failed transiently; retrying'),
       })
     } catch (error) {
-      // Checked again: the signal may have fired during the call.
-      if ((signal as AbortSignal | undefined)?.aborted === true) return ABORTED
+      if (aborted()) return ABORTED
       log.error({ err: error, what, tries }, 'store call failed unexpectedly; ownership kept')
       if (tries >= UNEXPECTED_STORE_TRIES) return STORE_FAULT
       await sleep(

@@ -131,7 +131,10 @@ async function main(): Promise<number> {
   const witnessFile = await writeWitnessSpec(subagentDirs.SUBAGENTS_DIR, run.logDir)
   // Every process of the fleet reaches Postgres and Redis through a fault proxy; this script's own
   // clients (audit, faults) reach them directly.
-  const proxies = { pg: await startFaultProxy(run.databaseUrl), redis: await startFaultProxy(run.redisUrl) }
+  const proxies = {
+    pg: await startFaultProxy(run.databaseUrl),
+    redis: await startFaultProxy(run.redisUrl),
+  }
   const env = {
     ...subagentDirs,
     DATABASE_URL: proxies.pg.url,

@@ -103,7 +103,9 @@ export function createCheckedShutdown(parts: ShutdownParts): CheckedShutdown {
       throw error
     }
     // What is left of the same deadline bounds the steps after the drain.
-    const rest = AbortSignal.timeout(Math.max(0, Math.round(startedAt + deadlineMs - performance.now())))
+    const rest = AbortSignal.timeout(
+      Math.max(0, Math.round(startedAt + deadlineMs - performance.now())),
+    )
     const reconciled = parts.reconcileOnce().then(
       () => true,
       (error: unknown) => {

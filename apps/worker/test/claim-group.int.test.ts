@@ -42,7 +42,9 @@ describe('a claim group whose answer was lost', () => {
       await enqueue(ctx, first)
       const firstAnswer = await firstHeld
 
-      const prompts = Array.from({ length: GROUP }, (_, i) => witnessedPrompt(`group-${i}-${randomUUID()}`))
+      const prompts = Array.from({ length: GROUP }, (_, i) =>
+        witnessedPrompt(`group-${i}-${randomUUID()}`),
+      )
       const ids: string[] = []
       for (const prompt of prompts) ids.push(await accept(db, prompt))
       await enqueue(ctx, ...ids)

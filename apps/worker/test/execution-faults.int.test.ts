@@ -53,7 +53,8 @@ async function failMarks(db: Db, attemptId: string, times: number) {
     )
     .execute(db)
   return {
-    remove: () => sql.raw(`drop trigger ${name} on attempt_messages; drop function ${name}();`).execute(db),
+    remove: () =>
+      sql.raw(`drop trigger ${name} on attempt_messages; drop function ${name}();`).execute(db),
   }
 }
 
@@ -100,7 +101,10 @@ describe('faults around an execution', () => {
       expect(starts).toEqual(['stubborn'])
       expect((await getAttempt(db, next))?.status).toBe('accepted')
       release()
-      expect(await untilTerminal(db, next)).toMatchObject({ stopReason: 'completed', output: 'next' })
+      expect(await untilTerminal(db, next)).toMatchObject({
+        stopReason: 'completed',
+        output: 'next',
+      })
       // The lost attempt was left alone: this worker wrote nothing for it.
       expect((await getAttempt(db, stubborn))?.stopReason).not.toBe('completed')
     } finally {
@@ -109,42 +113,40 @@ describe('faults around an execution', () => {
     }
   })
 
-  test('a dispose that hangs does not hold the finished result back', { timeout: 60_000 }, async ({
-    db,
-    databaseUrl,
-    redisUrl,
-    queuePrefix,
-    track,
-  }) => {
-    const provider = {
-      ...childProvider(async () => ({
-        output: [{ type: 'text' as const, text: 'finished' }],
-        stopReason: 'completed' as const,
-      })),
-    }
-    const hanging = {
-      ...provider,
-      async start(request: Parameters<typeof provider.start>[0]) {
-        const run = await provider.start(request)
-        return { ...run, dispose: () => new Promise<void>(() => undefined) }
-      },
-    }
-    const runtime = await startRuntime({ databaseUrl, redisUrl, queuePrefix, track }, hanging)
-    try {
-      const attemptId = await accept(db, 'x')
-      await enqueue({ redisUrl, queuePrefix }, attemptId)
-      const view = await eventually(
-        async () => {
-          const v = await getAttempt(db, attemptId)
-          return v?.status === 'terminal' ? v : undefined
+  test(
+    'a dispose that hangs does not hold the finished result back',
+    { timeout: 60_000 },
+    async ({ db, databaseUrl, redisUrl, queuePrefix, track }) => {
+      const provider = {
+        ...childProvider(async () => ({
+          output: [{ type: 'text' as const, text: 'finished' }],
+          stopReason: 'completed' as const,
+        })),
+      }
+      const hanging = {
+        ...provider,
+        async start(request: Parameters<typeof provider.start>[0]) {
+          const run = await provider.start(request)
+          return { ...run, dispose: () => new Promise<void>(() => undefined) }
         },
-        { timeoutMs: DISPOSE_TIMEOUT_MS * 4 },
-      )
-      expect(view).toMatchObject({ stopReason: 'completed', output: 'finished' })
-    } finally {
-      await runtime.shutdownChecked(10_000)
-    }
-  })
+      }
+      const runtime = await startRuntime({ databaseUrl, redisUrl, queuePrefix, track }, hanging)
+      try {
+        const attemptId = await accept(db, 'x')
+        await enqueue({ redisUrl, queuePrefix }, attemptId)
+        const view = await eventually(
+          async () => {
+            const v = await getAttempt(db, attemptId)
+            return v?.status === 'terminal' ? v : undefined
+          },
+          { timeoutMs: DISPOSE_TIMEOUT_MS * 4 },
+        )
+        expect(view).toMatchObject({ stopReason: 'completed', output: 'finished' })
+      } finally {
+        await runtime.shutdownChecked(10_000)
+      }
+    },
+  )
 
   test('a steering mark that fails just before the commit is tried again before the commit', async ({
     db,
@@ -227,7 +229,9 @@ describe('faults around an execution', () => {
       { DB_LOCK_TIMEOUT_MS: '200' },
     )
     const publisher = createWorkerCommandPublisher({ redisUrl, prefix: queuePrefix })
-    const blocker = await import('pg').then(({ default: pg }) => new pg.Client({ connectionString: databaseUrl }))
+    const blocker = await import('pg').then(
+      ({ default: pg }) => new pg.Client({ connectionString: databaseUrl }),
+    )
     await blocker.connect()
     try {
       const { attemptId } = await acceptContinuation(db, '{"output":"never"}')

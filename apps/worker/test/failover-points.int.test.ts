@@ -103,7 +103,12 @@ describe('failover codes and connection resets at every point a worker writes', 
         const output = `claim-${code}-${randomUUID()}`
         const prompt = witnessedPrompt(output)
         const attemptId = await accept(db, prompt)
-        const fault = await injectUpdateFault(db, { attemptId, on: 'claim', sqlstate: code, times: 1 })
+        const fault = await injectUpdateFault(db, {
+          attemptId,
+          on: 'claim',
+          sqlstate: code,
+          times: 1,
+        })
         await enqueue(h.ctx, attemptId)
         await expectKept(h, attemptId, prompt, output)
         expect(await fault.hits(), code).toBeGreaterThanOrEqual(1)

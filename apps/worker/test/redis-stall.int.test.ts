@@ -132,13 +132,16 @@ describe('a Redis that stalls for 30 s', () => {
               : undefined,
           { ...within, what: 'process loss recorded during the stall' },
         )
-        await eventually(async () => {
-          const r = await sql<{ expired: boolean }>`
+        await eventually(
+          async () => {
+            const r = await sql<{ expired: boolean }>`
             select expired_at is not null and content is null as expired from artifacts
             where attempt_id = ${stored.attemptId}
           `.execute(db)
-          return r.rows[0]?.expired === true ? true : undefined
-        }, { ...within, what: 'the artifact expired during the stall' })
+            return r.rows[0]?.expired === true ? true : undefined
+          },
+          { ...within, what: 'the artifact expired during the stall' },
+        )
         await eventually(
           async () =>
             (await getContinuation(db, NS, { attemptId: settled.attemptId }))?.state === 'pending'

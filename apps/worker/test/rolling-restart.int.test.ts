@@ -66,9 +66,12 @@ describe('a rolling restart of every worker under load', () => {
         }
       })()
       try {
-        await eventually(async () => ((await readWitness(witnessFile)).size >= 5 ? true : undefined), {
-          timeoutMs: 30_000,
-        })
+        await eventually(
+          async () => ((await readWitness(witnessFile)).size >= 5 ? true : undefined),
+          {
+            timeoutMs: 30_000,
+          },
+        )
         // One by one: stop a worker (its drain ends its running children), start its successor.
         for (let i = 0; i < WORKERS; i += 1) {
           const old = workers[i]
@@ -90,12 +93,17 @@ describe('a rolling restart of every worker under load', () => {
         )
 
         const starts = await readWitness(witnessFile)
-        const ended = await sql<{ id: string; stop_reason: string; failure_category: string | null }>`
+        const ended = await sql<{
+          id: string
+          stop_reason: string
+          failure_category: string | null
+        }>`
           select id, stop_reason, failure_category from attempts
           where id = any(${[...attempts.keys()]}::uuid[])
         `.execute(db)
         const shutdownUnstarted = ended.rows.filter(
-          (a) => a.failure_category === 'shutdown' && (starts.get(attempts.get(a.id) ?? '') ?? 0) === 0,
+          (a) =>
+            a.failure_category === 'shutdown' && (starts.get(attempts.get(a.id) ?? '') ?? 0) === 0,
         )
         expect(shutdownUnstarted).toEqual([])
         expect([...starts.values()].filter((n) => n > 1)).toEqual([])

@@ -86,7 +86,9 @@ describe('shutdown under dependency faults', () => {
     await runtime.shutdownChecked(deadlineMs)
     expect(performance.now() - started).toBeLessThan(deadlineMs + SHUTDOWN_OVERRUN_MARGIN_MS)
     expect(runtime.isStopped()).toBe(true)
-    const stoppedLine = lines.find((l) => String(l.msg).startsWith('worker stopped at its shutdown deadline'))
+    const stoppedLine = lines.find((l) =>
+      String(l.msg).startsWith('worker stopped at its shutdown deadline'),
+    )
     expect(stoppedLine?.left).toEqual(expect.arrayContaining([expect.any(String)]))
     pg.resume()
     redis.resume()

@@ -34,7 +34,10 @@ export interface RedisTimeouts {
 }
 
 /** The bounds of a connection whose owner names none (scripts, tests). */
-export const DEFAULT_REDIS_TIMEOUTS: RedisTimeouts = { commandTimeoutMs: 5_000, connectTimeoutMs: 5_000 }
+export const DEFAULT_REDIS_TIMEOUTS: RedisTimeouts = {
+  commandTimeoutMs: 5_000,
+  connectTimeoutMs: 5_000,
+}
 
 /**
  * A Redis connection as BullMQ needs it: blocking commands must not be retried per request, so

@@ -50,7 +50,12 @@ describe('lease statements under dependency faults', () => {
     const plain = await claimAttempts(db, { ...owner, attemptIds: ids })
     expect(plain.map((o) => o.kind)).toEqual(ids.map(() => 'held'))
     // Another owner adopts nothing.
-    const foreign = await claimAttempts(db, { ownerId: 'w-other', leaseTtlMs: 10_000, attemptIds: ids, adopt: ids })
+    const foreign = await claimAttempts(db, {
+      ownerId: 'w-other',
+      leaseTtlMs: 10_000,
+      attemptIds: ids,
+      adopt: ids,
+    })
     expect(foreign.map((o) => o.kind)).toEqual(ids.map(() => 'held'))
     // The owner that sent it, naming the claims it never heard back from, gets its lease back.
     const adopted = await claimAttempts(db, { ...owner, attemptIds: ids, adopt: ids })

@@ -27,7 +27,11 @@ describe('ledger timeouts', () => {
     databaseUrl,
     db,
   }) => {
-    const bounded = createDb({ connectionString: databaseUrl, maxConnections: 2, timeouts: TIMEOUTS })
+    const bounded = createDb({
+      connectionString: databaseUrl,
+      maxConnections: 2,
+      timeouts: TIMEOUTS,
+    })
     try {
       const slow = await failure(sql`select pg_sleep(5)`.execute(bounded))
       expect((slow as { code?: string }).code).toBe('57014')

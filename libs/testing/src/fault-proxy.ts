@@ -99,8 +99,8 @@ export async function startFaultProxy(targetUrl: string): Promise<FaultProxy> {
       link[direction] = link[direction].then(write)
       return
     }
-    link[direction] = link[direction].then(
-      () => new Promise<void>((resolve) => setTimeout(resolve, wait)).then(write),
+    link[direction] = link[direction].then(() =>
+      new Promise<void>((resolve) => setTimeout(resolve, wait)).then(write),
     )
   }
 

@@ -235,8 +235,7 @@ async function claimAndRun(
     const marked = await ownedStoreCall(deps, log, 'marking steering delivered', () =>
       deps.steering.finish(attemptId),
     )
-    if (marked === STORE_FAULT)
-      log.error('steering marks kept failing; committing without them')
+    if (marked === STORE_FAULT) log.error('steering marks kept failing; committing without them')
     execution.beginCommit()
     const answer = await commitWithRetry(
       deps,

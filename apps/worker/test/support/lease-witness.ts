@@ -51,7 +51,9 @@ export async function recordLeases(db: Db): Promise<LeaseLog> {
       return byAttempt
     },
     async remove() {
-      await sql.raw(`drop trigger ${name} on attempts; drop function ${name}(); drop table ${name};`).execute(db)
+      await sql
+        .raw(`drop trigger ${name} on attempts; drop function ${name}(); drop table ${name};`)
+        .execute(db)
     },
   }
 }

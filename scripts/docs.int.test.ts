@@ -18,12 +18,15 @@
 //   verbatim), `compose` (docker compose naming only services of infra/docker-compose.yml).
 // Substitutions: samples say `http://127.0.0.1:3000` (what a reader types); the runner puts the
 // live URL there. `npm run -s baton --` runs from the checkout (`npm --prefix <repo>`).
-// A sample asserts what it claims (`curl --fail-with-body`, `jq -e`, `test`, `assert`).
+// A sample asserts what it claims (`curl --fail-with-body`, `jq -e`, `test`, `assert`), and leaves
+// no file in the repository (the last test compares `git status` before and after).
+import { execFileSync } from 'node:child_process'
 import { chmodSync, mkdtempSync, rmSync } from 'node:fs'
 import { tmpdir } from 'node:os'
 import { join } from 'node:path'
 import { afterAll, inject } from 'vitest'
 import { describe, expect, test } from '@baton/testing'
+import { REPO_ROOT } from '@baton/testing/processes'
 import { allBlocks, documentationFiles, where, type DocBlock } from './lib/docs/blocks.ts'
 import { startLiveSystem, type LiveSystem } from './lib/docs/live-system.ts'
 import { checkMarkedBlock } from './lib/docs/markers.ts'
@@ -65,6 +68,13 @@ const docsTest = test.extend<{ live: LiveSystem }>({
 })
 
 const { blocks, problems } = allBlocks()
+/** The working tree as git sees it (ignored files aside): samples must leave it as it was. */
+const worktree = (): string =>
+  execFileSync('git', ['status', '--porcelain', '--untracked-files=all'], {
+    cwd: REPO_ROOT,
+    encoding: 'utf8',
+  })
+const worktreeBefore = worktree()
 
 test('every code block has a language the runner checks, and a known marker or schema', () => {
   expect(problems.map((p) => `${where(p)}: ${p.problem}`)).toEqual([])
@@ -88,6 +98,10 @@ for (const file of documentationFiles()) {
     }
   })
 }
+
+test('the samples left no file behind in the repository', () => {
+  expect(worktree()).toBe(worktreeBefore)
+})
 
 async function check(block: DocBlock, live: LiveSystem, shell: ShellSession): Promise<void> {
   switch (block.language) {

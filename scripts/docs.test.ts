@@ -1,16 +1,13 @@
 // The documentation's shape, and the docs runner's own rules (scripts/docs.int.test.ts runs every
 // block against a live system): README.md is a user's guide of at most 300 lines, no line of it
 // or of docs/ is wider than 100 columns, and every relative link resolves, anchors included.
-import { existsSync, readFileSync, readdirSync } from 'node:fs'
+import { readFileSync, readdirSync } from 'node:fs'
 import { join } from 'node:path'
 import { describe, expect, test } from 'vitest'
 import { REPO_ROOT } from '@baton/testing/processes'
 import { documentationFiles, extractBlocks, readInfo } from './lib/docs/blocks.ts'
 import { anchorsOf, checkLinks, slug } from './lib/docs/links.ts'
 import { checkMarkedBlock } from './lib/docs/markers.ts'
-
-/** Pages another change writes; linked to already. Remove a page from here once it exists. */
-const PENDING_PAGES = ['docs/performance.md']
 
 const read = (file: string): string => readFileSync(join(REPO_ROOT, file), 'utf8')
 const docsPages = readdirSync(join(REPO_ROOT, 'docs'))
@@ -32,12 +29,8 @@ describe('the documentation', () => {
   })
 
   test('every relative link names an existing file, and an anchor a heading of that page', () => {
-    const problems = documentationFiles().flatMap((file) => checkLinks(file, PENDING_PAGES))
+    const problems = documentationFiles().flatMap((file) => checkLinks(file))
     expect(problems.map((p) => `${p.file}:${p.line} ${p.target}: ${p.problem}`)).toEqual([])
-  })
-
-  test('a page written by another change is pending only while it does not exist', () => {
-    for (const page of PENDING_PAGES) expect(existsSync(join(REPO_ROOT, page)), page).toBe(false)
   })
 })
 
@@ -65,7 +58,7 @@ describe('the docs runner', () => {
     expect([...anchorsOf('# A\n## A\n```sh\n# not a heading\n```\n')]).toEqual(['a', 'a-1'])
   })
 
-  test('each marker checks its block: up, ci and compose refuse what they do not run', () => {
+  test('each marker checks its block: up, ci, compose and bench refuse what they do not run', () => {
     expect(checkMarkedBlock('up', 'PORT=3001 npm run up   # another port')).toEqual([])
     expect(checkMarkedBlock('up', 'NO_SUCH_SETTING=1 npm run up')).toHaveLength(1)
     expect(checkMarkedBlock('up', 'PORT=http npm run up')).toHaveLength(1)
@@ -79,5 +72,12 @@ describe('the docs runner', () => {
     expect(checkMarkedBlock('compose', 'export BATON_API_PORT=3001')).toEqual([])
     expect(checkMarkedBlock('compose', 'export NOT_IN_COMPOSE=1')).toHaveLength(1)
     expect(checkMarkedBlock('compose', 'docker run redis')).toHaveLength(1)
+    expect(
+      checkMarkedBlock('bench', 'npm run -s bench -- --rounds 5 --systems naive,baton'),
+    ).toEqual([])
+    expect(checkMarkedBlock('bench', 'npm run bench')).toEqual([])
+    expect(checkMarkedBlock('bench', 'npm run bench -- --warmup 10')).toHaveLength(1)
+    expect(checkMarkedBlock('bench', 'npm run bench -- --systems floor')).toHaveLength(1)
+    expect(checkMarkedBlock('bench', 'npm run bench:rounds')).toHaveLength(1)
   })
 })

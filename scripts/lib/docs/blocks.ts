@@ -15,7 +15,7 @@ export type Language = (typeof LANGUAGES)[number]
  * - `ci`: commands `.ci/run` runs verbatim (`npm install-test`);
  * - `compose`: `docker compose` on `infra/docker-compose.yml`, naming only its services.
  */
-export const MARKERS = ['up', 'ci', 'compose'] as const
+export const MARKERS = ['up', 'ci', 'compose', 'bench'] as const
 export type Marker = (typeof MARKERS)[number]
 
 /** JSON blocks may name the schema Baton reads them with. */
@@ -94,8 +94,7 @@ export function extractBlocks(
 }
 
 type InfoReading =
-  | { language: Language; marker?: Marker; schema?: SchemaName }
-  | { problem: string }
+  { language: Language; marker?: Marker; schema?: SchemaName } | { problem: string }
 
 /** `lang`, `lang check=<marker>` (sh, bash) or `lang schema=<name>` (json); nothing else. */
 export function readInfo(info: string): InfoReading {

@@ -57,33 +57,25 @@ export function anchorsOf(markdown: string): Set<string> {
 
 const LINK = /\[[^\]]*\]\(([^)\s]+)(?:\s+"[^"]*")?\)|^\s*\[[^\]]+\]:\s*(\S+)/g
 
-/**
- * What is wrong with the relative links of `file` (a path from the repository root). A link to a
- * page in `pending` (written by a change not merged yet) may point at a page that does not exist.
- */
-export function checkLinks(file: string, pending: readonly string[] = []): LinkProblem[] {
+/** What is wrong with the relative links of `file` (a path from the repository root). */
+export function checkLinks(file: string): LinkProblem[] {
   const problems: LinkProblem[] = []
   const lines = proseLines(readFileSync(join(REPO_ROOT, file), 'utf8'))
   lines.forEach((line, index) => {
     for (const match of line.matchAll(LINK)) {
       const target = match[1] ?? match[2] ?? ''
       if (/^[a-z][a-z0-9+.-]*:/i.test(target)) continue // http:, https:, mailto:
-      const problem = checkTarget(file, target, pending)
+      const problem = checkTarget(file, target)
       if (problem !== undefined) problems.push({ file, line: index + 1, target, problem })
     }
   })
   return problems
 }
 
-function checkTarget(
-  file: string,
-  target: string,
-  pending: readonly string[],
-): string | undefined {
+function checkTarget(file: string, target: string): string | undefined {
   const [path = '', anchor] = target.split('#')
   const resolved = path === '' ? file : normalize(join(dirname(file), decodeURI(path)))
   const exists = existsSync(join(REPO_ROOT, resolved))
-  if (!exists && pending.includes(resolved)) return undefined
   if (resolved.startsWith('..') || !exists) return `${resolved} does not exist`
   if (anchor === undefined) return undefined
   if (!resolved.endsWith('.md')) return `an anchor into ${resolved}, which is not a page`

@@ -1,6 +1,6 @@
 // The checks that stand in for running a shell block that cannot run as such in a test: the
-// command that started the system under test, the command CI runs, and Docker Compose (no Docker
-// engine runs here). Each check reads the block's commands and answers what is wrong, if anything.
+// command that started the system under test, the command CI runs, Docker Compose (no Docker
+// engine runs here) and the bench (`npm test` runs no bench phase). Each check reads the block's commands and answers what is wrong, if anything.
 import { readFileSync } from 'node:fs'
 import { join } from 'node:path'
 import { parse as parseYaml } from 'yaml'
@@ -10,6 +10,7 @@ import {
   WORKER_CONFIG_VARIABLES,
   loadConfig as loadWorkerConfig,
 } from '../../../apps/worker/src/config.ts'
+import { parseBenchOptions } from '../bench/options.ts'
 import type { Marker } from './blocks.ts'
 
 /**
@@ -36,6 +37,8 @@ export function checkMarkedBlock(marker: Marker, body: string): string[] {
       return commands.flatMap(checkCiCommand)
     case 'compose':
       return commands.flatMap(checkComposeCommand)
+    case 'bench':
+      return commands.flatMap(checkBenchCommand)
     default: {
       const unknown: never = marker
       return [`unknown marker ${String(unknown)}`]
@@ -144,4 +147,18 @@ function checkComposeCommand(command: string): string[] {
     } else if (!word.startsWith('-')) named(word)
   }
   return problems
+}
+
+const BENCH = /^npm run (?:-s )?bench(?: -- (.*))?$/
+
+/** `bench`: `npm run [-s] bench [-- options]` whose options the bench itself accepts. */
+function checkBenchCommand(command: string): string[] {
+  const match = BENCH.exec(command)
+  if (match === null) return [`"${command}" is not npm run bench`]
+  try {
+    parseBenchOptions((match[1] ?? '').split(/\s+/).filter((word) => word !== ''))
+    return []
+  } catch (error) {
+    return [`"${command}": ${error instanceof Error ? error.message : String(error)}`]
+  }
 }

@@ -16,6 +16,7 @@ import {
   getAttemptTimeline,
   listLiveLeases,
   listRecentTerminals,
+  readAttemptActivity,
 } from '@baton/store'
 import type { ApiDeps } from '../deps.ts'
 import { Refusals, answer, answers } from '../http/route-answers.ts'
@@ -56,7 +57,7 @@ export function dashboardRoutes(
       {
         schema: {
           summary:
-            'Ledger dashboard: attempts by state, live leases and recent terminals (admin key)',
+            'Ledger dashboard: attempts by state, live leases, recent terminals and the last hour minute by minute (admin key)',
           security: ADMIN_SECURITY,
           response: answers(
             { 200: answer('The ledger at a glance', dashboardOverviewSchema) },
@@ -65,7 +66,7 @@ export function dashboardRoutes(
         },
       },
       async (): Promise<DashboardOverview> => {
-        const [counts, live, terminals] = await Promise.all([
+        const [counts, live, terminals, activity] = await Promise.all([
           countAttemptStates(deps.db, {
             cap: DashboardLimits.stateCountCap,
             terminalWindow: DashboardLimits.terminalWindow,
@@ -76,6 +77,7 @@ export function dashboardRoutes(
             limit: DashboardLimits.recentTerminals,
             transitionScan: DashboardLimits.transitionScan,
           }),
+          readAttemptActivity(deps.db, { minutes: DashboardLimits.activityMinutes }),
         ])
         const total = (status: string) =>
           counts.filter((c) => c.status === status).reduce((sum, c) => sum + c.count, 0)
@@ -101,6 +103,7 @@ export function dashboardRoutes(
             ...t,
             terminalAt: t.terminalAt?.toISOString() ?? null,
           })),
+          activity: activity.minutes.map((m) => ({ ...m, minute: m.minute.toISOString() })),
           jobPathPrefix,
         }
       },

@@ -157,7 +157,7 @@ describe('ledger dashboard in a browser', () => {
     expect(await page.locator('#injected').count()).toBe(0)
     expect(await page.evaluate('window.injected')).toBeUndefined()
     expect(await page.locator('#timeline-job').getAttribute('href')).toBe(
-      `/admin/queues/queue/attempts/${attemptId}`,
+      `${api.base}/admin/queues/queue/attempts/${attemptId}`,
     )
 
     await page.screenshot({ path: SCREENSHOT, fullPage: true })

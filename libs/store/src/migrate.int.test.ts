@@ -43,6 +43,7 @@ describe('migrations', () => {
           '0009-heartbeats',
           '0010-attempt-statistics',
           '0011-transition-audit',
+          '0012-terminal-time',
         ])
         expect((await migrateToLatest(db)).applied).toEqual([
           '0001-ledger',
@@ -56,6 +57,7 @@ describe('migrations', () => {
           '0009-heartbeats',
           '0010-attempt-statistics',
           '0011-transition-audit',
+          '0012-terminal-time',
         ])
         const tables = await sql<{ table_name: string }>`
           select table_name from information_schema.tables where table_schema = 'public' order by 1
@@ -117,6 +119,7 @@ describe('migrations', () => {
           '0009-heartbeats',
           '0010-attempt-statistics',
           '0011-transition-audit',
+          '0012-terminal-time',
         ])
         const executed = await sql<{
           n: number
@@ -196,6 +199,7 @@ describe('migrations', () => {
           '0009-heartbeats',
           '0010-attempt-statistics',
           '0011-transition-audit',
+          '0012-terminal-time',
         ])
         const owners = await sql<{ namespace_id: string }>`
           select distinct namespace_id from attempts

@@ -2,6 +2,7 @@ import { randomUUID } from 'node:crypto'
 import { sql } from 'kysely'
 import { describe, expect, test } from '@baton/testing'
 import { createDb, type Db } from '../db.ts'
+import { readAttemptActivity } from '../dashboard/attempt-activity.ts'
 import { acceptDelegations } from './accept-delegations.ts'
 import { claimAttempt, claimAttempts } from './claim-attempt.ts'
 import { commitTerminal, commitTerminals } from './commit-terminal.ts'
@@ -149,3 +150,39 @@ async function finishedAttempts(db: Db, count: number): Promise<void> {
     )
   }
 }
+
+describe('the dashboard reads the last hour by time, not by history', () => {
+  test("the per-minute activity finds the hour's terminals through their index", async ({
+    db,
+    databaseUrl,
+  }) => {
+    // A long history behind the window: thousands of attempts finished days ago, analysed.
+    await finishedAttempts(db, 2_000)
+    await sql`
+      update attempts set created_at = created_at - interval '3 days',
+                          started_at = started_at - interval '3 days',
+                          terminal_at = terminal_at - interval '3 days'
+      where status = 'terminal'`.execute(db)
+    await sql`analyze attempts`.execute(db)
+    let text = ''
+    const reader = createDb({
+      connectionString: databaseUrl,
+      maxConnections: 1,
+      onQuery: (statement) => {
+        text = statement
+      },
+    })
+    try {
+      await readAttemptActivity(reader, { minutes: 60 })
+    } finally {
+      await reader.destroy()
+    }
+    expect(text).toContain('with bounds as')
+    const explained = await sql<{ 'QUERY PLAN': string }>`explain ${sql.raw(text)}`.execute(db)
+    const plan = explained.rows.map((r) => r['QUERY PLAN']).join('\n')
+    expect(plan).toContain('attempts_terminal_at_idx')
+    expect(plan).toMatch(/Index Cond: \(terminal_at >= /)
+    // Queued and running attempts through their partial indexes; no attempt read by a scan.
+    expect(plan).not.toMatch(/Seq Scan on attempts/)
+  })
+})

@@ -268,6 +268,13 @@ describe('ledger dashboard in Chromium', () => {
       // Refresh after refresh, every request the page made was answered with data.
       await keepsRefreshing(answers, 3, 'key in the URL')
       expect(await page.locator('#status').textContent()).toMatch(/^refreshed /)
+      // The browser asks for /favicon.ico on its own (here from a second tab): it is answered 404
+      // without asking for a key, so the browser keeps the key and the page goes on refreshing.
+      const icon = await page.context().newPage()
+      expect((await icon.goto(`${new URL(page.url()).origin}/favicon.ico`))?.status()).toBe(404)
+      await icon.close()
+      const before = answers.filter((a) => a.path === '/admin/api/overview').length
+      await keepsRefreshing(answers, before + 2, 'key in the URL, after /favicon.ico')
       // An attempt's timeline opens from its link, read the same way.
       const [first] = seeded.terminal
       if (first === undefined) throw new Error('nothing seeded')

@@ -14,8 +14,8 @@ import { REPO_ROOT } from '@baton/testing/processes'
 import type { LiveSystem } from './live-system.ts'
 import { forTheLiveSystem, runBounded, sampleEnv } from './samples.ts'
 
-/** How a reader runs the CLI from the checkout. */
-export const READER_CLI = 'npm run -s baton --'
+/** How a reader runs the repository's scripts (the CLI among them) from the checkout. */
+export const READER_NPM_RUN = 'npm run -s '
 
 export interface ShellSession {
   /** Runs one block; throws with its output unless it exits 0 within `timeoutMs`. */
@@ -45,15 +45,16 @@ export function createShellSession(system: LiveSystem): ShellSession {
 }
 
 /**
- * The block as the runner runs it: the API's address is the live one, and the CLI runs from the
- * checkout (`npm run` finds the repository's package.json through `--prefix`, as it finds it in
- * the working directory of a reader in the checkout).
+ * The block as the runner runs it: the API's address is the live one, and the repository's
+ * scripts (the CLI among them) run from the checkout (`npm run` finds the repository's
+ * package.json through `--prefix`, as it finds it in the working directory of a reader in the
+ * checkout).
  */
 function forReaderShell(body: string, system: LiveSystem): string {
   const quotedRoot = `'${REPO_ROOT.replaceAll("'", `'\\''`)}'`
   return forTheLiveSystem(body, system).replaceAll(
-    READER_CLI,
-    `npm --prefix ${quotedRoot} run -s baton --`,
+    READER_NPM_RUN,
+    `npm --prefix ${quotedRoot} run -s `,
   )
 }
 

@@ -26,4 +26,3 @@ export {
   createSettlementPublisher,
 } from './attempt-settlements.ts'
 export type { SettlementPublisher } from './attempt-settlements.ts'
-export { AttemptWorker } from './attempt-worker.ts'

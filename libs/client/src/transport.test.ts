@@ -2,9 +2,9 @@ import { randomBytes } from 'node:crypto'
 import http from 'node:http'
 import type { AddressInfo } from 'node:net'
 import { afterAll, beforeAll, describe, expect, test } from 'vitest'
-import { nodeFetch } from './node-transport.ts'
+import { sendRequest, type Outgoing } from './transport.ts'
 
-// A plain HTTP server: these tests are about the transport's contract, which is `fetch`'s.
+// A plain HTTP server: these tests are about the transport's contract.
 let server: http.Server
 let base = ''
 const big = randomBytes(1_000_000)
@@ -53,55 +53,69 @@ async function closedPort(): Promise<number> {
   return port
 }
 
-describe('the node:http transport', () => {
-  test('sends the method, headers and body, and answers status, headers and body as fetch does', async () => {
-    const response = await nodeFetch(`${base}/echo`, {
+const get: Outgoing = { method: 'GET', headers: {} }
+
+describe('the default transport (undici request)', () => {
+  test('sends the method, headers and body, and answers status, headers and body', async () => {
+    const response = await sendRequest(`${base}/echo`, {
       method: 'POST',
       headers: { 'x-test': 'yes', 'content-type': 'application/json' },
       body: '{"a":1}',
     })
     expect(response.status).toBe(201)
-    expect(response.statusText).toBe('Made')
-    expect(response.ok).toBe(true)
-    expect(response.headers.get('content-type')).toBe('application/json')
-    expect(response.headers.get('x-many')).toBe('a, b')
-    expect(await response.json()).toMatchObject({ method: 'POST', header: 'yes', body: '{"a":1}' })
-    const missing = await nodeFetch(`${base}/nowhere`)
+    expect(response.header('content-type')).toBe('application/json')
+    expect(response.header('Content-Type')).toBe('application/json')
+    expect(response.header('x-many')).toBe('a, b')
+    expect(JSON.parse(await response.text())).toMatchObject({
+      method: 'POST',
+      header: 'yes',
+      body: '{"a":1}',
+    })
+    const missing = await sendRequest(`${base}/nowhere`, get)
     expect(missing.status).toBe(404)
     expect(await missing.text()).toBe('no such route')
   })
 
   test('a 204 has an empty body, and a large body arrives byte for byte', async () => {
-    const empty = await nodeFetch(`${base}/empty`, { method: 'DELETE' })
+    const empty = await sendRequest(`${base}/empty`, { method: 'DELETE', headers: {} })
     expect(empty.status).toBe(204)
     expect(await empty.text()).toBe('')
-    const large = await nodeFetch(`${base}/big`)
-    expect(Buffer.from(await large.arrayBuffer()).equals(big)).toBe(true)
+    const large = await sendRequest(`${base}/big`, get)
+    expect(Buffer.from(await large.bytes()).equals(big)).toBe(true)
   })
 
-  test('calls one after another reuse one kept-alive connection', async () => {
-    const first = (await (await nodeFetch(`${base}/echo`)).json()) as { port: number }
-    const second = (await (await nodeFetch(`${base}/echo`)).json()) as { port: number }
-    expect(second.port).toBe(first.port)
+  test('calls one after another reuse kept-alive connections', async () => {
+    const ports = new Set<number>()
+    for (let call = 0; call < 6; call += 1) {
+      const answer = await sendRequest(`${base}/echo`, get)
+      ports.add((JSON.parse(await answer.text()) as { port: number }).port)
+    }
+    // undici hands a connection back to its pool just after the body ends, so a call made at once
+    // may open a second one; never one per call.
+    expect(ports.size).toBeLessThanOrEqual(2)
   })
 
   test('a server that cannot be reached fails as fetch fails, with the cause', async () => {
-    const error = await nodeFetch(`http://127.0.0.1:${await closedPort()}/`).catch(
+    const error = await sendRequest(`http://127.0.0.1:${await closedPort()}/`, get).catch(
       (e: unknown) => e,
     )
     expect(error).toBeInstanceOf(TypeError)
     expect(error).toMatchObject({ message: 'fetch failed', cause: { code: 'ECONNREFUSED' } })
-    await expect(nodeFetch('ftp://127.0.0.1/')).rejects.toMatchObject({ message: 'fetch failed' })
+    await expect(sendRequest('ftp://127.0.0.1/', get)).rejects.toMatchObject({
+      message: 'fetch failed',
+    })
   })
 
   test("an aborted call rejects with its signal's reason, also while the body arrives", async () => {
-    await expect(
-      nodeFetch(`${base}/stalled`, { signal: AbortSignal.timeout(100) }),
-    ).rejects.toMatchObject({ name: 'TimeoutError' })
+    const stalled = await sendRequest(`${base}/stalled`, {
+      ...get,
+      signal: AbortSignal.timeout(100),
+    })
+    await expect(stalled.text()).rejects.toMatchObject({ name: 'TimeoutError' })
     const controller = new AbortController()
     controller.abort()
-    await expect(nodeFetch(`${base}/echo`, { signal: controller.signal })).rejects.toMatchObject({
-      name: 'AbortError',
-    })
+    await expect(
+      sendRequest(`${base}/echo`, { ...get, signal: controller.signal }),
+    ).rejects.toMatchObject({ name: 'AbortError' })
   })
 })

@@ -8,7 +8,7 @@ import { decode, type DecodedPng } from 'fast-png'
 import type { BrowserContext, Page } from 'playwright-core'
 import { claimAttempt, commitTerminal, type Db } from '@baton/store'
 import { describe, expect, test } from '@baton/testing'
-import { delegate, startApi, type ApiHarness } from '../src/test-support.ts'
+import { delegate, startApi, type ApiHarness } from './support/api-harness.ts'
 import { launchChromium } from './chromium.ts'
 
 const ADMIN_KEY = 'dashboard-admin-key-0123456789abcdefghij'

@@ -273,7 +273,7 @@ describe('continuations', () => {
     await apiProcess.exited
     survivor.kill('SIGTERM')
     await survivor.exited
-  })
+  }, 120_000) // four processes killed and started again: far beyond its few seconds, on any load
 
   test('a failed consumer: suppression recorded, no automatic replacement; one explicit run consumes the result, a second is refused', async ({
     api,

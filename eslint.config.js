@@ -45,7 +45,7 @@ export default tseslint.config(
   },
   {
     // Tests read untyped JSON bodies; asserting on them is the point.
-    files: ['**/*.test.ts', '**/test-support.ts'],
+    files: ['**/*.test.ts', '{apps,libs}/*/test/**'],
     rules: {
       '@typescript-eslint/no-unsafe-member-access': 'off',
       '@typescript-eslint/no-unsafe-assignment': 'off',

@@ -31,7 +31,7 @@ import net from 'node:net'
 import { join } from 'node:path'
 import { parseArgs } from 'node:util'
 import { Redis } from 'ioredis'
-import { createDb, issueApiKey } from '@baton/store'
+import { createDb } from '@baton/store'
 import { audit, waitForQuiescence } from './lib/chaos/audit.ts'
 import { REMEMBERER, writeRemembererDirs } from './lib/chaos/history.ts'
 import { startFaultProxy } from '@baton/testing/fault-proxy'
@@ -46,6 +46,7 @@ import {
   DEFAULT_DATABASE_URL,
   DEFAULT_REDIS_URL,
   databaseName,
+  issueDefaultKey,
   prepareDatabase,
   withDatabase,
 } from './lib/services.ts'
@@ -94,18 +95,6 @@ async function pickPort(): Promise<number> {
   throw new Error('no free port in 4100–4899')
 }
 
-/** A fresh key of namespace `default` for this run's clients. */
-async function issueRunKey(databaseUrl: string): Promise<string> {
-  const db = createDb({ connectionString: databaseUrl, maxConnections: 1 })
-  try {
-    const issued = await issueApiKey(db, { namespaceId: 'default', name: 'chaos' })
-    if (issued === undefined) throw new Error('the chaos database has no default namespace')
-    return issued.key
-  } finally {
-    await db.destroy()
-  }
-}
-
 async function main(): Promise<number> {
   const databaseUrl = withDatabase(process.env.DATABASE_URL ?? DEFAULT_DATABASE_URL, 'baton_chaos')
   await prepareDatabase(databaseUrl, { fresh: true })
@@ -114,7 +103,7 @@ async function main(): Promise<number> {
     databaseUrl,
     port: await pickPort(),
     // The run's clients act as one namespace, with a key issued for this run.
-    apiKey: await issueRunKey(databaseUrl),
+    apiKey: await issueDefaultKey(databaseUrl, 'chaos'),
   })
   const { options } = run
   run.log(

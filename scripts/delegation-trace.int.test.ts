@@ -13,8 +13,8 @@ import {
 } from '@baton/observability'
 import { createAttemptQueue } from '@baton/queue'
 import { eventually, expect, test } from '@baton/testing'
-import { delegate, startApi, type ApiHarness } from '../apps/api/src/test-support.ts'
-import { startRuntime } from '../apps/worker/src/test-support.ts'
+import { delegate, startApi, type ApiHarness } from '../apps/api/test/support/api-harness.ts'
+import { startRuntime } from '../apps/worker/test/support/worker-harness.ts'
 
 const OFF = { otlp: undefined, serviceName: undefined } as const
 const DELEGATE_ROUTE = 'POST /v1/sessions/:sessionId/delegations'

@@ -1,6 +1,6 @@
 // Shared by the runnable scripts (up, bench, chaos): database preparation and the app launcher.
 import pg from 'pg'
-import { createDb, migrateToLatest } from '@baton/store'
+import { createDb, issueApiKey, migrateToLatest } from '@baton/store'
 import { launchLogging } from './log-level.ts'
 import { prettyLogLine } from './pretty-log.ts'
 import { REPO_ROOT, startApp, type AppProcess, type BatonApp } from '@baton/testing/processes'
@@ -74,6 +74,22 @@ export async function prepareDatabase(
   })
   try {
     await migrateToLatest(db)
+  } finally {
+    await db.destroy()
+  }
+}
+
+/** A fresh API key of namespace `default` in the migrated database at `url`, named `name`. */
+export async function issueDefaultKey(url: string, name: string): Promise<string> {
+  const db = createDb({
+    connectionString: url,
+    maxConnections: 1,
+    applicationName: 'baton-scripts',
+  })
+  try {
+    const issued = await issueApiKey(db, { namespaceId: 'default', name })
+    if (issued === undefined) throw new Error(`${databaseName(url)} has no default namespace`)
+    return issued.key
   } finally {
     await db.destroy()
   }

@@ -9,7 +9,7 @@ import { join } from 'node:path'
 import { promisify } from 'node:util'
 import { describe, expect } from '@baton/testing'
 import { REPO_ROOT } from '@baton/testing/processes'
-import { apiTest } from '../src/test-support.ts'
+import { apiTest } from './support/api-harness.ts'
 
 const run = promisify(execFile)
 

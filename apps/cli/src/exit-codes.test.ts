@@ -80,11 +80,11 @@ describe('exit codes', () => {
     })
   })
 
-  test("the README's exit-code table documents exactly these codes, in order", async () => {
-    const readme = await readFile(new URL('../../../README.md', import.meta.url), 'utf8')
-    const cli = readme.slice(
-      readme.indexOf('## CLI'),
-      readme.indexOf('\n## ', readme.indexOf('## CLI') + 1),
+  test("the operations guide's exit-code table documents exactly these codes, in order", async () => {
+    const guide = await readFile(new URL('../../../docs/operations.md', import.meta.url), 'utf8')
+    const cli = guide.slice(
+      guide.indexOf('## CLI'),
+      guide.indexOf('\n## ', guide.indexOf('## CLI') + 1),
     )
     const table = cli.slice(cli.indexOf('| exit |'))
     const documented = [...table.matchAll(/^\| (\d+) +\|/gm)].map((m) => Number(m[1]))

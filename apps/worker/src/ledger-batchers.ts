@@ -17,8 +17,8 @@ import { observeClaims, observeCommits, type ExecutionTiming } from './ledger-me
 /**
  * How the worker's claims and commits share statements (see createGroupBatcher). One batch in
  * flight: every statement costs a round trip and a commit, so under load it is cheaper to let
- * items gather behind the running statement than to run many small ones (two in flight made
- * batches of ~3.5 and 0.78 Postgres transactions per delegation in the bench; one made 0.49).
+ * items gather behind the running statement than to run many small ones (the bench's
+ * `pg_xacts_per_delegation` shows what a change here costs).
  */
 export const LEDGER_BATCH = { maxBatch: 500, maxInFlight: 1 } as const
 

@@ -1,4 +1,5 @@
 import { QueueName, type AttemptJob } from '@baton/contracts'
+import { Worker } from 'bullmq'
 import {
   WORKER_READY_MESSAGE,
   createTracing,
@@ -9,7 +10,6 @@ import {
   type WorkerMetrics,
 } from '@baton/observability'
 import {
-  AttemptWorker,
   createAttemptQueue,
   createRedisConnection,
   createSettlementPublisher,
@@ -166,26 +166,21 @@ export function createWorkerRuntime(
     metrics,
     tracing,
   })
-  const worker = new AttemptWorker<AttemptJob>(
-    QueueName.Attempts,
-    traceAttemptJobs(tracing, processor),
-    {
-      // The auto-pipelined connection of the queue and the bells: the moves, lock renewals and bells
-      // of jobs that finish in one tick (a commit batch settles many at once) leave in one write.
-      // BullMQ blocks for new jobs on a duplicate of its own. A finished job asks for the next
-      // one only when every slot is busy (AttemptWorker): otherwise the fetch loop takes arrivals.
-      connection,
-      prefix: config.queuePrefix,
-      concurrency: config.concurrency,
-      autorun: false,
-      // A job held by a dead worker is redelivered about when its lease would expire, not after
-      // BullMQ's default 30 s; redelivery is harmless (the claim acknowledges held and terminal
-      // attempts, and records process loss for orphaned ones), so it may happen any number of times.
-      lockDuration: config.leaseTtlMs,
-      stalledInterval: config.leaseTtlMs,
-      maxStalledCount: 1_000,
-    },
-  )
+  const worker = new Worker<AttemptJob>(QueueName.Attempts, traceAttemptJobs(tracing, processor), {
+    // The auto-pipelined connection of the queue and the bells: the moves, lock renewals and bells
+    // of jobs that finish in one tick (a commit batch settles many at once) leave in one write.
+    // BullMQ blocks for new jobs on a duplicate of its own.
+    connection,
+    prefix: config.queuePrefix,
+    concurrency: config.concurrency,
+    autorun: false,
+    // A job held by a dead worker is redelivered about when its lease would expire, not after
+    // BullMQ's default 30 s; redelivery is harmless (the claim acknowledges held and terminal
+    // attempts, and records process loss for orphaned ones), so it may happen any number of times.
+    lockDuration: config.leaseTtlMs,
+    stalledInterval: config.leaseTtlMs,
+    maxStalledCount: 1_000,
+  })
   worker.on('error', (error) => log.warn({ err: error }, 'queue worker error'))
   worker.on('failed', (job, error) =>
     log.warn({ err: error, jobId: job?.id }, 'attempt job failed'),

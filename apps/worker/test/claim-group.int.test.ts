@@ -11,7 +11,7 @@ import {
   test,
   transitionEvents,
 } from '@baton/testing'
-import { accept, enqueue, startRuntime, untilTerminal } from '../src/test-support.ts'
+import { accept, enqueue, startRuntime, untilTerminal } from './support/worker-harness.ts'
 import { witnessedChild, witnessedPrompt } from './support/witnessed-child.ts'
 
 const GROUP = 20

@@ -20,7 +20,7 @@ import {
   enqueue,
   startRuntime,
   untilTerminal,
-} from '../src/test-support.ts'
+} from './support/worker-harness.ts'
 import { DISPOSE_TIMEOUT_MS } from '../src/processors/run-child.ts'
 
 /** A logger whose lines (parsed) the test reads. */

@@ -24,7 +24,7 @@ import {
   startRuntime,
   untilTerminal,
   type WorkerTestContext,
-} from '../src/test-support.ts'
+} from './support/worker-harness.ts'
 import { witnessedChild, witnessedPrompt, type WitnessedChild } from './support/witnessed-child.ts'
 
 /** The codes a failover, an overloaded or restarting server, or a cancel answers with. */

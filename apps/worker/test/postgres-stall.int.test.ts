@@ -17,7 +17,7 @@ import {
   type FaultProxy,
 } from '@baton/testing'
 import type { WorkerRuntime } from '../src/runtime.ts'
-import { accept, enqueue, startRuntime, type WorkerTestContext } from '../src/test-support.ts'
+import { accept, enqueue, startRuntime, type WorkerTestContext } from './support/worker-harness.ts'
 import { recordLeases, uncoveredStretches, type LeaseLog } from './support/lease-witness.ts'
 import { witnessedChild, witnessedPrompt, type WitnessedChild } from './support/witnessed-child.ts'
 

@@ -19,7 +19,7 @@ import {
   type Db,
 } from '@baton/store'
 import { describe, eventually, expect, startFaultProxy, test } from '@baton/testing'
-import { accept, startRuntime, untilTerminal } from '../src/test-support.ts'
+import { accept, startRuntime, untilTerminal } from './support/worker-harness.ts'
 import { witnessedChild, witnessedPrompt } from './support/witnessed-child.ts'
 
 const NS = 'default'

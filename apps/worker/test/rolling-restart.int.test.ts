@@ -20,7 +20,7 @@ import {
 } from '@baton/testing'
 import { duplicateExecutionAttempts } from '@baton/testing/ledger-audit'
 import { WITNESSED, readWitness, writeWitnessSpec } from '@baton/testing/witness'
-import { enqueue } from '../src/test-support.ts'
+import { enqueue } from './support/worker-harness.ts'
 
 const WORKERS = 3
 

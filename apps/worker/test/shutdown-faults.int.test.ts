@@ -6,7 +6,7 @@ import { Writable } from 'node:stream'
 import { createLogger } from '@baton/observability'
 import { describe, expect, startFaultProxy, test, transitionEvents } from '@baton/testing'
 import { SHUTDOWN_OVERRUN_MARGIN_MS, ShutdownDeadlineError } from '../src/shutdown.ts'
-import { accept, enqueue, startRuntime, untilTerminal } from '../src/test-support.ts'
+import { accept, enqueue, startRuntime, untilTerminal } from './support/worker-harness.ts'
 import { witnessedChild, witnessedPrompt } from './support/witnessed-child.ts'
 
 /** A logger whose lines (parsed) the test reads. */

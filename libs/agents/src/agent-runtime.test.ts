@@ -1,7 +1,7 @@
 import { MockLanguageModelV4 } from 'ai/test'
 import { describe, expect, test } from 'vitest'
 import { createAgentRuntime } from './agent-runtime.ts'
-import { hangingStream, textStream } from './testing/stream-parts.ts'
+import { hangingStream, textStream } from '@baton/testing/stream-parts'
 
 function runtimeWith(model: MockLanguageModelV4) {
   let next = 0

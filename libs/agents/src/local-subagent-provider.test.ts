@@ -21,7 +21,7 @@ import {
   promptTexts,
   textStream,
   toolCallStream,
-} from './testing/stream-parts.ts'
+} from '@baton/testing/stream-parts'
 
 let cwd: string
 beforeAll(async () => {

@@ -6,8 +6,8 @@ import { createAgentRuntime } from './agent-runtime.ts'
 import { createSpawnProvider } from './local-subagent-provider.ts'
 import { resolveModel } from './resolve-model.ts'
 import { runAgent } from './run-agent.ts'
-import { startFakeChatCompletionsServer } from './testing/fake-chat-completions-server.ts'
-import type { FakeChatCompletionsServer } from './testing/fake-chat-completions-server.ts'
+import { startFakeChatCompletionsServer } from '@baton/testing/fake-chat-completions-server'
+import type { FakeChatCompletionsServer } from '@baton/testing/fake-chat-completions-server'
 import { createWorkspaceTools } from './workspace-tools.ts'
 
 let server: FakeChatCompletionsServer | undefined

@@ -9,7 +9,7 @@ import {
   promptTexts,
   textStream,
   toolCallStream,
-} from './testing/stream-parts.ts'
+} from '@baton/testing/stream-parts'
 
 const lookup = tool({
   inputSchema: jsonSchema<{ key: string }>({

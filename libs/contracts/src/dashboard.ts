@@ -20,6 +20,8 @@ export const DashboardLimits = {
   timelineEntries: 200,
   /** Characters of a steering message's text shown in a timeline. */
   messagePreviewChars: 1000,
+  /** The activity charts cover this many minutes, the current one included. */
+  activityMinutes: 60,
 } as const
 
 /** A count of attempts of one namespace in one state (terminal ones per stop reason). */
@@ -59,6 +61,28 @@ export const dashboardTerminalSchema = z.object({
   outputBytes: z.number().int().nullable(),
 })
 
+/**
+ * One minute of the ledger's activity, read from the attempts' own times (accepted, claimed,
+ * terminal), so every API process answers the same and a restart loses nothing.
+ */
+export const dashboardActivityMinuteSchema = z.object({
+  /** The minute's start. */
+  minute: z.string(),
+  /** Attempts that became terminal within the minute, per stop reason (a reason absent: none). */
+  terminals: z.record(z.string(), z.number().int()),
+  /** Attempts accepted and not yet running at the minute's end (the current minute: `now`). */
+  queued: z.number().int(),
+  /** Attempts running at the minute's end (the current minute: `now`). */
+  running: z.number().int(),
+  /**
+   * From accept to terminal, over the attempts that became terminal within the minute: median
+   * and 99th percentile (interpolated), in milliseconds; null when none did.
+   */
+  waitP50Ms: z.number().nullable(),
+  waitP99Ms: z.number().nullable(),
+})
+export type DashboardActivityMinute = z.infer<typeof dashboardActivityMinuteSchema>
+
 /** `GET /admin/api/overview`. */
 export const dashboardOverviewSchema = z.object({
   now: z.string(),
@@ -72,6 +96,11 @@ export const dashboardOverviewSchema = z.object({
   }),
   leases: z.array(dashboardLeaseSchema),
   terminals: z.array(dashboardTerminalSchema),
+  /**
+   * The last `activityMinutes` minutes, oldest first; the last is the current minute, still
+   * under way.
+   */
+  activity: z.array(dashboardActivityMinuteSchema),
   /** Where the queue dashboard shows an attempt's job: this path followed by the attempt id. */
   jobPathPrefix: z.string(),
 })

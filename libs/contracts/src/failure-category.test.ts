@@ -10,9 +10,9 @@ describe('FailureCategory', () => {
       expect(failureCategorySchema.safeParse(other).success).toBe(false)
   })
 
-  test("the README's category table lists exactly the durable set", () => {
-    const readme = readFileSync(new URL('../../../README.md', import.meta.url), 'utf8')
-    const table = readme.slice(readme.indexOf('| category'))
+  test("the API guide's category table lists exactly the durable set", () => {
+    const guide = readFileSync(new URL('../../../docs/api.md', import.meta.url), 'utf8')
+    const table = guide.slice(guide.indexOf('| category'))
     const rows = table.slice(0, table.indexOf('\n\n')).split('\n').slice(2)
     const documented = rows.map((row) => /^\s*\| `([a-z_]+)`/.exec(row)?.[1])
     expect([...documented].sort()).toEqual([...FAILURE_CATEGORIES].sort())

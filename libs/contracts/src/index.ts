@@ -138,8 +138,14 @@ export type {
 } from './continuation.ts'
 export {
   DashboardLimits,
+  dashboardActivityMinuteSchema,
   dashboardOverviewSchema,
   dashboardTimelineEntrySchema,
   dashboardTimelineSchema,
 } from './dashboard.ts'
-export type { DashboardOverview, DashboardTimeline, DashboardTimelineEntry } from './dashboard.ts'
+export type {
+  DashboardActivityMinute,
+  DashboardOverview,
+  DashboardTimeline,
+  DashboardTimelineEntry,
+} from './dashboard.ts'

@@ -49,8 +49,7 @@ export function attemptJob(attempt: string | AttemptJob): AttemptJobSpec {
 
 /**
  * Enqueue attempts in one round trip. Attempts whose job exists are left as they are. A lone
- * attempt (every enqueue at rest) is one `add`, sent without the pipeline `addBulk` builds (see
- * UNPIPELINED_COMMANDS).
+ * attempt (every enqueue at rest) is one `add`; several are one `addBulk`.
  */
 export async function enqueueAttempts(
   queue: AttemptQueue,

@@ -28,4 +28,3 @@ export {
   createSettlementPublisher,
 } from './attempt-settlements.ts'
 export type { SettlementPublisher } from './attempt-settlements.ts'
-export { AttemptWorker } from './attempt-worker.ts'

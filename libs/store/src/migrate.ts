@@ -17,6 +17,7 @@ import * as m0008 from './migrations/0008-artifacts.ts'
 import * as m0009 from './migrations/0009-heartbeats.ts'
 import * as m0010 from './migrations/0010-attempt-statistics.ts'
 import * as m0011 from './migrations/0011-transition-audit.ts'
+import * as m0012 from './migrations/0012-terminal-time.ts'
 
 /** Every migration, in order. Numbered and append-only. */
 const MIGRATIONS: Readonly<Record<string, Migration>> = {
@@ -31,6 +32,7 @@ const MIGRATIONS: Readonly<Record<string, Migration>> = {
   '0009-heartbeats': m0009,
   '0010-attempt-statistics': m0010,
   '0011-transition-audit': m0011,
+  '0012-terminal-time': m0012,
 }
 
 const provider: MigrationProvider = {

@@ -16,14 +16,10 @@ import { LedgerTimeoutError } from './pg-errors.ts'
  * text runs unnamed, as every statement did before; with `limit` 0 nothing is named.
  *
  * Every (text, values) call Kysely makes, named or not, goes to node-postgres's callback form of
- * `query`, and this class makes the promise Kysely awaits. node-postgres's own promise form builds
- * the query's callback inside `Client.query`, in a closure whose context also holds the query, and
- * V8's young-generation collections (scavenges) then keep each query with its rows, fields and
- * messages alive until a full mark-compact. In a loop of `select $1::int, now()` by the measure of
- * `prepared-statements.int.test.ts`, about 1.7 KB per statement outlived two scavenges through the
- * promise form and under 0.1 KB through the callback form; scavenges paused 2.1 ms on average
- * against 0.6. A scavenge's pause grows with what survives it, and in a probe of Baton at rest
- * half of the slowest submit-and-waits overlapped a garbage collection.
+ * `query`, and this class makes the promise Kysely awaits: node-postgres's own promise form keeps
+ * each query, with its rows and messages, reachable from a closure past the young generation, so
+ * every scavenge copies it and pauses longer (`prepared-statements.int.test.ts` holds what
+ * survives a loop of statements to a bound). Listed in PATCHES.md.
  */
 export function preparingClientClass(limit: number, deadlineMs = 0): typeof pg.Client {
   const names = new Map<string, string>()

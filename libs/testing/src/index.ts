@@ -38,3 +38,4 @@ export type {
 export { tenantKey } from './tenants.ts'
 export { freePort, parseExposition, promtoolCheck, sampleValue } from './prometheus.ts'
 export type { MetricSample } from './prometheus.ts'
+export { ACP_FIXTURE_AGENT } from './fixtures/acp-agent-path.ts'

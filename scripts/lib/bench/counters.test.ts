@@ -1,11 +1,5 @@
 import { describe, expect, it } from 'vitest'
-import {
-  commandCalls,
-  commandCallsByName,
-  postgresCpuTicks,
-  redisProcessId,
-  type PostgresSample,
-} from './counters.ts'
+import { commandCalls, postgresCpuTicks, redisProcessId, type PostgresSample } from './counters.ts'
 
 describe('commandCalls', () => {
   it('sums the calls of every command line of INFO commandstats and ignores the rest', () => {
@@ -18,13 +12,6 @@ describe('commandCalls', () => {
       '',
     ].join('\r\n')
     expect(commandCalls(info)).toBe(126)
-    expect(commandCallsByName(info)).toEqual(
-      new Map([
-        ['evalsha', 120],
-        ['client|setname', 4],
-        ['info', 2],
-      ]),
-    )
   })
 
   it('is zero for a server that has answered nothing yet', () => {

@@ -1,95 +1,36 @@
-// The one load that the bench drives through HTTP, for Baton and for the hand-rolled service
-// alike, so that their figures differ only by the system: the same client, the same concurrency,
-// the same count, the same prompt.
+// The one load the bench drives through HTTP, for Baton and for the hand-rolled service alike, so
+// that their figures differ only by the system: the same client, concurrency, count and prompt.
 import { setTimeout as sleep } from 'node:timers/promises'
-import type pg from 'pg'
+import pg from 'pg'
 import type { BatonClient } from '@baton/client'
-import { wallClockMs, type TimedCall } from './wait-steps.ts'
 
-export interface LoadSizes {
-  readonly count: number
-  readonly clients: number
-  readonly sequential: number
-  /** Every delegation carries its own `Idempotency-Key`. */
-  readonly keyed: boolean
-}
-
-/** How the bench reads a system's own table; `queries` counts the transactions it ran there. */
-export interface LedgerReader {
-  /** Delegations not yet finished. */
-  openCount(): Promise<number>
-  /** Seconds from the first row created to the last row finished, and how many rows finished. */
-  span(): Promise<{ seconds: number; n: number }>
-  readonly queries: number
-}
-
-/** Counts the reads of `reads`: each is one transaction the bench runs in the system's database. */
-export function countedLedger(reads: Omit<LedgerReader, 'queries'>): LedgerReader {
-  let queries = 0
-  return {
-    get queries() {
-      return queries
-    },
-    openCount() {
-      queries += 1
-      return reads.openCount()
-    },
-    span() {
-      queries += 1
-      return reads.span()
-    },
-  }
-}
-
-/**
- * The reads of a system whose one table has a row per delegation with `status`, `created_at` and
- * `finished_at` (the hand-rolled service, the plain ledgers): open rows are those not yet in
- * `finished` status, and the span runs from the first row created to the last one finished.
- */
-export function tableLedgerReader(
-  pool: pg.Pool,
-  table: 'delegations' | 'attempts',
-  finished: 'completed' | 'terminal',
-): LedgerReader {
-  return countedLedger({
-    async openCount() {
-      const r = await pool.query<{ open: number }>(
-        `select count(*)::int as open from ${table} where status <> $1`,
-        [finished],
-      )
-      return r.rows[0]?.open ?? 0
-    },
-    async span() {
-      const r = await pool.query<{ seconds: number; n: number }>(
-        `select extract(epoch from max(finished_at) - min(created_at))::float8 as seconds,
-                count(*)::int as n
-         from ${table} where status = $1`,
-        [finished],
-      )
-      return { seconds: r.rows[0]?.seconds ?? 0, n: r.rows[0]?.n ?? 0 }
-    },
-  })
+/** Where a system records its delegations: one row each, with a status and two timestamps. */
+export interface LedgerTable {
+  readonly table: 'attempts' | 'delegations'
+  /** The status of a finished row, and the column that says when it finished. */
+  readonly finished: 'terminal' | 'completed'
+  readonly finishedAt: 'terminal_at' | 'finished_at'
 }
 
 /** A no-op run of Baton's `scripted` child; the hand-rolled worker answers the same script. */
 export const NOOP_PROMPT = '{"output":"ok"}'
 
-/**
- * The key the bench sends the hand-rolled service and the queue floors, which check none: their
- * requests then match Baton's.
- */
+/** The key the bench sends the hand-rolled service, which checks none: its requests then match Baton's. */
 export const UNCHECKED_KEY = `bk_${'0'.repeat(43)}`
 
 /**
- * `count` delegations from `clients` concurrent callers, then waits until the ledger says all
- * finished. Throughput comes from the ledger's own timestamps, not from the client's clock.
+ * `count` delegations from `clients` concurrent callers, then waits until the system's table says
+ * all finished. Answers delegations per second from the table's own timestamps (first row created
+ * to last row finished), not from the client's clock, and how many reads of the table that took:
+ * transactions of the bench's, not the system's.
  */
 export async function submitAll(
   client: BatonClient,
-  sizes: LoadSizes,
+  sizes: { readonly count: number; readonly clients: number },
   accepted: string[],
-  ledger: LedgerReader,
-): Promise<{ rejected: number }> {
+  databaseUrl: string,
+  ledger: LedgerTable,
+): Promise<{ perSecond: number; ledgerReads: number }> {
   let next = 0
   let rejected = 0
   await Promise.all(
@@ -100,7 +41,7 @@ export async function submitAll(
         try {
           const answer = await client.delegate(
             { sessionId: `bench-${i % 100}`, name: 'scripted', prompt: NOOP_PROMPT },
-            { timeoutMs: 15_000, ...(sizes.keyed ? { idempotencyKey: `bench-${i}` } : {}) },
+            { timeoutMs: 15_000 },
           )
           accepted.push(answer.attemptId)
         } catch {
@@ -109,42 +50,49 @@ export async function submitAll(
       }
     }),
   )
-  const deadline = Date.now() + 120_000
-  while ((await ledger.openCount()) > 0 && Date.now() < deadline) await sleep(100)
-  return { rejected }
+  if (rejected > 0) throw new Error(`${rejected} of ${sizes.count} delegations were refused`)
+  const pool = new pg.Pool({ connectionString: databaseUrl, max: 1 })
+  try {
+    const deadline = Date.now() + 120_000
+    for (let reads = 1; ; reads += 1) {
+      const r = await pool.query<{ open: number; finished: number; seconds: number }>(
+        `select count(*) filter (where status <> $1)::int as open,
+                count(*) filter (where status = $1)::int as finished,
+                extract(epoch from max(${ledger.finishedAt}) - min(created_at))::float8 as seconds
+         from ${ledger.table}`,
+        [ledger.finished],
+      )
+      const { open = 1, finished = 0, seconds = 0 } = r.rows[0] ?? {}
+      if (open === 0) {
+        if (finished !== sizes.count)
+          throw new Error(`${finished} of ${sizes.count} delegations finished`)
+        return { perSecond: finished / seconds, ledgerReads: reads }
+      }
+      if (Date.now() > deadline) throw new Error(`${open} delegations still open after two minutes`)
+      await sleep(100)
+    }
+  } finally {
+    await pool.end()
+  }
 }
 
-export async function perSecond(ledger: LedgerReader): Promise<number> {
-  const span = await ledger.span()
-  return span.seconds > 0 ? span.n / span.seconds : 0
-}
-
-/**
- * `sequential` submit-and-wait calls, one after another: the latency of each, in ms, and when each
- * answered call was sent and answered (for the step accounting of `wait-steps.ts`).
- */
+/** `count` submit-and-wait calls, one after another: the latency of each in ms, ascending. */
 export async function sequentialWaits(
   client: BatonClient,
-  sizes: LoadSizes,
+  count: number,
   accepted: string[],
-): Promise<{ latencies: number[]; calls: TimedCall[]; rejected: number }> {
+): Promise<number[]> {
   const latencies: number[] = []
-  const calls: TimedCall[] = []
-  let rejected = 0
-  for (let i = 0; i < sizes.sequential; i += 1) {
-    const sentAtMs = wallClockMs()
-    try {
-      const view = await client.delegateAndWait(
-        { sessionId: 'bench-seq', name: 'scripted', prompt: NOOP_PROMPT },
-        10_000,
-        { timeoutMs: 15_000 },
-      )
-      calls.push({ attemptId: view.attemptId, sentAtMs, answeredAtMs: wallClockMs() })
-      accepted.push(view.attemptId)
-    } catch {
-      rejected += 1
-    }
-    latencies.push(wallClockMs() - sentAtMs)
+  for (let i = 0; i < count; i += 1) {
+    const sent = performance.now()
+    const view = await client.delegateAndWait(
+      { sessionId: 'bench-seq', name: 'scripted', prompt: NOOP_PROMPT },
+      10_000,
+      { timeoutMs: 15_000 },
+    )
+    latencies.push(performance.now() - sent)
+    accepted.push(view.attemptId)
+    if (view.status !== 'terminal') throw new Error(`a submit-and-wait answered ${view.status}`)
   }
-  return { latencies: latencies.sort((a, b) => a - b), calls, rejected }
+  return latencies.sort((a, b) => a - b)
 }

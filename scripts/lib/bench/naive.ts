@@ -1,59 +1,28 @@
-// Starts the hand-rolled service as the bench runs Baton: one API process and `workers` worker
-// processes, on their own database and queue prefix, through the same launcher.
-import type pg from 'pg'
-import type { AppProcess } from '@baton/testing/processes'
+// The hand-rolled service as the bench runs it (naive-service.ts): its API and worker processes on
+// a database with its one table, driven by the same client and load as Baton.
+import { spawnEntry } from '@baton/testing/processes'
 import { createDatabaseWithSchema } from '../services.ts'
-import { startApiAndWorkers } from './service-processes.ts'
-import { tableLedgerReader, type LedgerReader } from './http-load.ts'
-import type { LedgerTimes } from './wait-steps.ts'
-import {
-  NAIVE_API_READY_MESSAGE,
-  NAIVE_SCHEMA_SQL,
-  NAIVE_WORKER_READY_MESSAGE,
-} from './naive-ledger.ts'
+import { UNCHECKED_KEY } from './http-load.ts'
+import type { HttpSystem } from './http-system.ts'
+import { NAIVE_READY_MESSAGES, NAIVE_SCHEMA_SQL } from './naive-shared.ts'
 
-/** Drops and recreates the service's database with its one table. */
-export function prepareNaiveDatabase(url: string): Promise<void> {
-  return createDatabaseWithSchema(url, NAIVE_SCHEMA_SQL)
-}
+export const naiveSystem: HttpSystem = {
+  name: 'naive',
+  ledger: { table: 'delegations', finished: 'completed', finishedAt: 'finished_at' },
 
-export function startNaiveService(
-  env: Record<string, string>,
-  workers: number,
-): Promise<AppProcess[]> {
-  return startApiAndWorkers(
-    {
-      name: 'naive',
-      api: { entry: 'scripts/lib/bench/naive-service.ts', readyMessage: NAIVE_API_READY_MESSAGE },
-      worker: {
-        entry: 'scripts/lib/bench/naive-worker.ts',
-        readyMessage: NAIVE_WORKER_READY_MESSAGE,
+  async prepare(databaseUrl) {
+    await createDatabaseWithSchema(databaseUrl, NAIVE_SCHEMA_SQL)
+    return UNCHECKED_KEY
+  },
+
+  spawn: (role, name, env) =>
+    spawnEntry(
+      'scripts/lib/bench/naive-service.ts',
+      { ...env, NAIVE_ROLE: role },
+      {
+        name: `naive-${name}`,
+        readyMessage: NAIVE_READY_MESSAGES[role],
+        outputLimit: 20_000,
       },
-    },
-    env,
-    workers,
-  )
-}
-
-/** The bench's reads of the `delegations` table. */
-export function naiveLedger(pool: pg.Pool): LedgerReader {
-  return tableLedgerReader(pool, 'delegations', 'completed')
-}
-
-/** When the insert and the worker's update of each finished row began, epoch ms. */
-export async function naiveLedgerTimes(
-  pool: pg.Pool,
-  ids: readonly string[],
-): Promise<Map<string, LedgerTimes>> {
-  if (ids.length === 0) return new Map()
-  const r = await pool.query<{ id: string; accepted: number; committed: number }>(
-    `select id,
-            extract(epoch from created_at)::float8 * 1000 as accepted,
-            extract(epoch from finished_at)::float8 * 1000 as committed
-     from delegations where id = any($1::uuid[]) and finished_at is not null`,
-    [ids],
-  )
-  return new Map(
-    r.rows.map((row) => [row.id, { acceptedAtMs: row.accepted, committedAtMs: row.committed }]),
-  )
+    ),
 }

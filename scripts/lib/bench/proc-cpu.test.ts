@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest'
-import { parseMachineStat, parseProcStat, postgresServerTicks } from './proc-cpu.ts'
+import { parseProcStat, postgresServerTicks } from './proc-cpu.ts'
 
 /** A /proc stat line with the given command, parent and times (utime stime cutime cstime). */
 const statLine = (pid: number, comm: string, ppid: number, times: readonly number[]): string =>
@@ -8,7 +8,7 @@ const statLine = (pid: number, comm: string, ppid: number, times: readonly numbe
 describe('parseProcStat', () => {
   it('reads the parent and the CPU times counted from the last parenthesis of the command', () => {
     const stat = parseProcStat(statLine(2189, 'post (gres) x', 1, [181, 1676, 14192, 10439]))
-    expect(stat).toEqual({ pid: 2189, comm: 'post (gres) x', ppid: 1, utime: 181, stime: 1676 })
+    expect(stat).toEqual({ pid: 2189, ppid: 1, ticks: 181 + 1676 })
   })
 
   it('refuses a line that is not a stat line', () => {
@@ -35,21 +35,5 @@ describe('postgresServerTicks', () => {
         [102, 11],
       ]),
     )
-  })
-})
-
-describe('parseMachineStat', () => {
-  it('counts user, nice, system, irq and softirq as busy, and idle and I/O wait as not', () => {
-    const text = [
-      'cpu  100 5 40 800 30 2 3 70 0 0',
-      'cpu0 50 2 20 400 15 1 1 35 0 0',
-      'intr 12345',
-    ].join('\n')
-    expect(parseMachineStat(text)).toEqual({ busy: 150, total: 980 })
-  })
-
-  it('refuses text without the machine line', () => {
-    expect(() => parseMachineStat('cpu0 1 2 3 4 5 6 7')).toThrow(/no cpu line/)
-    expect(() => parseMachineStat('cpu  1 2 x 4 5 6 7')).toThrow(/no cpu line/)
   })
 })

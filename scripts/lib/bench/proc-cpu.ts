@@ -4,13 +4,12 @@
 import { execFileSync } from 'node:child_process'
 import { readdirSync, readFileSync } from 'node:fs'
 
-/** The fields of `/proc/<pid>/stat` the bench uses; times in clock ticks. */
+/** What the bench reads of `/proc/<pid>/stat`: the parent, and user plus system time in ticks. */
 export interface ProcStat {
   readonly pid: number
-  readonly comm: string
   readonly ppid: number
-  readonly utime: number
-  readonly stime: number
+  /** Its threads included, its children not. */
+  readonly ticks: number
 }
 
 /**
@@ -31,13 +30,7 @@ export function parseProcStat(line: string): ProcStat {
     if (!Number.isFinite(value)) throw new Error(`/proc stat field ${n} missing: ${line}`)
     return value
   }
-  return {
-    pid: Number(line.slice(0, open).trim()),
-    comm: line.slice(open + 1, close),
-    ppid: field(4),
-    utime: field(14),
-    stime: field(15),
-  }
+  return { pid: Number(line.slice(0, open)), ppid: field(4), ticks: field(14) + field(15) }
 }
 
 /** The stat of `pid`, or undefined when it has exited. */
@@ -49,70 +42,31 @@ export function readProcStat(pid: number): ProcStat | undefined {
   }
 }
 
-/** Every live process on this machine. */
-export function allProcStats(): ProcStat[] {
-  return readdirSync('/proc')
-    .filter((entry) => /^\d+$/.test(entry))
-    .flatMap((entry) => readProcStat(Number(entry)) ?? [])
-}
-
-let ticksPerSecond: number | undefined
-/** `getconf CLK_TCK`: the unit of every time in /proc stat. */
-export function clockTicksPerSecond(): number {
-  ticksPerSecond ??= Number(execFileSync('getconf', ['CLK_TCK'], { encoding: 'utf8' }).trim())
-  return ticksPerSecond
-}
-
-/** User plus system time of one process (its threads included, its children not). */
-export function cpuTicks(stat: ProcStat): number {
-  return stat.utime + stat.stime
-}
-
 /**
  * The CPU ticks of each process of one Postgres server, by pid: the postmaster and its live
- * children. Other clusters on the machine are not included.
+ * children (`stats`: every process on this machine). Other clusters are not included.
  */
 export function postgresServerTicks(
   postmasterPid: number,
-  stats = allProcStats(),
+  stats = readdirSync('/proc').flatMap((entry) =>
+    /^\d+$/.test(entry) ? (readProcStat(Number(entry)) ?? []) : [],
+  ),
 ): Map<number, number> {
   return new Map(
     stats
       .filter((s) => s.pid === postmasterPid || s.ppid === postmasterPid)
-      .map((s) => [s.pid, cpuTicks(s)]),
+      .map((s) => [s.pid, s.ticks]),
   )
 }
 
 /** The CPU ticks of a fixed set of processes; one that has exited counts as zero. */
 export function processTicks(pids: readonly number[]): number {
-  return pids.reduce((sum, pid) => {
-    const stat = readProcStat(pid)
-    return sum + (stat === undefined ? 0 : cpuTicks(stat))
-  }, 0)
+  return pids.reduce((sum, pid) => sum + (readProcStat(pid)?.ticks ?? 0), 0)
 }
 
-export const ticksToMs = (ticks: number): number => (ticks * 1000) / clockTicksPerSecond()
-
-/** The machine's CPU time in clock ticks, all cores together, from the first line of /proc/stat. */
-export interface MachineTicks {
-  /** Time any core spent running anything: user, nice, system, irq and softirq. */
-  readonly busy: number
-  /** Time the cores had: busy plus idle and I/O wait (a virtual machine's stolen time excluded). */
-  readonly total: number
-}
-
-/** Parses the `cpu  user nice system idle iowait irq softirq steal …` line of /proc/stat. */
-export function parseMachineStat(text: string): MachineTicks {
-  const line = text.split('\n').find((l) => l.startsWith('cpu '))
-  const fields = line?.trim().split(/\s+/).slice(1, 8).map(Number) ?? []
-  if (fields.length < 7 || fields.some((n) => !Number.isFinite(n))) {
-    throw new Error(`no cpu line in /proc/stat: ${text.slice(0, 80)}`)
-  }
-  const [user = 0, nice = 0, system = 0, idle = 0, iowait = 0, irq = 0, softirq = 0] = fields
-  const busy = user + nice + system + irq + softirq
-  return { busy, total: busy + idle + iowait }
-}
-
-export function readMachineTicks(): MachineTicks {
-  return parseMachineStat(readFileSync('/proc/stat', 'utf8'))
+let ticksPerSecond: number | undefined
+export function ticksToMs(ticks: number): number {
+  // `getconf CLK_TCK`: the unit of every time in /proc stat.
+  ticksPerSecond ??= Number(execFileSync('getconf', ['CLK_TCK'], { encoding: 'utf8' }).trim())
+  return (ticks * 1000) / ticksPerSecond
 }

@@ -1,89 +1,57 @@
 import { describe, expect, it } from 'vitest'
-import { median, summarizeRounds, type PhaseFigures, type RoundSystem } from './rounds.ts'
+import { summarizeRounds, type Figures, type RoundFigures } from './rounds.ts'
+import type { SystemName } from './options.ts'
 
-function phase(
-  system: RoundSystem,
-  round: number,
-  perSecond: number,
-  cpuMs: number,
-  more: Partial<PhaseFigures> = {},
-): PhaseFigures {
-  return {
-    system,
-    round,
-    perSecond,
-    cpuMs,
-    nodeCpuMs: cpuMs / 2,
-    apiCpuMs: cpuMs / 4,
-    redisCpuMs: 0.1,
-    postgresCpuMs: cpuMs / 2 - 0.1,
-    redisCommands: 35,
-    machineBusy: 0.95,
-    waitP50Ms: 4,
-    waitP99Ms: 12,
-    ...more,
-  }
-}
-
-describe('median', () => {
-  it('is the middle value of an odd count and the mean of the middle two of an even one', () => {
-    expect(median([3, 1, 2])).toBe(2)
-    expect(median([4, 1, 3, 2])).toBe(2.5)
-    expect(median([7])).toBe(7)
-    expect(median([])).toBeNaN()
-  })
+const run = (system: SystemName, round: number, figures: Figures): RoundFigures => ({
+  system,
+  round,
+  figures,
 })
 
 describe('summarizeRounds', () => {
-  it('divides each round by the hand-rolled service of the same round, then takes the median', () => {
-    // The machine doubled its speed in round 2: the medians of the ratios follow each round's
-    // pair, which a ratio of the two systems' medians would not.
-    const summaries = summarizeRounds([
-      phase('naive', 1, 100, 2, { waitP50Ms: 4 }),
-      phase('baton', 1, 150, 1, { waitP50Ms: 6 }),
-      phase('naive', 2, 200, 1, { waitP50Ms: 2 }),
-      phase('baton', 2, 220, 0.8, { waitP50Ms: 2.5 }),
-      phase('naive', 3, 110, 1.8, { waitP50Ms: 5 }),
-      phase('baton', 3, 176, 0.9, { waitP50Ms: 5.5 }),
+  it('divides Baton by each system of the same round, then takes the median of the ratios', () => {
+    // The machine doubled its speed in round 2: the ratios follow each round's pair, which a
+    // ratio of the two systems' medians (176 / 110 = 1.6) would not.
+    const summary = summarizeRounds([
+      run('naive', 1, { per_s: 100, cpu_ms_per_delegation: 2 }),
+      run('baton', 1, { per_s: 150, cpu_ms_per_delegation: 1 }),
+      run('naive', 2, { per_s: 200, cpu_ms_per_delegation: 1 }),
+      run('baton', 2, { per_s: 220, cpu_ms_per_delegation: 0.8 }),
+      run('naive', 3, { per_s: 110, cpu_ms_per_delegation: 1.8 }),
+      run('baton', 3, { per_s: 176, cpu_ms_per_delegation: 0.9 }),
     ])
-    expect(summaries.map((s) => s.system)).toEqual(['naive', 'baton'])
-    const baton = summaries[1]
-    expect(baton).toMatchObject({ rounds: 3, perSecond: 176, cpuMs: 0.9 })
-    expect(baton?.perSecondVsNaive).toEqual({ median: 1.5, min: 1.1, max: 1.6 })
-    expect(baton?.cpuVsNaive).toEqual({ median: 0.5, min: 0.5, max: 0.8 })
-    expect(baton?.waitP50VsNaive).toEqual({ median: 1.25, min: 1.1, max: 1.5 })
-    expect(baton?.waitP50Ms).toBe(5.5)
-    expect(summaries[0]?.perSecondVsNaive).toEqual({ median: 1, min: 1, max: 1 })
+    expect(summary.rounds).toBe(3)
+    expect(summary.medians.baton).toEqual({ per_s: 176, cpu_ms_per_delegation: 0.9 })
+    expect(summary.medians.naive).toEqual({ per_s: 110, cpu_ms_per_delegation: 1.8 })
+    expect(summary.ratios.baton_vs_naive).toEqual({
+      per_s: { median: 1.5, min: 1.1, max: 1.6 },
+      cpu_ms_per_delegation: { median: 0.5, min: 0.5, max: 0.8 },
+    })
+    expect(summary.ratios.baton_vs_raw).toBeUndefined()
   })
 
-  it('keeps the systems in round order and takes every figure as its own median', () => {
-    const summaries = summarizeRounds([
-      phase('baton', 1, 900, 1.2, { apiCpuMs: 0.3, redisCommands: 36, waitP99Ms: 20 }),
-      phase('floor', 1, 3000, 0.4),
-      phase('baton', 2, 1000, 1, { apiCpuMs: 0.2, redisCommands: 34, waitP99Ms: 10 }),
+  it('pairs only rounds and figures both systems have, and never divides by zero', () => {
+    const summary = summarizeRounds([
+      run('raw', 1, { per_s: 8000, pg_cpu_ms_per_delegation: 0 }),
+      run('baton', 1, { per_s: 1000, pg_cpu_ms_per_delegation: 0.3, cancel_p50_ms: 9 }),
+      run('baton', 2, { per_s: 3000, pg_cpu_ms_per_delegation: 0.3, cancel_p50_ms: 11 }),
     ])
-    expect(summaries.map((s) => s.system)).toEqual(['floor', 'baton'])
-    expect(summaries[1]).toMatchObject({
-      perSecond: 950,
-      cpuMs: 1.1,
-      nodeCpuMs: 0.55,
-      apiCpuMs: 0.25,
-      redisCommands: 35,
-      waitP99Ms: 15,
+    expect(summary.ratios.baton_vs_raw).toEqual({ per_s: { median: 0.13, min: 0.13, max: 0.13 } })
+    expect(summary.medians.baton).toEqual({
+      per_s: 2000,
+      pg_cpu_ms_per_delegation: 0.3,
+      cancel_p50_ms: 10,
     })
   })
 
-  it('has no ratios without the hand-rolled service, and none for a round it missed', () => {
-    const alone = summarizeRounds([phase('core', 1, 2000, 0.7)])
-    expect(alone[0]?.perSecondVsNaive).toBeUndefined()
-    expect(alone[0]?.cpuVsNaive).toBeUndefined()
-    expect(alone[0]?.waitP50VsNaive).toBeUndefined()
-
-    const partial = summarizeRounds([
-      phase('naive', 1, 100, 2),
-      phase('core', 1, 180, 1),
-      phase('core', 2, 400, 0.5),
+  it("adds Baton's audit counts up over the rounds, and divides nothing by them", () => {
+    const summary = summarizeRounds([
+      run('naive', 1, { per_s: 100 }),
+      run('baton', 1, { per_s: 90, lost: 0, duplicates: 1 }),
+      run('naive', 2, { per_s: 100 }),
+      run('baton', 2, { per_s: 110, lost: 2, duplicates: 0 }),
     ])
-    expect(partial[1]?.perSecondVsNaive).toEqual({ median: 1.8, min: 1.8, max: 1.8 })
+    expect(summary.medians.baton).toEqual({ per_s: 100, lost: 2, duplicates: 1 })
+    expect(Object.keys(summary.ratios.baton_vs_naive ?? {})).toEqual(['per_s'])
   })
 })

@@ -25,6 +25,12 @@ declare module 'fastify' {
 /** Paths anyone may call: the probes a load balancer or orchestrator uses. */
 const PUBLIC_PATHS: ReadonlySet<string> = new Set(['/healthz', '/readyz'])
 /**
+ * A path no route serves that a browser asks for on its own. It answers the `404` every missing
+ * path gets, without a key: a `401` there makes Chromium forget the credentials it was given for
+ * the origin, and the dashboard open in it stops refreshing.
+ */
+const BROWSER_ICON = '/favicon.ico'
+/**
  * Paths only the admin key opens: key and namespace management (Bearer), the ledger and queue
  * dashboards at `/admin` and below (Bearer, or Basic with the admin key as password, so a browser
  * can open them), and the Prometheus metrics (they name namespaces; a scraper sends the key as
@@ -111,6 +117,7 @@ export function installAuthentication(
     // path cannot slip past the class of the route it reaches. No route: a tenant's 404.
     const path = request.routeOptions.url ?? ''
     if (PUBLIC_PATHS.has(path)) return undefined
+    if (path === '' && request.url.split('?')[0] === BROWSER_ICON) return undefined
     const key = bearerKey(request.headers.authorization)
     const admin = ADMIN_PATHS.has(path) || ADMIN_PREFIXES.some((prefix) => path.startsWith(prefix))
     if (admin) {

@@ -16,6 +16,7 @@ import {
   getAttemptTimeline,
   listLiveLeases,
   listRecentTerminals,
+  readAttemptActivity,
 } from '@baton/store'
 import type { ApiDeps } from '../deps.ts'
 import type { ApiTag } from '../http/openapi.ts'
@@ -60,8 +61,9 @@ export function dashboardRoutes(
           tags,
           summary: 'Ledger overview',
           description:
-            'Across namespaces: attempts by state, live leases and recent terminals, each read ' +
-            'bounded (the answer names its bounds). The `/admin` page refreshes from it.',
+            'Across namespaces: attempts by state, live leases, recent terminals and the last ' +
+            'hour minute by minute, each read bounded (the answer names its bounds). The `/admin` ' +
+            'page refreshes from it.',
           security: ADMIN_SECURITY,
           response: answers(
             { 200: answer('The ledger at a glance', dashboardOverviewSchema) },
@@ -70,7 +72,7 @@ export function dashboardRoutes(
         },
       },
       async (): Promise<DashboardOverview> => {
-        const [counts, live, terminals] = await Promise.all([
+        const [counts, live, terminals, activity] = await Promise.all([
           countAttemptStates(deps.db, {
             cap: DashboardLimits.stateCountCap,
             terminalWindow: DashboardLimits.terminalWindow,
@@ -81,6 +83,7 @@ export function dashboardRoutes(
             limit: DashboardLimits.recentTerminals,
             transitionScan: DashboardLimits.transitionScan,
           }),
+          readAttemptActivity(deps.db, { minutes: DashboardLimits.activityMinutes }),
         ])
         const total = (status: string) =>
           counts.filter((c) => c.status === status).reduce((sum, c) => sum + c.count, 0)
@@ -106,6 +109,7 @@ export function dashboardRoutes(
             ...t,
             terminalAt: t.terminalAt?.toISOString() ?? null,
           })),
+          activity: activity.minutes.map((m) => ({ ...m, minute: m.minute.toISOString() })),
           jobPathPrefix,
         }
       },

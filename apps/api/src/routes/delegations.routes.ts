@@ -190,6 +190,6 @@ export function abortOnClose(response: ServerResponse): AbortSignal {
 
 /**
  * The reason every such signal carries. Made once: `abort()` without a reason builds a
- * DOMException (with its stack) per request, about 2 % of the API's CPU under load.
+ * DOMException (with its stack) per request, a cost every request would pay.
  */
 const CALLER_GONE = new Error('the caller went away')

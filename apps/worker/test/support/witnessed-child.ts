@@ -1,7 +1,7 @@
 // A child whose runs are recorded outside the ledger (the execution witness of the fault tests):
 // when each run of each prompt started and ended, and how it ended.
 import type { SubagentProvider, SubagentResult } from '@baton/subagents'
-import { childProvider } from '../../src/test-support.ts'
+import { childProvider } from './worker-harness.ts'
 
 /** One run of a witnessed child, on the wall clock (the database's clock on this host). */
 export interface WitnessedRun {

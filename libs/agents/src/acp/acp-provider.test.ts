@@ -1,15 +1,14 @@
 import { mkdtemp, readFile, rm, symlink, writeFile } from 'node:fs/promises'
 import { tmpdir } from 'node:os'
 import { join } from 'node:path'
-import { fileURLToPath } from 'node:url'
 import { describe, expect, test } from 'vitest'
 import type { Agent, SubagentRun, SubagentStartRequest } from '@baton/subagents'
 import { FailureCategory } from '@baton/contracts'
+import { ACP_FIXTURE_AGENT } from '@baton/testing/acp-agent'
 import { AcpProviderError, AcpStartErrorCode, createAcpProvider } from './index.ts'
 import type { AcpProviderOptions } from './index.ts'
 
 // The agent under test is a real process speaking ACP over stdio: no mocks of the transport.
-const FIXTURE = fileURLToPath(new URL('./fixture-agent.ts', import.meta.url))
 
 interface AcpFixtures {
   /** The parent session's cwd: a fresh directory per test. */
@@ -57,7 +56,7 @@ const test_ = test.extend<AcpFixtures>({
         labels.add(label)
         return {
           command: process.execPath,
-          args: [FIXTURE, '--pid-file', pidPath(label), ...(extra.flags ?? [])],
+          args: [ACP_FIXTURE_AGENT, '--pid-file', pidPath(label), ...(extra.flags ?? [])],
           ...extra.provider,
         }
       },

@@ -94,7 +94,7 @@ export async function claimAttempts(
   }
   // A lone claim (every claim, at rest) matches `id = $1` and keeps one generic plan. Joined to a
   // one-element array, its plan for the actual array always looked cheaper than the generic one,
-  // and Postgres planned it afresh on every run (0.29 of its 0.47 ms in the database). Its status
+  // and Postgres planned it afresh on every run, which cost more than running it. Its status
   // is a parameter so that no generic plan can use `attempts_accepted_idx`: a scan of every queued
   // attempt, which looks cheapest while the statistics count few of them and costs the backlog
   // per claim once they are many. A batch is planned for its own array, as before.

@@ -9,10 +9,9 @@ import { sql, type Kysely } from 'kysely'
  * the key could never find an audit row without its attempt. It still cost what a key costs:
  * Postgres checks each inserted row by locking its attempt `for key share`, a query of its own
  * and a WAL record, three times per delegation (accept, claim, commit), each inside a statement
- * a caller waits for. Measured in `npm run up` at rest, the key dropped and put back in turn on
- * the same processes, 2,000 sequential submit-and-waits each time: p50 lower without it in each
- * of six pairs, by 0.41–0.90 ms (1.96 in the first). The ledger audit of the tests, bench and
- * chaos checks what the key checked (`orphanTransitionAttempts` in `@baton/testing/ledger-audit`).
+ * a caller waits for, and a submit-and-wait's latency showed it. The ledger audit of the tests,
+ * bench and chaos checks what the key checked (`orphanTransitionAttempts` in
+ * `@baton/testing/ledger-audit`).
  */
 export async function up(db: Kysely<unknown>): Promise<void> {
   // The name Postgres gave the key that 0001 declared inline.

@@ -1,0 +1,423 @@
+// Exactly-once continuations end to end: the API in this process, workers as real processes,
+// hosts as typed clients. Each test ends with the continuation audit (duplicate 0, missing 0).
+import { sql } from 'kysely'
+import { BatonApiError, createBatonClient, type BatonClient } from '@baton/client'
+import {
+  canonicalJson,
+  continuationDigest,
+  isTerminalView,
+  type ContinuationClaim,
+  type TerminalAttemptView,
+} from '@baton/contracts'
+import { admitContinuations, durableResultInput, type Db } from '@baton/store'
+import {
+  auditContinuations,
+  describe,
+  eventually,
+  expect,
+  startServiceProcess,
+  tenantKey,
+  workerProcessEnv,
+  type ServiceProcess,
+} from '@baton/testing'
+import { apiTest } from './support/api-harness.ts'
+
+type Ctx = { databaseUrl: string; redisUrl: string; queuePrefix: string }
+
+const LEASE_MS = 1000
+
+/** A test with the in-process API and one worker process, stopped after it. */
+const test = apiTest.extend<{ worker: ServiceProcess }>({
+  worker: async ({ databaseUrl, redisUrl, queuePrefix }, use) => {
+    const worker = await startWorker({ databaseUrl, redisUrl, queuePrefix })
+    await use(worker)
+    await worker.close()
+  },
+})
+
+function clientOf(base: string, apiKey: string): BatonClient {
+  return createBatonClient({ baseUrl: base, apiKey })
+}
+
+function startWorker(ctx: Ctx, env: Record<string, string> = {}): Promise<ServiceProcess> {
+  return startServiceProcess('worker', workerProcessEnv(ctx, env))
+}
+
+/** A session with an active user run that delegates one scripted task. */
+async function delegateFromRun(client: BatonClient, sessionId: string, script: object) {
+  const run = await client.createRun(sessionId)
+  const accepted = await client.delegate({
+    sessionId,
+    name: 'scripted',
+    prompt: JSON.stringify(script),
+    parentRunId: run.runId,
+    metadata: { traceId: `trace-${sessionId}` },
+  })
+  return { runId: run.runId, attemptId: accepted.attemptId }
+}
+
+/** A result that lands after its parent run completed: the parent's ids, once it is terminal. */
+async function lateResult(client: BatonClient, sessionId: string, script: object) {
+  const delegated = await delegateFromRun(client, sessionId, script)
+  await client.completeRun(delegated.runId)
+  await untilTerminal(client, delegated.attemptId)
+  return delegated
+}
+
+async function untilTerminal(client: BatonClient, attemptId: string): Promise<TerminalAttemptView> {
+  return eventually(
+    async () => {
+      const view = await client.wait(attemptId, 2000)
+      return isTerminalView(view) ? view : undefined
+    },
+    { timeoutMs: 20_000, what: `attempt ${attemptId} to end` },
+  )
+}
+
+async function runRow(db: Db, runId: string) {
+  return (await sql`select * from runs where id = ${runId}::uuid`.execute(db)).rows[0]
+}
+
+async function continuationRuns(db: Db, sessionId: string) {
+  return (
+    await sql<{ id: string; cause_attempt_id: string }>`
+      select id, cause_attempt_id from runs
+      where session_id = ${sessionId} and trigger_type = 'async_subagent_result'
+    `.execute(db)
+  ).rows
+}
+
+async function stateOf(client: BatonClient, attemptId: string) {
+  const view = await client.getAttempt(attemptId)
+  return isTerminalView(view) ? view.delivery : undefined
+}
+
+async function claimOf(client: BatonClient, sessionId: string): Promise<ContinuationClaim> {
+  const claim = await client.claimContinuation(sessionId, { timeoutMs: 15_000, leaseMs: LEASE_MS })
+  if (claim === undefined) throw new Error('no continuation arrived in time')
+  return claim
+}
+
+async function expectAuditClean(db: Db, ...sessionIds: string[]) {
+  const audit = await auditContinuations(db, sessionIds)
+  expect(audit).toMatchObject({ duplicate: 0, missing: 0 })
+  return audit
+}
+
+describe('continuations', () => {
+  test('a parent run delegates and completes; the child finishes later: one async_subagent_result run, its input the store derivation and its receipt digest bound to it; the parent run unchanged', async ({
+    api,
+    db,
+    worker,
+  }) => {
+    expect(worker.isClosed()).toBe(false)
+    const client = clientOf(api.base, api.key)
+    const { runId, attemptId } = await delegateFromRun(client, 'late-result', {
+      output: 'the answer\n"quoted" ✓',
+      delayMs: 800,
+    })
+    const completed = await client.completeRun(runId)
+    expect(completed.status).toBe('completed')
+    const parentBefore = await runRow(db, runId)
+    await untilTerminal(client, attemptId)
+
+    const claim = await claimOf(client, 'late-result')
+    expect(claim.attemptId).toBe(attemptId)
+    expect(await continuationRuns(db, 'late-result')).toEqual([
+      { id: claim.runId, cause_attempt_id: attemptId },
+    ])
+    expect(await client.getRun(claim.runId)).toMatchObject({
+      triggerType: 'async_subagent_result',
+      status: 'active',
+      causeAttemptId: attemptId,
+    })
+    // The input the host gets is exactly what the store derives from its own rows, canonical.
+    expect(claim.input).toBe(await durableResultInput(db, attemptId))
+    expect(canonicalJson(JSON.parse(claim.input))).toBe(claim.input)
+    expect(JSON.parse(claim.input).result.content).toEqual({
+      kind: 'inline',
+      text: 'the answer\n"quoted" ✓',
+    })
+    const receipt = JSON.parse(claim.receipt)
+    expect(receipt).toMatchObject({
+      attemptId,
+      inputDigest: continuationDigest(claim.input),
+      cause: {
+        attemptId,
+        parentRunId: runId,
+        sessionId: 'late-result',
+        traceId: 'trace-late-result',
+      },
+    })
+    expect(await runRow(db, runId)).toEqual(parentBefore)
+
+    const done = await client.completeContinuation(claim.runId, claim.claim)
+    expect(done).toMatchObject({ attemptId, receipt: claim.receipt, replayed: false })
+    expect(done.delivery).toMatchObject({ state: 'delivered', consumingRunId: claim.runId })
+    expect(await runRow(db, runId)).toEqual(parentBefore)
+    expect(await expectAuditClean(db, 'late-result')).toMatchObject({ admitted: 1, delivered: 1 })
+  })
+
+  test('the same terminal event processed twice at once, and again after a worker restart: one continuation, byte-identical receipts', async ({
+    api,
+    db,
+    databaseUrl,
+    redisUrl,
+    queuePrefix,
+    track,
+  }) => {
+    const ctx = { databaseUrl, redisUrl, queuePrefix }
+    const first = track(await startWorker(ctx))
+    const client = clientOf(api.base, api.key)
+    const { attemptId } = await lateResult(client, 'twice', { output: 'once' })
+    const concurrent = await Promise.all([
+      admitContinuations(db, [attemptId]),
+      admitContinuations(db, [attemptId]),
+    ])
+    first.kill('SIGKILL')
+    await first.exited
+    const restarted = track(await startWorker(ctx))
+    // The restarted fleet sees the job's attempt terminal and admits nothing new; admission again.
+    const again = await admitContinuations(db, [attemptId])
+    const receipts = [...concurrent.flat(), ...again]
+    expect(receipts).toHaveLength(3)
+    expect(new Set(receipts).size).toBe(1)
+    const claim = await claimOf(client, 'twice')
+    expect(Buffer.from(claim.receipt)).toEqual(Buffer.from(receipts[0] ?? ''))
+    expect(await continuationRuns(db, 'twice')).toHaveLength(1)
+    await client.completeContinuation(claim.runId, claim.claim)
+    await expectAuditClean(db, 'twice')
+    await restarted.close()
+  })
+
+  test('SIGKILL mid-run, after the terminal commit (admission is in it), after a claim and mid-consumer: each result is consumed exactly once', async ({
+    db,
+    databaseUrl,
+    redisUrl,
+    queuePrefix,
+    track,
+  }) => {
+    const ctx = { databaseUrl, redisUrl, queuePrefix }
+    // Only the doomed worker runs at first, so both children are surely its own.
+    const doomed = track(await startWorker(ctx))
+    const apiEnv = {
+      DATABASE_URL: databaseUrl,
+      REDIS_URL: redisUrl,
+      QUEUE_PREFIX: queuePrefix,
+      PORT: '0',
+    }
+    let apiProcess = track(await startServiceProcess('api', apiEnv))
+    const urlOf = (p: ServiceProcess) => {
+      const match = /"address":"(http:\/\/[^"]+)"/.exec(p.output())
+      if (match?.[1] === undefined) throw new Error('the API did not log its url')
+      return match[1]
+    }
+    const key = await tenantKey(db, 'default')
+    let client = clientOf(urlOf(apiProcess), key)
+
+    // Mid-run: a hanging child whose worker dies; the survivor's reconciler records process loss.
+    const lost = await delegateFromRun(client, 'kill-mid-run', { hang: true })
+    await client.completeRun(lost.runId)
+    // After the terminal commit: the child ends at once, its worker is killed right after.
+    const quick = await delegateFromRun(client, 'kill-after-commit', { output: 'quick' })
+    await client.completeRun(quick.runId)
+    await eventually(async () =>
+      (await client.getAttempt(lost.attemptId)).status === 'running' ? true : undefined,
+    )
+    await untilTerminal(client, quick.attemptId)
+    const survivor = track(await startWorker(ctx))
+    doomed.kill('SIGKILL')
+    await doomed.exited
+    expect((await untilTerminal(client, lost.attemptId)).failureCategory).toBe('process_lost')
+
+    // After a claim: the API that answered the claim dies; a new API, the lease expires, re-claim.
+    const first = await claimOf(client, 'kill-mid-run')
+    apiProcess.kill('SIGKILL')
+    await apiProcess.exited
+    apiProcess = track(await startServiceProcess('api', apiEnv))
+    client = clientOf(urlOf(apiProcess), key)
+    const second = await claimOf(client, 'kill-mid-run')
+    expect(second).toMatchObject({ runId: first.runId, receipt: first.receipt })
+    expect(second.claim.generation).toBe(first.claim.generation + 1)
+    await client.completeContinuation(second.runId, second.claim)
+
+    // Mid-consumer: the consumer heartbeats once, then its API dies; the workers' reconciler
+    // releases the lease-lost claim by itself, and a new consumer finishes it.
+    const consumer = await claimOf(client, 'kill-after-commit')
+    await client.heartbeatContinuation(consumer.runId, consumer.claim, LEASE_MS)
+    apiProcess.kill('SIGKILL')
+    await apiProcess.exited
+    await eventually(
+      async () => {
+        const row = await sql<{ state: string }>`
+          select state from continuations where attempt_id = ${quick.attemptId}::uuid
+        `.execute(db)
+        return row.rows[0]?.state === 'pending' ? true : undefined
+      },
+      { timeoutMs: 15_000, what: 'the reconciler to release the claim' },
+    )
+    apiProcess = track(await startServiceProcess('api', apiEnv))
+    client = clientOf(urlOf(apiProcess), key)
+    const resumed = await claimOf(client, 'kill-after-commit')
+    expect(resumed.runId).toBe(consumer.runId)
+    await client.completeContinuation(resumed.runId, resumed.claim)
+
+    for (const { attemptId } of [lost, quick])
+      expect(await stateOf(client, attemptId)).toMatchObject({ state: 'delivered' })
+    expect(await expectAuditClean(db, 'kill-mid-run', 'kill-after-commit')).toMatchObject({
+      admitted: 2,
+      delivered: 2,
+      suppressed: 0,
+    })
+    apiProcess.kill('SIGTERM')
+    await apiProcess.exited
+    survivor.kill('SIGTERM')
+    await survivor.exited
+  }, 120_000) // four processes killed and started again: far beyond its few seconds, on any load
+
+  test('a failed consumer: suppression recorded, no automatic replacement; one explicit run consumes the result, a second is refused', async ({
+    api,
+    db,
+    worker,
+  }) => {
+    expect(worker.isClosed()).toBe(false)
+    const client = clientOf(api.base, api.key)
+    const { attemptId } = await lateResult(client, 'failing', { output: 'x' })
+    const claim = await claimOf(client, 'failing')
+    const failed = await client.failContinuation(claim.runId, claim.claim)
+    expect(failed.delivery).toEqual({
+      state: 'suppressed',
+      receiptDigest: JSON.parse(claim.receipt).inputDigest,
+      consumingRunId: claim.runId,
+      suppression: { reason: 'consumer_failed', runId: claim.runId },
+    })
+    // An exact retry answers the identical receipt.
+    expect(await client.failContinuation(claim.runId, claim.claim)).toMatchObject({
+      receipt: claim.receipt,
+      replayed: true,
+    })
+    expect(await client.claimContinuation('failing', { timeoutMs: 300, leaseMs: LEASE_MS })).toBe(
+      undefined,
+    )
+    expect(await continuationRuns(db, 'failing')).toHaveLength(1)
+
+    const explicit = await client.createRun('failing', { consume: [attemptId] })
+    expect(explicit.triggerType).toBe('explicit')
+    const refused = await client.createRun('failing', { consume: [attemptId] }).catch((e) => e)
+    expect(refused).toBeInstanceOf(BatonApiError)
+    expect(refused).toMatchObject({ status: 409, code: 'RESULT_NOT_CONSUMABLE' })
+    await client.completeRun(explicit.runId)
+    expect(await stateOf(client, attemptId)).toMatchObject({
+      state: 'delivered',
+      consumingRunId: explicit.runId,
+    })
+    await expectAuditClean(db, 'failing')
+  })
+
+  test('a cancelled parent, a deleted session and a fleet shutdown each suppress with their reason, keep the evidence and admit nothing', async ({
+    api,
+    db,
+    databaseUrl,
+    redisUrl,
+    queuePrefix,
+    track,
+  }) => {
+    const ctx = { databaseUrl, redisUrl, queuePrefix }
+    const worker = track(await startWorker(ctx, { SHUTDOWN_DEADLINE_MS: '300' }))
+    const client = clientOf(api.base, api.key)
+    const cancelled = await delegateFromRun(client, 'cancelled-parent', {
+      output: 'c',
+      delayMs: 500,
+    })
+    await client.cancelRun(cancelled.runId)
+    const deleted = await delegateFromRun(client, 'deleted-session', { output: 'd', delayMs: 500 })
+    await client.completeRun(deleted.runId)
+    await client.deleteSession('deleted-session')
+    const shutdown = await delegateFromRun(client, 'shutdown', { hang: true })
+    await client.completeRun(shutdown.runId)
+    await untilTerminal(client, cancelled.attemptId)
+    await untilTerminal(client, deleted.attemptId)
+    await eventually(async () =>
+      (await client.getAttempt(shutdown.attemptId)).status === 'running' ? true : undefined,
+    )
+    worker.kill('SIGTERM')
+    expect(await worker.exited).toBe(0)
+    expect((await untilTerminal(client, shutdown.attemptId)).failureCategory).toBe('shutdown')
+
+    for (const [sessionId, attemptId, reason] of [
+      ['cancelled-parent', cancelled.attemptId, 'parent_cancelled'],
+      ['deleted-session', deleted.attemptId, 'session_deleted'],
+      ['shutdown', shutdown.attemptId, 'shutdown'],
+    ] as const) {
+      const input = await durableResultInput(db, attemptId)
+      expect(await stateOf(client, attemptId)).toEqual({
+        state: 'suppressed',
+        receiptDigest: continuationDigest(input ?? ''),
+        consumingRunId: null,
+        suppression: { reason, runId: null },
+      })
+      expect(await continuationRuns(db, sessionId)).toEqual([])
+      expect(
+        await client.claimContinuation(sessionId, { timeoutMs: 0, leaseMs: LEASE_MS }),
+      ).toBeUndefined()
+    }
+    const fenced = await client
+      .delegate({ sessionId: 'deleted-session', name: 'scripted', prompt: 'late' })
+      .catch((e) => e)
+    expect(fenced).toMatchObject({ status: 409, code: 'SESSION_DELETED' })
+    expect(
+      await expectAuditClean(db, 'cancelled-parent', 'deleted-session', 'shutdown'),
+    ).toMatchObject({ admitted: 3, suppressed: 3 })
+  })
+
+  test("a host claims, crashes, re-claims after the lease expires and completes: one delivery; the first claimant's late complete is refused", async ({
+    api,
+    db,
+    worker,
+  }) => {
+    expect(worker.isClosed()).toBe(false)
+    const client = clientOf(api.base, api.key)
+    const { attemptId } = await lateResult(client, 'host-crash', { output: 'r' })
+    const crashed = await claimOf(client, 'host-crash')
+    // Nothing else is claimable while the first claim's lease is live: the bound ends the wait.
+    expect(
+      await client.claimContinuation('host-crash', { timeoutMs: 200, leaseMs: LEASE_MS }),
+    ).toBe(undefined)
+    const second = await eventually(
+      () => client.claimContinuation('host-crash', { timeoutMs: 500, leaseMs: LEASE_MS }),
+      { timeoutMs: 10_000, what: 'the lease to expire' },
+    )
+    expect(second).toMatchObject({ runId: crashed.runId, attemptId, receipt: crashed.receipt })
+    const done = await client.completeContinuation(second.runId, second.claim)
+    expect(done.delivery.state).toBe('delivered')
+    const late = await client.completeContinuation(crashed.runId, crashed.claim).catch((e) => e)
+    expect(late).toMatchObject({ status: 409, code: 'STALE_CLAIM' })
+    expect(await client.completeContinuation(second.runId, second.claim)).toEqual({
+      ...done,
+      replayed: true,
+    })
+    expect(await expectAuditClean(db, 'host-crash')).toMatchObject({ admitted: 1, delivered: 1 })
+  })
+
+  test('a result landing while its parent run is active is held for it; the run consumes it by waiting, and nothing else is admitted', async ({
+    api,
+    db,
+    worker,
+  }) => {
+    expect(worker.isClosed()).toBe(false)
+    const client = clientOf(api.base, api.key)
+    const { runId, attemptId } = await delegateFromRun(client, 'held', { output: 'h' })
+    await untilTerminal(client, attemptId)
+    expect(await stateOf(client, attemptId)).toMatchObject({
+      state: 'pending',
+      consumingRunId: runId,
+    })
+    await client.completeRun(runId, { consumed: [attemptId] })
+    expect(await stateOf(client, attemptId)).toMatchObject({
+      state: 'delivered',
+      consumingRunId: runId,
+    })
+    expect(await continuationRuns(db, 'held')).toEqual([])
+    await expectAuditClean(db, 'held')
+  })
+})

@@ -1,0 +1,287 @@
+// The ledger dashboard's routes: behind the admin key, bounded views across namespaces, and one
+// attempt's timeline with everything the ledger recorded for it.
+import { randomUUID } from 'node:crypto'
+import { dashboardOverviewSchema, dashboardTimelineSchema } from '@baton/contracts'
+import { claimAttempt, commitTerminal } from '@baton/store'
+import { describe, expect, tenantKey, test } from '@baton/testing'
+import { delegate, startApi, type ApiHarness } from './support/api-harness.ts'
+
+const ADMIN_KEY = 'dashboard-admin-key-0123456789abcdefghij'
+const basic = (password: string) => ({
+  authorization: `Basic ${Buffer.from(`ops:${password}`).toString('base64')}`,
+})
+
+/** A test given an in-process API whose admin key is `ADMIN_KEY`, closed after it. */
+const adminTest = test.extend<{ api: ApiHarness }>({
+  api: async ({ databaseUrl, redisUrl, queuePrefix, track }, use) => {
+    const api = await startApi({ databaseUrl, redisUrl, queuePrefix }, { ADMIN_API_KEY: ADMIN_KEY })
+    track(api.api)
+    await use(api)
+    await api.api.close()
+  },
+})
+
+/** The overview, read with the admin key and held to its declared schema. */
+async function overview(api: ApiHarness) {
+  const answer = await api.get('/admin/api/overview', basic(ADMIN_KEY))
+  expect(answer.status).toBe(200)
+  return dashboardOverviewSchema.parse(answer.body)
+}
+
+/** An attempt's timeline, read with the admin key and held to its declared schema. */
+async function timelineOf(api: ApiHarness, attemptId: string) {
+  const answer = await api.get(`/admin/api/attempts/${attemptId}/timeline`, basic(ADMIN_KEY))
+  expect(answer.status).toBe(200)
+  const timeline = dashboardTimelineSchema.parse(answer.body)
+  const entry = (kind: string) => {
+    const found = timeline.entries.find((e) => e.kind === kind)
+    if (found === undefined) throw new Error(`no ${kind} entry in the timeline`)
+    return found
+  }
+  return { ...timeline, entry }
+}
+
+describe('ledger dashboard routes', () => {
+  adminTest(
+    'the page and its JSON answer 401 without the admin key and 200 with it',
+    async ({ api }) => {
+      const paths = ['/admin', '/admin/', '/admin/api/overview']
+      for (const path of paths) {
+        const none = await fetch(`${api.base}${path}`)
+        expect(none.status, path).toBe(401)
+        expect(none.headers.get('www-authenticate'), path).toMatch(/^Basic /)
+        expect(await none.json(), path).toMatchObject({ error: { code: 'UNAUTHORIZED' } })
+        // A tenant's key opens nothing here, nor does a wrong password.
+        expect((await fetch(`${api.base}${path}`, { headers: api.auth })).status, path).toBe(401)
+        expect((await fetch(`${api.base}${path}`, { headers: basic('wrong') })).status, path).toBe(
+          401,
+        )
+        const ok = await fetch(`${api.base}${path}`, { headers: basic(ADMIN_KEY) })
+        expect(ok.status, path).toBe(200)
+        await ok.arrayBuffer()
+        const bearer = await fetch(`${api.base}${path}`, {
+          headers: { authorization: `Bearer ${ADMIN_KEY}` },
+        })
+        expect(bearer.status, path).toBe(200)
+        await bearer.arrayBuffer()
+      }
+      const timeline = `/admin/api/attempts/${randomUUID()}/timeline`
+      expect((await fetch(`${api.base}${timeline}`)).status).toBe(401)
+
+      const page = await fetch(`${api.base}/admin`, { headers: basic(ADMIN_KEY) })
+      expect(page.headers.get('content-type')).toMatch(/^text\/html/)
+      expect(page.headers.get('content-security-policy')).toMatch(/script-src 'sha256-/)
+      expect(await page.text()).toContain('<title>Baton ledger</title>')
+
+      // The JSON routes are documented; the page is not.
+      const docs = await api.get('/docs/json')
+      expect(docs.status).toBe(200)
+      expect(Object.keys(docs.body.paths)).toEqual(
+        expect.arrayContaining(['/admin/api/overview', '/admin/api/attempts/{attemptId}/timeline']),
+      )
+      expect(docs.body.paths['/admin']).toBeUndefined()
+      expect(docs.body.paths['/admin/']).toBeUndefined()
+    },
+  )
+
+  adminTest(
+    'an unknown attempt is a 404 with the error body; a malformed id a 400',
+    async ({ api }) => {
+      const unknown = randomUUID()
+      const missing = await api.get(`/admin/api/attempts/${unknown}/timeline`, basic(ADMIN_KEY))
+      expect(missing).toEqual({
+        status: 404,
+        body: { error: { code: 'ATTEMPT_NOT_FOUND', message: `no attempt ${unknown}` } },
+      })
+      const malformed = await api.get('/admin/api/attempts/not-a-uuid/timeline', basic(ADMIN_KEY))
+      expect(malformed).toMatchObject({
+        status: 400,
+        body: { error: { code: 'VALIDATION_FAILED' } },
+      })
+    },
+  )
+
+  adminTest(
+    'overview and timeline show a steered, cancelled, terminal attempt across namespaces',
+    async ({ api, db }) => {
+      const admin = basic(ADMIN_KEY)
+      // No worker runs here: this test is the worker, so every fact is the one it wrote.
+      const accepted = await api.post(delegate('s-dash'), { name: 'scripted', prompt: 'x' })
+      const attemptId = accepted.body.attemptId as string
+      const otherKey = await tenantKey(db, 'dash-other')
+      const queued = await api.post(
+        delegate('s-dash-other'),
+        { name: 'scripted', prompt: 'y' },
+        { authorization: `Bearer ${otherKey}` },
+      )
+      expect(queued.status).toBe(202)
+
+      const claim = await claimAttempt(db, { attemptId, ownerId: 'dash-owner', leaseTtlMs: 30_000 })
+      if (claim.kind !== 'claimed') throw new Error(claim.kind)
+      const running = await overview(api)
+      expect(running.leases).toContainEqual(
+        expect.objectContaining({
+          attemptId,
+          namespaceId: 'default',
+          name: 'scripted',
+          agentId: accepted.body.agentId,
+          ownerId: 'dash-owner',
+          ownerGeneration: claim.attempt.ownerGeneration,
+        }),
+      )
+      const lease = running.leases.find((l) => l.attemptId === attemptId)
+      const leftMs = Date.parse(lease?.leaseExpiresAt ?? '') - Date.parse(running.now)
+      expect(leftMs).toBeGreaterThan(20_000)
+      expect(leftMs).toBeLessThanOrEqual(30_000)
+      expect(running.states.counts).toEqual(
+        expect.arrayContaining([
+          { namespaceId: 'default', status: 'running', stopReason: null, count: 1 },
+          { namespaceId: 'dash-other', status: 'accepted', stopReason: null, count: 1 },
+        ]),
+      )
+      expect(running.jobPathPrefix).toBe('/admin/queues/queue/attempts/')
+      expect(running.terminals.map((t) => t.attemptId)).not.toContain(attemptId)
+
+      const steer = await api.post(`/v1/attempts/${attemptId}/steer`, { content: 'turn left' })
+      expect(steer.status).toBe(202)
+      const cancel = await api.post(`/v1/attempts/${attemptId}/cancel`, { reason: 'operator said' })
+      expect(cancel).toMatchObject({ status: 202, body: { outcome: 'cancel_requested' } })
+      expect(
+        await commitTerminal(db, {
+          attemptId,
+          ownerId: 'dash-owner',
+          ownerGeneration: claim.attempt.ownerGeneration,
+          result: { stopReason: 'aborted', output: 'partial', failureCategory: 'cancelled' },
+        }),
+      ).toBe('committed')
+      const view = (await api.get(`/v1/attempts/${attemptId}`)).body
+
+      const timeline = await timelineOf(api, attemptId)
+      expect(timeline.attempt).toMatchObject({
+        attemptId,
+        namespaceId: 'default',
+        status: 'terminal',
+        stopReason: 'aborted',
+        ownerId: 'dash-owner',
+      })
+      expect(timeline.jobPath).toBe(`/admin/queues/queue/attempts/${attemptId}`)
+      // The queue dashboard answers that address with its page for the job.
+      const job = await fetch(`${api.base}${timeline.jobPath}`, { headers: admin })
+      expect(job.status).toBe(200)
+      expect(job.headers.get('content-type')).toMatch(/^text\/html/)
+      await job.arrayBuffer()
+      const kinds = timeline.entries.map((e) =>
+        e.kind === 'transition' ? `transition:${e.fields.event}` : e.kind,
+      )
+      expect(kinds).toEqual([
+        'transition:accepted',
+        'transition:claimed',
+        'steering',
+        'transition:cancel_requested',
+        'cancel_requested',
+        'transition:committed',
+        'terminal',
+      ])
+      const entry = timeline.entry
+      expect(entry('steering').fields).toMatchObject({ sequence: 1, content: 'turn left' })
+      expect(entry('cancel_requested').fields).toEqual({ reason: 'operator said' })
+      expect(entry('terminal').fields).toEqual({
+        stopReason: 'aborted',
+        failureCategory: 'cancelled',
+        outputBytes: 7,
+        outputTruncated: false,
+        digest: view.digest,
+      })
+
+      const finished = await overview(api)
+      expect(finished.leases.map((l) => l.attemptId)).not.toContain(attemptId)
+      expect(finished.terminals[0]).toMatchObject({
+        attemptId,
+        namespaceId: 'default',
+        stopReason: 'aborted',
+        failureCategory: 'cancelled',
+        outputBytes: 7,
+      })
+      expect(finished.terminals[0]?.durationMs).toBeGreaterThanOrEqual(0)
+      expect(finished.states.counts).toEqual(
+        expect.arrayContaining([
+          { namespaceId: 'default', status: 'terminal', stopReason: 'aborted', count: 1 },
+          { namespaceId: 'dash-other', status: 'accepted', stopReason: null, count: 1 },
+        ]),
+      )
+      expect(
+        finished.states.counts.filter((c) => c.namespaceId === 'default' && c.status === 'running'),
+      ).toEqual([])
+
+      // Cancelled while queued, an attempt is terminal without ever running: it leads the
+      // recent terminals, with no duration.
+      const queuedId = queued.body.attemptId as string
+      const cancelQueued = await api.post(
+        `/v1/attempts/${queuedId}/cancel`,
+        {},
+        { authorization: `Bearer ${otherKey}` },
+      )
+      expect(cancelQueued).toMatchObject({ status: 202, body: { outcome: 'cancelled_queued' } })
+      const later = await overview(api)
+      expect(later.terminals.slice(0, 2)).toEqual([
+        expect.objectContaining({
+          attemptId: queuedId,
+          namespaceId: 'dash-other',
+          stopReason: 'aborted',
+          durationMs: null,
+        }),
+        expect.objectContaining({ attemptId }),
+      ])
+      expect(later.states.counts.filter((c) => c.namespaceId === 'dash-other')).toEqual([
+        { namespaceId: 'dash-other', status: 'terminal', stopReason: 'aborted', count: 1 },
+      ])
+    },
+  )
+
+  adminTest(
+    'a timeline shows the artifact of a large output and the continuation to its parent run',
+    async ({ api, db }) => {
+      const run = await api.post('/v1/sessions/s-dash-parent/runs', {})
+      expect(run.status).toBe(201)
+      const accepted = await api.post(delegate('s-dash-parent'), {
+        name: 'scripted',
+        prompt: 'x',
+        parentRunId: run.body.runId,
+      })
+      const attemptId = accepted.body.attemptId as string
+      const claim = await claimAttempt(db, { attemptId, ownerId: 'dash-owner', leaseTtlMs: 30_000 })
+      if (claim.kind !== 'claimed') throw new Error(claim.kind)
+      const output = 'é'.repeat(5000)
+      expect(
+        await commitTerminal(db, {
+          attemptId,
+          ownerId: 'dash-owner',
+          ownerGeneration: claim.attempt.ownerGeneration,
+          result: { stopReason: 'completed', output, failureCategory: null },
+        }),
+      ).toBe('committed')
+      const view = (await api.get(`/v1/attempts/${attemptId}`)).body
+      expect(view.artifact).not.toBeNull()
+      // The parent run is still active: the result is held for it.
+      const held = await timelineOf(api, attemptId)
+      expect(held.attempt.parentRunId).toBe(run.body.runId)
+      expect(held.entry('artifact').fields).toEqual({
+        artifactId: view.artifact.artifactId,
+        bytes: 10_000,
+        digest: view.artifact.digest,
+        expiresAt: view.artifact.expiresAt,
+        expiredAt: null,
+        expired: false,
+      })
+      expect(held.entry('terminal').fields).toMatchObject({
+        stopReason: 'completed',
+        outputBytes: 10_000,
+        outputTruncated: true,
+      })
+      expect(held.entry('continuation').fields).toMatchObject({
+        state: 'held',
+        parentRunId: run.body.runId,
+      })
+    },
+  )
+})

@@ -1,0 +1,91 @@
+import { sql } from 'kysely'
+import {
+  describe,
+  eventually,
+  expect,
+  startServiceProcess,
+  test,
+  transitionEvents,
+  workerProcessEnv,
+} from '@baton/testing'
+import { startApi } from './support/api-harness.ts'
+
+describe('faults against real processes', () => {
+  test('a worker whose event loop stalls past its lease: process loss is recorded, the stale owner writes nothing', async ({
+    databaseUrl,
+    redisUrl,
+    queuePrefix,
+    track,
+    db,
+  }) => {
+    const ctx = { databaseUrl, redisUrl, queuePrefix }
+    const h = await startApi(ctx)
+    track(h.api)
+    const stalled = track(await startServiceProcess('worker', workerProcessEnv(ctx)))
+    const accepted = await h.post('/v1/sessions/stall/delegations', {
+      name: 'scripted',
+      prompt: '{"output":"late","delayMs":2500}',
+    })
+    const attemptId = accepted.body.attemptId as string
+    await eventually(async () =>
+      (await transitionEvents(db, attemptId)).includes('claimed') ? true : undefined,
+    )
+    // Freeze the whole process (event loop, timers, heartbeats) for longer than its lease.
+    stalled.kill('SIGSTOP')
+    const survivor = track(await startServiceProcess('worker', workerProcessEnv(ctx)))
+    const view = await h.get(`/v1/attempts/${attemptId}/wait?timeoutMs=10000`)
+    expect(view.body).toMatchObject({
+      status: 'terminal',
+      stopReason: 'error',
+      failureCategory: 'process_lost',
+    })
+    stalled.kill('SIGCONT')
+    // The revived owner learns of its loss from the ledger (its renewal, or its commit refused),
+    // and has written nothing.
+    await eventually(
+      async () => (/lease lost|terminal commit refused/.test(stalled.output()) ? true : undefined),
+      { timeoutMs: 30_000, what: 'the revived owner to learn of its loss' },
+    )
+    expect(await transitionEvents(db, attemptId)).toEqual(['accepted', 'claimed', 'process_lost'])
+    await stalled.close()
+    await survivor.close()
+    await h.api.close()
+  })
+
+  test('Postgres backends terminated mid-run: owners keep their leases and the commit still lands', async ({
+    databaseUrl,
+    redisUrl,
+    queuePrefix,
+    track,
+    db,
+  }) => {
+    const ctx = { databaseUrl, redisUrl, queuePrefix }
+    const h = await startApi(ctx)
+    track(h.api)
+    const worker = track(await startServiceProcess('worker', workerProcessEnv(ctx)))
+    const accepted = await h.post('/v1/sessions/pgkill/delegations', {
+      name: 'scripted',
+      prompt: '{"output":"survived","delayMs":1200}',
+    })
+    const attemptId = accepted.body.attemptId as string
+    await eventually(async () =>
+      (await transitionEvents(db, attemptId)).includes('claimed') ? true : undefined,
+    )
+    const killed = await sql<{ n: number }>`
+      select count(*)::int as n from (
+        select pg_terminate_backend(pid) from pg_stat_activity
+        where datname = current_database() and pid <> pg_backend_pid()
+      ) k
+    `.execute(db)
+    expect(killed.rows[0]?.n).toBeGreaterThan(0)
+    const view = await h.get(`/v1/attempts/${attemptId}/wait?timeoutMs=10000`)
+    expect(view.body).toMatchObject({
+      status: 'terminal',
+      stopReason: 'completed',
+      output: 'survived',
+    })
+    expect(await transitionEvents(db, attemptId)).toEqual(['accepted', 'claimed', 'committed'])
+    await worker.close()
+    await h.api.close()
+  })
+})

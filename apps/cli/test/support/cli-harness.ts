@@ -1,0 +1,144 @@
+// Shared by this app's integration tests: `baton` as a user runs it, a real process against a real
+// API and worker (on the test file's database, Redis and queue prefix), in a real pseudo-terminal
+// (util-linux `script`) or piped.
+import { spawn } from 'node:child_process'
+import { fileURLToPath } from 'node:url'
+import {
+  expect,
+  startServiceProcess,
+  tenantKey,
+  test,
+  workerProcessEnv,
+  type Closeable,
+} from '@baton/testing'
+
+const MAIN = fileURLToPath(new URL('../../src/main.ts', import.meta.url))
+
+export interface Run {
+  readonly code: number | null
+  readonly stdout: string
+  /** What `baton` wrote to stdout, byte for byte. */
+  readonly stdoutBytes: Buffer
+  readonly stderr: string
+}
+
+export const ADMIN_API_KEY = 'cli-test-admin-key-0123456789abcdef0123456789'
+
+/** The API key each API started here issued, by the API's URL: `baton` gets it as BATON_API_KEY. */
+export const KEYS = new Map<string, string>()
+
+function collect(
+  command: string,
+  args: readonly string[],
+  baseUrl: string,
+  apiKey = KEYS.get(baseUrl) ?? '',
+): Promise<Run> {
+  const child = spawn(command, args, {
+    // eslint-disable-next-line no-restricted-properties -- `baton` runs in the test's environment
+    env: { ...process.env, BATON_URL: baseUrl, BATON_API_KEY: apiKey },
+    stdio: ['ignore', 'pipe', 'pipe'],
+  })
+  // Chunks are joined before decoding: a character may be split between two of them.
+  const stdout: Buffer[] = []
+  const stderr: Buffer[] = []
+  child.stdout.on('data', (chunk: Buffer) => stdout.push(chunk))
+  child.stderr.on('data', (chunk: Buffer) => stderr.push(chunk))
+  return new Promise((resolve) =>
+    child.once('close', (code) => {
+      const stdoutBytes = Buffer.concat(stdout)
+      resolve({
+        code,
+        stdout: stdoutBytes.toString(),
+        stdoutBytes,
+        stderr: Buffer.concat(stderr).toString(),
+      })
+    }),
+  )
+}
+
+/** `baton ARGS` with stdout and stderr piped, with `apiKey` as BATON_API_KEY. */
+export const batonWithKey = (apiKey: string, baseUrl: string, ...args: string[]) =>
+  collect(process.execPath, [MAIN, ...args], baseUrl, apiKey)
+
+/** `baton ARGS` with stdout and stderr piped. */
+export const baton = (baseUrl: string, ...args: string[]) =>
+  collect(process.execPath, [MAIN, ...args], baseUrl)
+
+const shellQuote = (arg: string) => `'${arg.replaceAll("'", `'\\''`)}'`
+
+/** `baton ARGS` on a pseudo-terminal: `script` gives it a TTY and copies what it draws to stdout. */
+export const batonOnTerminal = (baseUrl: string, ...args: string[]) =>
+  collect(
+    'script',
+    ['-qfec', [process.execPath, MAIN, ...args].map(shellQuote).join(' '), '/dev/null'],
+    baseUrl,
+  )
+
+/** An API process and a worker process on this file's services; `base` is the API's URL. */
+async function startBaton(
+  ctx: {
+    databaseUrl: string
+    redisUrl: string
+    queuePrefix: string
+    db: Parameters<typeof tenantKey>[0]
+  },
+  track: <T extends Closeable>(resource: T) => T,
+): Promise<{ base: string; close(): Promise<void> }> {
+  const { databaseUrl, redisUrl, queuePrefix } = ctx
+  const api = track(
+    await startServiceProcess('api', {
+      DATABASE_URL: databaseUrl,
+      REDIS_URL: redisUrl,
+      QUEUE_PREFIX: queuePrefix,
+      HOST: '127.0.0.1',
+      PORT: '0',
+      ADMIN_API_KEY,
+    }),
+  )
+  const worker = track(await startServiceProcess('worker', workerProcessEnv(ctx)))
+  // The ready line carries the address the API bound (PORT=0 picks a free port).
+  const base = /"address":"(http:\/\/[^"]+)"/.exec(api.output())?.[1]
+  if (base === undefined) throw new Error(`no address in the API's output:\n${api.output()}`)
+  KEYS.set(base, await tenantKey(ctx.db, 'default'))
+  return {
+    base,
+    async close() {
+      await worker.close()
+      await api.close()
+    },
+  }
+}
+
+/** Every test gets its own API and worker, closed after it (or earlier by the test). */
+export const cliTest = test.extend<{ stack: { base: string; close(): Promise<void> } }>({
+  stack: async ({ databaseUrl, redisUrl, queuePrefix, track, db }, use) => {
+    const stack = await startBaton({ databaseUrl, redisUrl, queuePrefix, db }, track)
+    await use(stack)
+    await stack.close()
+  },
+})
+
+export const UUID = '[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}'
+
+/**
+ * For tests that start `baton` a few dozen times: each start pays Node's startup, which on a busy
+ * machine alone can take a second.
+ */
+export const SLOW_CLI = { timeout: 120_000 } as const
+
+/** One failure path of a command: its arguments, the README's exit code, and what stderr says. */
+export interface ExitRow {
+  readonly args: readonly string[]
+  readonly code: number
+  readonly stderr: RegExp
+}
+
+/** Runs every row against the API at `baseUrl`: each exits with its code, says why, prints nothing. */
+export async function expectExits(baseUrl: string, rows: readonly ExitRow[]): Promise<void> {
+  for (const row of rows) {
+    const run = await baton(baseUrl, ...row.args)
+    const what = `baton ${row.args.join(' ')}\n${run.stderr}`
+    expect({ code: run.code, stdout: run.stdout }, what).toEqual({ code: row.code, stdout: '' })
+    expect(run.stderr, what).toMatch(row.stderr)
+  }
+}

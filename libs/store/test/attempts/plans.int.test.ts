@@ -1,0 +1,188 @@
+import { randomUUID } from 'node:crypto'
+import { sql } from 'kysely'
+import { describe, expect, test } from '@baton/testing'
+import { createDb, type Db } from '../../src/db.ts'
+import { readAttemptActivity } from '../../src/dashboard/attempt-activity.ts'
+import { acceptDelegations } from '../../src/attempts/accept-delegations.ts'
+import { claimAttempt, claimAttempts } from '../../src/attempts/claim-attempt.ts'
+import { commitTerminal, commitTerminals } from '../../src/attempts/commit-terminal.ts'
+import { getAttempts } from '../../src/attempts/get-attempt.ts'
+import { accept, done, scriptedDelegation } from '../support/attempts.ts'
+
+/**
+ * How Postgres planned the statements prepared on this one-connection pool whose text contains
+ * `marker`: a hot statement that gets a custom plan on every run pays its planning every time.
+ */
+async function plans(db: Db, marker: string): Promise<{ generic: number; custom: number }> {
+  const { rows } = await sql<{ generic: string; custom: string }>`
+    select coalesce(sum(generic_plans), 0) as generic, coalesce(sum(custom_plans), 0) as custom
+    from pg_prepared_statements where strpos(statement, ${marker}) > 0`.execute(db)
+  const [row] = rows
+  return { generic: Number(row?.generic), custom: Number(row?.custom) }
+}
+
+/** Postgres tries five custom plans before it compares them with the generic one. */
+const SETTLED = { generic: 7, custom: 5 }
+
+describe('hot ledger statements keep one generic plan', () => {
+  test('a read of one attempt', async ({ db, databaseUrl }) => {
+    const { attemptId } = await accept(db)
+    const reader = createDb({ connectionString: databaseUrl, maxConnections: 1 })
+    try {
+      for (let i = 0; i < 12; i++) {
+        expect((await getAttempts(reader, [attemptId])).get(attemptId)?.id).toBe(attemptId)
+      }
+      expect(await plans(reader, 'steer_sequence')).toEqual(SETTLED)
+    } finally {
+      await reader.destroy()
+    }
+  })
+
+  test('the accept of one delegation', async ({ databaseUrl }) => {
+    const api = createDb({ connectionString: databaseUrl, maxConnections: 1 })
+    try {
+      for (let i = 0; i < 12; i++) {
+        const input = scriptedDelegation(`plans-${i}`)
+        const [outcome] = await acceptDelegations(api, [input])
+        expect(outcome).toMatchObject({ kind: 'accepted', attemptId: input.attemptId })
+      }
+      expect(await plans(api, 'insert into attempts')).toEqual(SETTLED)
+    } finally {
+      await api.destroy()
+    }
+  })
+
+  test("a worker's claim and commit of one attempt, on a fresh ledger and on a settled one", async ({
+    db,
+    databaseUrl,
+  }) => {
+    // Fresh: never analysed, as a new deployment's first minute.
+    const fresh = await oneByOne(db, databaseUrl)
+    // Settled: thousands of finished attempts, few queued or running, analysed.
+    await finishedAttempts(db, 2_000)
+    await sql`analyze attempts`.execute(db)
+    const settled = await oneByOne(db, databaseUrl)
+    for (const { claim, commit } of [fresh, settled]) {
+      expect(claim.plans).toEqual(SETTLED)
+      expect(claim.generic).toContain('attempts_pkey')
+      expect(claim.generic).not.toContain('attempts_accepted_idx')
+      expect(commit.plans).toEqual(SETTLED)
+      expect(commit.generic).toContain('attempts_pkey')
+      // A scan of every running attempt per commit: what the statistics of few running make cheap.
+      expect(commit.generic).not.toContain('attempts_running_lease_idx')
+    }
+  })
+})
+
+/**
+ * Twelve attempts accepted, then claimed and committed one at a time by a worker's one-connection
+ * pool: how Postgres planned the claim and the commit, and the plan it keeps for each.
+ */
+async function oneByOne(db: Db, databaseUrl: string) {
+  const worker = createDb({ connectionString: databaseUrl, maxConnections: 1 })
+  try {
+    for (let i = 0; i < 12; i++) {
+      const { attemptId } = await accept(db)
+      const claim = await claimAttempt(worker, { attemptId, ownerId: 'w1', leaseTtlMs: 30_000 })
+      if (claim.kind !== 'claimed') throw new Error(`claim was ${claim.kind}`)
+      const outcome = await commitTerminal(worker, {
+        attemptId,
+        ownerId: 'w1',
+        ownerGeneration: claim.attempt.ownerGeneration,
+        result: done,
+      })
+      expect(outcome).toBe('committed')
+    }
+    return {
+      claim: await cachedPlan(worker, "set status = 'running'"),
+      commit: await cachedPlan(worker, "'committed', owner_id"),
+    }
+  } finally {
+    await worker.destroy()
+  }
+}
+
+/**
+ * How Postgres planned the one statement prepared on `pool` whose text contains `marker`, and the
+ * plan it keeps for it (`explain execute`, which shows the cached plan without running it).
+ */
+async function cachedPlan(pool: Db, marker: string) {
+  const planned = await plans(pool, marker)
+  const { rows } = await sql<{ name: string; types: string[] }>`
+    select name, parameter_types::text[] as types from pg_prepared_statements
+    where strpos(statement, ${marker}) > 0`.execute(pool)
+  const [statement, other] = rows
+  if (statement === undefined || other !== undefined) {
+    throw new Error(`expected one prepared statement containing ${marker}, found ${rows.length}`)
+  }
+  // Any values of the declared types will do: the plan is not run.
+  const values = statement.types.map((t) => {
+    const base = t.replace(/\[\]$/, '')
+    const value = base === 'uuid' ? randomUUID() : base === 'text' ? 'w1' : '1'
+    return base === t ? `'${value}'` : `'{${value}}'`
+  })
+  const explained = await sql<{ 'QUERY PLAN': string }>`${sql.raw(
+    `explain execute ${statement.name}(${values.join(', ')})`,
+  )}`.execute(pool)
+  return { plans: planned, generic: explained.rows.map((r) => r['QUERY PLAN']).join('\n') }
+}
+
+/** `count` attempts accepted, claimed and committed, a few hundred per statement. */
+async function finishedAttempts(db: Db, count: number): Promise<void> {
+  for (let made = 0; made < count; made += 500) {
+    const inputs = Array.from({ length: Math.min(500, count - made) }, (_, i) =>
+      scriptedDelegation(`finished-${made + i}`),
+    )
+    await acceptDelegations(db, inputs)
+    const ids = inputs.map((input) => input.attemptId)
+    const claims = await claimAttempts(db, { ownerId: 'w0', leaseTtlMs: 30_000, attemptIds: ids })
+    await commitTerminals(
+      db,
+      claims.map((c, i) => {
+        if (c.kind !== 'claimed') throw new Error(`claim was ${c.kind}`)
+        return {
+          attemptId: ids[i] as string,
+          ownerId: 'w0',
+          ownerGeneration: c.attempt.ownerGeneration,
+          result: done,
+        }
+      }),
+    )
+  }
+}
+
+describe('the dashboard reads the last hour by time, not by history', () => {
+  test("the per-minute activity finds the hour's terminals through their index", async ({
+    db,
+    databaseUrl,
+  }) => {
+    // A long history behind the window: thousands of attempts finished days ago, analysed.
+    await finishedAttempts(db, 2_000)
+    await sql`
+      update attempts set created_at = created_at - interval '3 days',
+                          started_at = started_at - interval '3 days',
+                          terminal_at = terminal_at - interval '3 days'
+      where status = 'terminal'`.execute(db)
+    await sql`analyze attempts`.execute(db)
+    let text = ''
+    const reader = createDb({
+      connectionString: databaseUrl,
+      maxConnections: 1,
+      onQuery: (statement) => {
+        text = statement
+      },
+    })
+    try {
+      await readAttemptActivity(reader, { minutes: 60 })
+    } finally {
+      await reader.destroy()
+    }
+    expect(text).toContain('with bounds as')
+    const explained = await sql<{ 'QUERY PLAN': string }>`explain ${sql.raw(text)}`.execute(db)
+    const plan = explained.rows.map((r) => r['QUERY PLAN']).join('\n')
+    expect(plan).toContain('attempts_terminal_at_idx')
+    expect(plan).toMatch(/Index Cond: \(terminal_at >= /)
+    // Queued and running attempts through their partial indexes; no attempt read by a scan.
+    expect(plan).not.toMatch(/Seq Scan on attempts/)
+  })
+})

@@ -1,0 +1,90 @@
+// Shared by the continuation store's integration tests; not exported.
+import { randomUUID } from 'node:crypto'
+import { sql } from 'kysely'
+import type { Db } from '../../src/db.ts'
+import { acceptDelegations } from '../../src/attempts/accept-delegations.ts'
+import { claimAttempt } from '../../src/attempts/claim-attempt.ts'
+import { commitTerminal } from '../../src/attempts/commit-terminal.ts'
+import type { TerminalResultInput } from '../../src/attempts/terminal-record.ts'
+import { createRun } from '../../src/runs/create-run.ts'
+
+export const NS = 'default'
+
+/** A fresh session with an active user run. */
+export async function sessionWithRun(db: Db): Promise<{ sessionId: string; runId: string }> {
+  const sessionId = `s-${randomUUID()}`
+  const runId = randomUUID()
+  const created = await createRun(db, { namespaceId: NS, sessionId, runId, consume: [] })
+  if (created.kind !== 'created') throw new Error(`run not created: ${created.kind}`)
+  return { sessionId, runId }
+}
+
+/** Accepts a delegation of `runId` in its session and claims it as `worker`. */
+export async function delegateFrom(
+  db: Db,
+  parent: { sessionId: string; runId: string },
+  metadata: Record<string, unknown> = { traceId: 'trace-1' },
+): Promise<{ attemptId: string; agentId: string; generation: number }> {
+  const attemptId = randomUUID()
+  const agentId = randomUUID()
+  const [outcome] = await acceptDelegations(db, [
+    {
+      namespaceId: NS,
+      sessionId: parent.sessionId,
+      name: 'scripted',
+      prompt: [{ type: 'text', text: 'work' }],
+      metadata,
+      attemptId,
+      newAgentId: agentId,
+      parentRunId: parent.runId,
+    },
+  ])
+  if (outcome?.kind !== 'accepted') throw new Error(`not accepted: ${outcome?.kind}`)
+  const claim = await claimAttempt(db, { attemptId, ownerId: 'worker', leaseTtlMs: 60_000 })
+  if (claim.kind !== 'claimed') throw new Error(`not claimed: ${claim.kind}`)
+  return { attemptId, agentId, generation: claim.attempt.ownerGeneration }
+}
+
+/** The worker's terminal commit of a claimed attempt. */
+export function finish(
+  db: Db,
+  attempt: { attemptId: string; generation: number },
+  result: TerminalResultInput = {
+    stopReason: 'completed',
+    output: 'result',
+    failureCategory: null,
+  },
+) {
+  return commitTerminal(db, {
+    attemptId: attempt.attemptId,
+    ownerId: 'worker',
+    ownerGeneration: attempt.generation,
+    result,
+  })
+}
+
+/** Every run of a session, as plain rows (for before/after comparisons). */
+export async function runsOf(db: Db, sessionId: string) {
+  const r = await sql<Record<string, unknown>>`
+    select * from runs where session_id = ${sessionId} order by created_at, id
+  `.execute(db)
+  return r.rows
+}
+
+export async function continuationRows(db: Db, attemptId: string) {
+  const r = await sql<Record<string, unknown>>`
+    select * from continuations where attempt_id = ${attemptId}
+  `.execute(db)
+  return r.rows
+}
+
+/** Moves a claimed continuation run's lease and claim deadline into the past. */
+export async function expireClaim(db: Db, runId: string): Promise<void> {
+  await sql`
+    update runs set lease_expires_at = now() - interval '1 second' where id = ${runId}::uuid
+  `.execute(db)
+  await sql`
+    update continuations set claim_deadline = now() - interval '1 second'
+    where consumer_run_id = ${runId}::uuid
+  `.execute(db)
+}

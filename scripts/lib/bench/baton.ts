@@ -1,0 +1,43 @@
+// Baton as the bench runs it: the real API and worker apps through `@baton/client`, on a migrated
+// database with one API key; after its submit-and-waits, its cancels and the ledger audit.
+import { createDb } from '@baton/store'
+import { auditLedger } from '@baton/testing/ledger-audit'
+import { spawnApp } from '@baton/testing/processes'
+import { issueDefaultKey, prepareDatabase } from '../services.ts'
+import { measureCancels } from './cancel.ts'
+import type { HttpSystem } from './http-system.ts'
+import { percentile } from './stats.ts'
+
+export const batonSystem: HttpSystem = {
+  name: 'baton',
+  ledger: { table: 'attempts', finished: 'terminal', finishedAt: 'terminal_at' },
+
+  async prepare(databaseUrl) {
+    await prepareDatabase(databaseUrl, { fresh: true })
+    return issueDefaultKey(databaseUrl, 'bench')
+  },
+
+  // Info-level logs, as Baton is deployed; no metrics endpoint, whose port the workers would share.
+  spawn: (role, name, env) =>
+    spawnApp(
+      role,
+      { ...env, LOG_LEVEL: 'info', METRICS_PORT: '0' },
+      { name: `baton-${name}`, outputLimit: 20_000 },
+    ),
+
+  async after({ client, databaseUrl, accepted, sequential }) {
+    const cancels = await measureCancels(client, Math.min(100, sequential), accepted)
+    const db = createDb({ connectionString: databaseUrl, maxConnections: 1 })
+    try {
+      const audit = await auditLedger(db, accepted)
+      return {
+        cancel_p50_ms: percentile(cancels, 50),
+        cancel_p99_ms: percentile(cancels, 99),
+        lost: audit.lost,
+        duplicates: audit.duplicates,
+      }
+    } finally {
+      await db.destroy()
+    }
+  },
+}

@@ -1,13 +1,11 @@
 // The execution around a child when things go wrong around it: a child that outlives its abort, a
 // dispose that hangs, a steering mark that fails just before the commit, a stop signal during
 // start-up, a store call that keeps failing while the attempt is cancelled.
-import { randomUUID } from 'node:crypto'
-import { Writable } from 'node:stream'
 import { sql } from 'kysely'
 import { createScriptedPromptProvider } from '@baton/agents'
-import { WORKER_READY_MESSAGE, createLogger } from '@baton/observability'
+import { WORKER_READY_MESSAGE } from '@baton/observability'
 import { createWorkerCommandPublisher } from '@baton/queue'
-import { getAttempt, recordSteering, requestCancel, type Db } from '@baton/store'
+import { getAttempt, recordSteering, requestCancel } from '@baton/store'
 import type { SubagentResult } from '@baton/subagents'
 import { describe, eventually, expect, startFaultProxy, test } from '@baton/testing'
 import { loadConfig } from '../src/config.ts'
@@ -18,45 +16,12 @@ import {
   acceptContinuation,
   childProvider,
   enqueue,
+  injectUpdateFault,
   startRuntime,
   untilTerminal,
 } from './support/worker-harness.ts'
 import { DISPOSE_TIMEOUT_MS } from '../src/processors/run-child.ts'
-
-/** A logger whose lines (parsed) the test reads. */
-function capturedLogger() {
-  const lines: Record<string, unknown>[] = []
-  const destination = new Writable({
-    write(chunk: Buffer, _encoding, done) {
-      for (const line of chunk.toString().split('\n'))
-        if (line.trim() !== '') lines.push(JSON.parse(line) as Record<string, unknown>)
-      done()
-    },
-  })
-  return { logger: createLogger({ service: 'test', level: 'info', destination }), lines }
-}
-
-/** A trigger that makes the first `times` delivery marks of an attempt's messages fail (40001). */
-async function failMarks(db: Db, attemptId: string, times: number) {
-  const name = `mark_fault_${randomUUID().replaceAll('-', '')}`
-  await sql
-    .raw(
-      `create sequence ${name}_hits;
-       create function ${name}() returns trigger language plpgsql as $$
-       begin
-         if new.attempt_id = '${attemptId}' and nextval('${name}_hits') <= ${times} then
-           raise exception 'injected fault' using errcode = '40001';
-         end if;
-         return new;
-       end $$;
-       create trigger ${name} before update on attempt_messages for each row execute function ${name}();`,
-    )
-    .execute(db)
-  return {
-    remove: () =>
-      sql.raw(`drop trigger ${name} on attempt_messages; drop function ${name}();`).execute(db),
-  }
-}
+import { capturedLogger } from './support/captured-logger.ts'
 
 describe('faults around an execution', () => {
   test('a child that ignores its abort after its lease was confirmed lost keeps its slot until it returns', async ({
@@ -168,7 +133,12 @@ describe('faults around an execution', () => {
       await eventually(async () =>
         (await getAttempt(db, attemptId))?.status === 'running' ? true : undefined,
       )
-      const fault = await failMarks(db, attemptId, 5)
+      const fault = await injectUpdateFault(db, {
+        attemptId,
+        on: 'mark',
+        sqlstate: '40001',
+        times: 5,
+      })
       await recordSteering(db, { attemptId, content: [{ type: 'text', text: 'last' }] })
       await publisher.publish({ eventName: 'steer', attemptId })
       expect(await untilTerminal(db, attemptId)).toMatchObject({

@@ -82,6 +82,28 @@ async function expectKept(h: Harness, attemptId: string, prompt: string, output:
   expect(h.child.starts(prompt)).toBe(1)
 }
 
+/**
+ * One attempt per failover code, each with the first `times` updates of `point` failing with it:
+ * every one is kept (and the trigger was hit as often as it was told to fail).
+ */
+async function throughEveryCode(
+  h: Harness,
+  point: 'claim' | 'renewal' | 'terminal',
+  times: number,
+  delayMs = 0,
+): Promise<void> {
+  for (const code of FAILOVER_CODES) {
+    const output = `${point}-${code}-${randomUUID()}`
+    const prompt = witnessedPrompt(output, delayMs)
+    const attemptId = await accept(h.db, prompt)
+    const fault = await injectUpdateFault(h.db, { attemptId, on: point, sqlstate: code, times })
+    await enqueue(h.ctx, attemptId)
+    await expectKept(h, attemptId, prompt, output)
+    expect(await fault.hits(), code).toBeGreaterThanOrEqual(times)
+    await fault.remove()
+  }
+}
+
 async function heartbeatAt(db: Db, attemptId: string): Promise<number> {
   const r = await sql<{ at: Date | null }>`
     select heartbeat_at as at from attempts where id = ${attemptId}
@@ -99,21 +121,7 @@ describe('failover codes and connection resets at every point a worker writes', 
   }) => {
     const h = await harness({ db, databaseUrl, redisUrl, queuePrefix, track })
     try {
-      for (const code of FAILOVER_CODES) {
-        const output = `claim-${code}-${randomUUID()}`
-        const prompt = witnessedPrompt(output)
-        const attemptId = await accept(db, prompt)
-        const fault = await injectUpdateFault(db, {
-          attemptId,
-          on: 'claim',
-          sqlstate: code,
-          times: 1,
-        })
-        await enqueue(h.ctx, attemptId)
-        await expectKept(h, attemptId, prompt, output)
-        expect(await fault.hits(), code).toBeGreaterThanOrEqual(1)
-        await fault.remove()
-      }
+      await throughEveryCode(h, 'claim', 1)
       // The claim applied, its answer lost to a reset connection.
       const output = `claim-reset-${randomUUID()}`
       const prompt = witnessedPrompt(output)
@@ -140,21 +148,7 @@ describe('failover codes and connection resets at every point a worker writes', 
   }) => {
     const h = await harness({ db, databaseUrl, redisUrl, queuePrefix, track })
     try {
-      for (const code of FAILOVER_CODES) {
-        const output = `beat-${code}-${randomUUID()}`
-        const prompt = witnessedPrompt(output, 1_500)
-        const attemptId = await accept(db, prompt)
-        const fault = await injectUpdateFault(db, {
-          attemptId,
-          on: 'renewal',
-          sqlstate: code,
-          times: 2,
-        })
-        await enqueue(h.ctx, attemptId)
-        await expectKept(h, attemptId, prompt, output)
-        expect(await fault.hits(), code).toBeGreaterThanOrEqual(2)
-        await fault.remove()
-      }
+      await throughEveryCode(h, 'renewal', 2, 1_500)
       // A renewal applied, its answer lost to a reset connection.
       const output = `beat-reset-${randomUUID()}`
       const prompt = witnessedPrompt(output, 2_000)
@@ -180,22 +174,8 @@ describe('failover codes and connection resets at every point a worker writes', 
   }) => {
     const h = await harness({ db, databaseUrl, redisUrl, queuePrefix, track })
     try {
-      for (const code of FAILOVER_CODES) {
-        const output = `commit-${code}-${randomUUID()}`
-        const prompt = witnessedPrompt(output)
-        const attemptId = await accept(db, prompt)
-        // More failures than an unexpected error is tried: only a transient one keeps the result.
-        const fault = await injectUpdateFault(db, {
-          attemptId,
-          on: 'terminal',
-          sqlstate: code,
-          times: 4,
-        })
-        await enqueue(h.ctx, attemptId)
-        await expectKept(h, attemptId, prompt, output)
-        expect(await fault.hits(), code).toBeGreaterThanOrEqual(4)
-        await fault.remove()
-      }
+      // More failures than an unexpected error is tried: only a transient one keeps the result.
+      await throughEveryCode(h, 'terminal', 4)
       // The commit applied, its answer lost to a reset connection: only the commit carries the
       // child's output to the ledger.
       const output = `commit-reset-${randomUUID()}`

@@ -135,29 +135,50 @@ async function expectLeasedRuns(db: Db, fleet: Fleet, load: Load): Promise<void>
   expect(violations).toEqual([])
 }
 
+/**
+ * A fleet under load whose Postgres stalls (`existingOnly`: only the connections open then) for
+ * `stallMs` once ten children run; resolves once every attempt of the load ended, with the
+ * attempts' endings. The caller checks, then closes.
+ */
+async function stallUnderLoad(
+  ctx: WorkerTestContext & { readonly db: Db },
+  stall: { readonly ms: number; readonly existingOnly: boolean },
+) {
+  const fleet = await startFleet(ctx)
+  const load = startLoad(ctx, 150)
+  const close = async (): Promise<void> => {
+    await load.stop()
+    await fleet.close()
+  }
+  try {
+    await eventually(async () => (fleet.child.running() >= 10 ? true : undefined))
+    const stalledAt = Date.now()
+    fleet.proxy.stall({ existingOnly: stall.existingOnly })
+    await sleep(stall.ms)
+    fleet.proxy.resume()
+    await load.stop()
+    await allTerminal(ctx.db, load)
+    const ended = await endings(ctx.db, load.attempts.keys())
+    return { fleet, load, stalledAt, ended, close }
+  } catch (error) {
+    await close()
+    throw error
+  }
+}
+
 describe('a Postgres that stalls under load', () => {
   test(
     'every open connection stops answering for 30 s: leases are renewed, and every child that finished commits its result',
     { timeout: 180_000 },
     async ({ db, databaseUrl, redisUrl, queuePrefix, track }) => {
       const ctx = { db, databaseUrl, redisUrl, queuePrefix, track }
-      const fleet = await startFleet(ctx)
-      const load = startLoad(ctx, 150)
+      const run = await stallUnderLoad(ctx, { ms: 30_000, existingOnly: true })
       try {
-        await eventually(async () => (fleet.child.running() >= 10 ? true : undefined))
-        fleet.proxy.stall({ existingOnly: true })
-        await sleep(30_000)
-        fleet.proxy.resume()
-        await load.stop()
-        await allTerminal(db, load)
-
-        const ended = await endings(db, load.attempts.keys())
-        expect(ended.filter((a) => a.failure_category !== null)).toEqual([])
-        expect(ended.every((a) => a.stop_reason === 'completed')).toBe(true)
-        await expectLeasedRuns(db, fleet, load)
+        expect(run.ended.filter((a) => a.failure_category !== null)).toEqual([])
+        expect(run.ended.every((a) => a.stop_reason === 'completed')).toBe(true)
+        await expectLeasedRuns(db, run.fleet, run.load)
       } finally {
-        await load.stop()
-        await fleet.close()
+        await run.close()
       }
     },
   )
@@ -167,29 +188,18 @@ describe('a Postgres that stalls under load', () => {
     { timeout: 180_000 },
     async ({ db, databaseUrl, redisUrl, queuePrefix, track }) => {
       const ctx = { db, databaseUrl, redisUrl, queuePrefix, track }
-      const fleet = await startFleet(ctx)
-      const load = startLoad(ctx, 150)
+      const run = await stallUnderLoad(ctx, { ms: LEASE_TTL_MS * 3, existingOnly: false })
       try {
-        await eventually(async () => (fleet.child.running() >= 10 ? true : undefined))
-        const stalledAt = Date.now()
-        fleet.proxy.stall()
-        await sleep(LEASE_TTL_MS * 3)
-        fleet.proxy.resume()
-        await load.stop()
-        await allTerminal(db, load)
-
-        const ended = await endings(db, load.attempts.keys())
-        expect(ended.filter((a) => a.failure_category === 'store_fault')).toEqual([])
+        expect(run.ended.filter((a) => a.failure_category === 'store_fault')).toEqual([])
         // Only a child that ended while no commit could reach the ledger ends as process loss.
-        for (const attempt of ended.filter((a) => a.failure_category === 'process_lost')) {
-          const prompt = load.attempts.get(attempt.id) ?? ''
-          const run = fleet.child.runs.get(prompt)?.[0]
-          expect(run?.endedAt, attempt.id).toBeGreaterThanOrEqual(stalledAt)
+        for (const attempt of run.ended.filter((a) => a.failure_category === 'process_lost')) {
+          const prompt = run.load.attempts.get(attempt.id) ?? ''
+          const ran = run.fleet.child.runs.get(prompt)?.[0]
+          expect(ran?.endedAt, attempt.id).toBeGreaterThanOrEqual(run.stalledAt)
         }
-        await expectLeasedRuns(db, fleet, load)
+        await expectLeasedRuns(db, run.fleet, run.load)
       } finally {
-        await load.stop()
-        await fleet.close()
+        await run.close()
       }
     },
   )

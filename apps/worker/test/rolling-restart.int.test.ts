@@ -53,7 +53,7 @@ describe('a rolling restart of every worker under load', () => {
       )
       const workers: ServiceProcess[] = []
       for (let i = 0; i < WORKERS; i += 1)
-        workers.push(track(await startServiceProcess('worker', env)))
+        workers.push(track(await startServiceProcess('worker', env, { timeoutMs: 60_000 })))
       const attempts = new Map<string, string>()
       let submitting = true
       const load = (async () => {
@@ -77,7 +77,7 @@ describe('a rolling restart of every worker under load', () => {
           const old = workers[i]
           await old?.close(30_000)
           expect(await old?.exited).toBe(0)
-          workers[i] = track(await startServiceProcess('worker', env))
+          workers[i] = track(await startServiceProcess('worker', env, { timeoutMs: 60_000 }))
         }
         submitting = false
         await load

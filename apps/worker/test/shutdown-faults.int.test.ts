@@ -2,24 +2,69 @@
 // goes back to the queue (never ends `shutdown`), and with Postgres and Redis both unanswering a
 // checked shutdown still ends at its deadline, saying what it left.
 import { randomUUID } from 'node:crypto'
-import { Writable } from 'node:stream'
-import { createLogger } from '@baton/observability'
-import { describe, expect, startFaultProxy, test, transitionEvents } from '@baton/testing'
+import {
+  describe,
+  eventually,
+  expect,
+  startFaultProxy,
+  test,
+  transitionEvents,
+} from '@baton/testing'
+import type { WorkerRuntime } from '../src/runtime.ts'
 import { SHUTDOWN_OVERRUN_MARGIN_MS, ShutdownDeadlineError } from '../src/shutdown.ts'
-import { accept, enqueue, startRuntime, untilTerminal } from './support/worker-harness.ts'
-import { witnessedChild, witnessedPrompt } from './support/witnessed-child.ts'
+import {
+  accept,
+  enqueue,
+  startRuntime,
+  untilTerminal,
+  type WorkerTestContext,
+} from './support/worker-harness.ts'
+import { capturedLogger } from './support/captured-logger.ts'
+import { witnessedChild, witnessedPrompt, type WitnessedChild } from './support/witnessed-child.ts'
 
-/** A logger whose lines (parsed) the test reads. */
-function capturedLogger() {
-  const lines: Record<string, unknown>[] = []
-  const destination = new Writable({
-    write(chunk: Buffer, _encoding, done) {
-      for (const line of chunk.toString().split('\n'))
-        if (line.trim() !== '') lines.push(JSON.parse(line) as Record<string, unknown>)
-      done()
+const DEADLINE_MS = 2_000
+
+/** A worker that reaches Postgres and Redis through fault proxies, its log lines captured. */
+async function behindProxies(
+  ctx: WorkerTestContext,
+  child: WitnessedChild,
+  env: Record<string, string> = {},
+) {
+  const pg = ctx.track(await startFaultProxy(ctx.databaseUrl))
+  const redis = ctx.track(await startFaultProxy(ctx.redisUrl))
+  const { logger, lines } = capturedLogger()
+  const runtime = await startRuntime(
+    { ...ctx, databaseUrl: pg.url, redisUrl: redis.url },
+    child.provider,
+    env,
+    { logger },
+  )
+  return {
+    runtime,
+    lines,
+    stallBoth() {
+      pg.stall()
+      redis.stall()
     },
-  })
-  return { logger: createLogger({ service: 'test', level: 'info', destination }), lines }
+    /** Both answer again; the shutdown is completed; the proxies close. */
+    async close() {
+      pg.resume()
+      redis.resume()
+      await runtime.shutdownChecked(20_000)
+      await pg.close()
+      await redis.close()
+    },
+  }
+}
+
+/** A checked shutdown of `DEADLINE_MS`: how long it took, and how it ended. */
+async function timedShutdown(runtime: WorkerRuntime) {
+  const started = performance.now()
+  const outcome = await runtime.shutdownChecked(DEADLINE_MS).then(
+    () => 'stopped' as const,
+    (error: unknown) => error,
+  )
+  return { elapsedMs: performance.now() - started, outcome }
 }
 
 describe('shutdown under dependency faults', () => {
@@ -70,30 +115,17 @@ describe('shutdown under dependency faults', () => {
     queuePrefix,
     track,
   }) => {
-    const pg = track(await startFaultProxy(databaseUrl))
-    const redis = track(await startFaultProxy(redisUrl))
-    const { logger, lines } = capturedLogger()
-    const runtime = await startRuntime(
-      { databaseUrl: pg.url, redisUrl: redis.url, queuePrefix, track },
-      witnessedChild().provider,
-      {},
-      { logger },
-    )
-    pg.stall()
-    redis.stall()
-    const deadlineMs = 2_000
-    const started = performance.now()
-    await runtime.shutdownChecked(deadlineMs)
-    expect(performance.now() - started).toBeLessThan(deadlineMs + SHUTDOWN_OVERRUN_MARGIN_MS)
-    expect(runtime.isStopped()).toBe(true)
-    const stoppedLine = lines.find((l) =>
+    const h = await behindProxies({ databaseUrl, redisUrl, queuePrefix, track }, witnessedChild())
+    h.stallBoth()
+    const { elapsedMs, outcome } = await timedShutdown(h.runtime)
+    expect(elapsedMs).toBeLessThan(DEADLINE_MS + SHUTDOWN_OVERRUN_MARGIN_MS)
+    expect(outcome).toBe('stopped')
+    expect(h.runtime.isStopped()).toBe(true)
+    const stopped = h.lines.find((l) =>
       String(l.msg).startsWith('worker stopped at its shutdown deadline'),
     )
-    expect(stoppedLine?.left).toEqual(expect.arrayContaining([expect.any(String)]))
-    pg.resume()
-    redis.resume()
-    await pg.close()
-    await redis.close()
+    expect(stopped?.left).toEqual(expect.arrayContaining([expect.any(String)]))
+    await h.close()
   })
 
   test('Postgres and Redis both unanswering: a worker with a running child gives up at its deadline, keeps ownership, and names the attempts it holds', async ({
@@ -103,41 +135,27 @@ describe('shutdown under dependency faults', () => {
     queuePrefix,
     track,
   }) => {
-    const pg = track(await startFaultProxy(databaseUrl))
-    const redis = track(await startFaultProxy(redisUrl))
-    const { logger, lines } = capturedLogger()
     const child = witnessedChild()
     // A lease that outlives the stall: the aborted child's result still lands afterwards.
-    const runtime = await startRuntime(
-      { databaseUrl: pg.url, redisUrl: redis.url, queuePrefix, track },
-      child.provider,
-      { LEASE_TTL_MS: '20000', HEARTBEAT_INTERVAL_MS: '1000' },
-      { logger },
-    )
+    const h = await behindProxies({ databaseUrl, redisUrl, queuePrefix, track }, child, {
+      LEASE_TTL_MS: '20000',
+      HEARTBEAT_INTERVAL_MS: '1000',
+    })
     const prompt = witnessedPrompt(`running-${randomUUID()}`, 600_000)
     const attemptId = await accept(db, prompt)
     await enqueue({ redisUrl, queuePrefix }, attemptId)
-    for (let i = 0; i < 400 && child.starts(prompt) === 0; i += 1)
-      await new Promise((r) => setTimeout(r, 25))
-    expect(child.starts(prompt)).toBe(1)
-    pg.stall()
-    redis.stall()
-    const deadlineMs = 2_000
-    const started = performance.now()
-    const outcome = await runtime.shutdownChecked(deadlineMs).catch((error: unknown) => error)
-    expect(performance.now() - started).toBeLessThan(deadlineMs + SHUTDOWN_OVERRUN_MARGIN_MS)
+    await eventually(async () => (child.starts(prompt) === 1 ? true : undefined))
+    h.stallBoth()
+    const { elapsedMs, outcome } = await timedShutdown(h.runtime)
+    expect(elapsedMs).toBeLessThan(DEADLINE_MS + SHUTDOWN_OVERRUN_MARGIN_MS)
     expect(outcome).toBeInstanceOf(ShutdownDeadlineError)
-    const gaveUp = lines.find((l) => String(l.msg).startsWith('shutdown deadline passed'))
+    const gaveUp = h.lines.find((l) => String(l.msg).startsWith('shutdown deadline passed'))
     expect(gaveUp?.attempts).toEqual([attemptId])
     // Once the dependencies answer again, a second call finishes the drain: the child was aborted.
-    pg.resume()
-    redis.resume()
-    await runtime.shutdownChecked(20_000)
+    await h.close()
     expect(await untilTerminal(db, attemptId)).toMatchObject({
       stopReason: 'aborted',
       failureCategory: 'shutdown',
     })
-    await pg.close()
-    await redis.close()
   })
 })

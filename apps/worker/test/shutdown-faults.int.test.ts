@@ -78,9 +78,12 @@ describe('shutdown under dependency faults', () => {
     }) => {
       const proxy = track(await startFaultProxy(databaseUrl))
       const child = witnessedChild()
+      // A claim whose answer was lost is renewed by nobody: its lease outlasts a busy machine's
+      // way to the hand-back.
       const stopping = await startRuntime(
         { databaseUrl: proxy.url, redisUrl, queuePrefix, track },
         child.provider,
+        { LEASE_TTL_MS: '15000', HEARTBEAT_INTERVAL_MS: '1000' },
       )
       const prompt = witnessedPrompt(`handed-back-${randomUUID()}`)
       const attemptId = await accept(db, prompt)

@@ -7,7 +7,11 @@ export interface OwnedExecution {
   readonly attemptId: string
   readonly ownerGeneration: number
   readonly signal: AbortSignal
-  /** Set once a heartbeat confirmed the lease is gone: write nothing more. */
+  /**
+   * Set once the lease is gone, or given up: a heartbeat confirmed its loss, or it went unconfirmed
+   * for so long that it may have expired. Write nothing more; the reconciler records the loss once
+   * the lease has expired.
+   */
   readonly lost: boolean
   /**
    * Resolves when `lost` is set. The processor stops waiting for the child then: a child that
@@ -122,10 +126,11 @@ class HeldExecution implements OwnedExecution {
  * hung connection or a pool busy with commits never delays a renewal (see the runtime).
  *
  * Unconfirmed for too long, a lease may be expiring: when the lease the ledger last confirmed
- * (from when that renewal or claim was sent) could expire before the next beat, the child is
- * aborted (`lease_lost`) though nothing confirmed the loss yet, so that no child runs past its
- * lease for more than the time it takes to stop. Its result is still committed if the ledger lets
- * it (a commit's own fence decides).
+ * (from when that renewal or claim was sent) could expire before the next beat, the execution is
+ * given up as lost and its child aborted (`lease_lost`), though nothing confirmed the loss yet, so
+ * that no child runs past its lease for more than the time it takes to stop. It is renewed no
+ * more and writes nothing (a child that never started is handed back if the ledger still lets it):
+ * once the lease expires, the reconciler records the process loss, as for a vanished worker.
  */
 export function createLeaseKeeper(deps: {
   db: Db
@@ -200,14 +205,16 @@ export function createLeaseKeeper(deps: {
   /** Aborts the children whose confirmed lease could expire before the next beat. */
   function abortUnconfirmed(now: number): void {
     for (const execution of owned.values()) {
-      if (execution.lost || execution.committing || execution.signal.aborted) continue
+      if (execution.lost || execution.committing) continue
       const unconfirmedMs = now - execution.confirmedAt
       if (unconfirmedMs + deps.heartbeatIntervalMs < deps.leaseTtlMs) continue
       deps.logger.warn(
         { attemptId: execution.attemptId, unconfirmedMs },
-        'lease unconfirmed for too long; aborting child',
+        'lease unconfirmed for too long; giving it up and aborting child',
       )
+      execution.markLost()
       execution.abort('lease_lost')
+      deps.metrics?.leaseLosses.inc()
     }
   }
 

@@ -176,12 +176,8 @@ async function claimAndRun(
       () => loadHistory(deps, execution, claim.attempt),
       execution.signal,
     )
-    if (history === undefined || execution.lost) {
-      log.warn('lease lost before the child started; writing nothing')
-      return undefined
-    }
     // Stopping (or unsure of its lease) before the child started: nothing ran, nothing to record;
-    // the claim is handed back for the next worker.
+    // the claim is handed back for the next worker (the ledger refuses it if the lease is gone).
     const handBack = async (): Promise<typeof HAND_BACK | undefined> => {
       const released = await releaseClaim(
         deps,
@@ -193,6 +189,10 @@ async function claimAndRun(
     }
     const before = stopCause(execution.signal)
     if (before === 'shutdown' || before === 'lease_lost') return handBack()
+    if (history === undefined || execution.lost) {
+      log.warn('lease lost before the child started; writing nothing')
+      return undefined
+    }
     let result: TerminalResultInput | typeof LOST | typeof NOT_STARTED
     if (history === STORE_FAULT) result = storeFaultResult()
     else if (history === ABORTED || execution.signal.aborted)
@@ -217,7 +217,8 @@ async function claimAndRun(
         // returns, instead of running on untracked.
         active?.markLost()
         log.warn('lease lost during execution; writing nothing')
-        await child.catch(() => undefined)
+        // A start aborted before its run was ready ran nothing: handed back if the ledger lets it.
+        if ((await child.catch(() => undefined)) === NOT_STARTED) return handBack()
         return undefined
       }
       if (result === NOT_STARTED) {

@@ -4,6 +4,7 @@ import pg from 'pg'
 import { inject, test as base } from 'vitest'
 import { createDb, type Db } from '@baton/store'
 import { withDatabase } from './global-setup.ts'
+import { startStack, type BatonStack, type StartBaton } from './stack.ts'
 
 /** Anything a test opens that must be closed before the test ends. */
 export interface Closeable {
@@ -25,6 +26,11 @@ export interface ServiceFixtures {
   track: <T extends Closeable>(resource: T) => T
   /** A tracked ioredis connection. */
   redis: () => Redis
+  /**
+   * Starts a Baton on this test's services: the API and workers as processes (see `startStack`),
+   * every one tracked and all stopped after the test, workers first.
+   */
+  baton: StartBaton
 }
 
 interface FileFixtures {
@@ -106,6 +112,16 @@ export const test = base.extend<FileFixtures & ServiceFixtures>({
         connection,
       }).connection
     })
+  },
+  baton: async ({ databaseUrl, redisUrl, queuePrefix, db, track }, use) => {
+    const stacks: BatonStack[] = []
+    const start = async (options?: Parameters<typeof startStack>[1]) => {
+      const stack = await startStack({ databaseUrl, redisUrl, queuePrefix, db, track }, options)
+      stacks.push(stack)
+      return stack
+    }
+    await use(start)
+    for (const stack of stacks.reverse()) await stack.close()
   },
 })
 

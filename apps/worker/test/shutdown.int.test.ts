@@ -2,7 +2,7 @@
 import { sql } from 'kysely'
 import { claimAttempt, getAttempt, requestCancel, type Db } from '@baton/store'
 import type { SubagentResult } from '@baton/subagents'
-import { describe, eventually, expect, test } from '@baton/testing'
+import { describe, expect, test, untilAttempt } from '@baton/testing'
 import { ShutdownDeadlineError } from '../src/shutdown.ts'
 import {
   accept,
@@ -31,7 +31,7 @@ async function runningStubborn(ctx: WorkerTestContext & { readonly db: Db }) {
   const runtime = await startRuntime(ctx, child.provider)
   const attemptId = await accept(ctx.db, 'first')
   await enqueue(ctx, attemptId)
-  await eventually(async () => ((await status(ctx.db, attemptId)) === 'running' ? true : undefined))
+  await untilAttempt(ctx.db, attemptId, 'running')
   return { child, runtime, attemptId }
 }
 

@@ -11,7 +11,7 @@ import {
 } from '@baton/queue'
 import { getAttempt, recordSteering, toAttemptView } from '@baton/store'
 import { NO_START_CAPABILITIES, type SubagentProvider, type SubagentResult } from '@baton/subagents'
-import { describe, eventually, expect, test, transitionEvents } from '@baton/testing'
+import { describe, eventually, expect, test, transitionEvents, untilAttempt } from '@baton/testing'
 import { LEDGER_NOT_MAINTAINED_MESSAGE } from '../src/runtime.ts'
 import { ShutdownCancelledError, ShutdownDeadlineError } from '../src/shutdown.ts'
 import { createScriptedPromptProvider } from '@baton/agents'
@@ -155,9 +155,7 @@ describe('worker', () => {
     const runtime = await startRuntime(ctx, provider, { RECONCILE_INTERVAL_MS: '600000' })
     const attemptId = await accept(ctx.db, '{"hang":true}')
     await enqueue(ctx, attemptId)
-    await eventually(async () =>
-      (await getAttempt(ctx.db, attemptId))?.status === 'running' ? true : undefined,
-    )
+    await untilAttempt(ctx.db, attemptId, 'running')
     // The owner stalls past its lease: on the database clock, its lease is now over.
     await sql`update attempts set lease_expires_at = now() - interval '1 second' where id = ${attemptId}`.execute(
       ctx.db,
@@ -244,9 +242,7 @@ describe('worker', () => {
     const runtime = await startRuntime(ctx, createScriptedPromptProvider())
     const attemptId = await accept(ctx.db, '{"awaitSteering":3}')
     await enqueue(ctx, attemptId)
-    await eventually(async () =>
-      (await getAttempt(ctx.db, attemptId))?.status === 'running' ? true : undefined,
-    )
+    await untilAttempt(ctx.db, attemptId, 'running')
     // Recorded in the ledger only: no steer event is published, so only heartbeats can find them.
     for (const text of ['one', 'two', 'three']) {
       await recordSteering(ctx.db, { attemptId, content: [{ type: 'text', text }] })
@@ -360,9 +356,7 @@ describe('worker', () => {
     try {
       const attemptId = await accept(ctx.db, '{"awaitSteering":1}')
       await enqueue(ctx, attemptId)
-      await eventually(async () =>
-        (await getAttempt(ctx.db, attemptId))?.status === 'running' ? true : undefined,
-      )
+      await untilAttempt(ctx.db, attemptId, 'running')
       await recordSteering(ctx.db, { attemptId, content: [{ type: 'text', text: 'last' }] })
       // Another session holds the message row, so the delivery's mark waits for it.
       await blocker.query('begin')
@@ -420,9 +414,7 @@ describe('worker', () => {
     try {
       const attemptId = await accept(ctx.db, '{"awaitSteering":1}')
       await queue.add('attempt', { attemptId }, { jobId: attemptId })
-      await eventually(async () =>
-        (await getAttempt(ctx.db, attemptId))?.status === 'running' ? true : undefined,
-      )
+      await untilAttempt(ctx.db, attemptId, 'running')
       const redelivered = `${attemptId}-redelivered`
       await queue.add('attempt', { attemptId }, { jobId: redelivered })
       await eventually(async () =>
@@ -479,9 +471,7 @@ describe('worker', () => {
     const runtime = await startRuntime(ctx, stubborn)
     const attemptId = await accept(ctx.db, 'anything')
     await enqueue(ctx, attemptId)
-    await eventually(async () =>
-      (await getAttempt(ctx.db, attemptId))?.status === 'running' ? true : undefined,
-    )
+    await untilAttempt(ctx.db, attemptId, 'running')
     const first = await runtime.shutdownChecked(100).then(
       () => 'resolved',
       (error: unknown) => error,

@@ -108,8 +108,7 @@ describe('the OpenAPI document is the contract', () => {
   test(
     'every documented operation answers only documented statuses, bodies, content types and headers; every operation and every reachable status is exercised',
     { timeout: 180_000 },
-    async ({ baton, databaseUrl, redisUrl, queuePrefix, db }) => {
-      const ctx = { databaseUrl, redisUrl, queuePrefix }
+    async ({ services: ctx, baton, db }) => {
       const harness = await baton({ apiEnv: { ADMIN_API_KEY: ADMIN_KEY } })
       const limited = await baton({
         workers: 0,

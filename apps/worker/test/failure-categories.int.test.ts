@@ -191,13 +191,11 @@ describe('failure categories stored from a provider and from the worker', () => 
   })
 
   test('an aborted child stores the category of the reason the worker aborted it with: cancel, shutdown, lease loss', async ({
+    services: ctx,
     db,
-    databaseUrl,
     redisUrl,
     queuePrefix,
-    track,
   }) => {
-    const ctx = { databaseUrl, redisUrl, queuePrefix, track }
     // Reconciler effectively off: only the lease-loss step below may record process loss.
     const runtime = await startRuntime(ctx, declaringProvider(), {
       RECONCILE_INTERVAL_MS: '600000',

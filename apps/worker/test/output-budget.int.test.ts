@@ -73,13 +73,9 @@ describe('output memory budget', () => {
   })
 
   test('a child that reserved nothing is held when it returns: an output beyond the budget ends output_budget_exceeded, and none of it is stored', async ({
+    services: ctx,
     db,
-    databaseUrl,
-    redisUrl,
-    queuePrefix,
-    track,
   }) => {
-    const ctx = { databaseUrl, redisUrl, queuePrefix, track }
     // Like a model's answer: the size is known only once the child returns it.
     const provider = childProvider((request) => {
       const text = request.prompt.map((b) => b.text).join('')

@@ -26,12 +26,19 @@ export interface ServiceFixtures {
   track: <T extends Closeable>(resource: T) => T
   /** A tracked ioredis connection. */
   redis: () => Redis
+  /** The fixtures above in one object, as the harnesses that start Baton's parts take them. */
+  services: Services
   /**
    * Starts a Baton on this test's services: the API and workers as processes (see `startStack`),
    * every one tracked and all stopped after the test, workers first.
    */
   baton: StartBaton
 }
+
+export type Services = Pick<
+  ServiceFixtures,
+  'databaseUrl' | 'db' | 'redisUrl' | 'queuePrefix' | 'track' | 'redis'
+>
 
 interface FileFixtures {
   fileDatabase: { url: string; db: Db }
@@ -113,10 +120,12 @@ export const test = base.extend<FileFixtures & ServiceFixtures>({
       }).connection
     })
   },
-  baton: async ({ databaseUrl, redisUrl, queuePrefix, db, track }, use) => {
+  services: async ({ databaseUrl, db, redisUrl, queuePrefix, track, redis }, use) =>
+    use({ databaseUrl, db, redisUrl, queuePrefix, track, redis }),
+  baton: async ({ services }, use) => {
     const stacks: BatonStack[] = []
     const start = async (options?: Parameters<typeof startStack>[1]) => {
-      const stack = await startStack({ databaseUrl, redisUrl, queuePrefix, db, track }, options)
+      const stack = await startStack(services, options)
       stacks.push(stack)
       return stack
     }

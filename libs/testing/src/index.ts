@@ -1,5 +1,5 @@
 export { test, describe, expect } from './fixtures.ts'
-export type { Closeable, ServiceFixtures } from './fixtures.ts'
+export type { Closeable, ServiceFixtures, Services } from './fixtures.ts'
 export { eventually } from './eventually.ts'
 export {
   READY_MESSAGES,

@@ -49,11 +49,11 @@ export interface ApiFixtures {
 }
 
 export const apiTest = test.extend<ApiFixtures>({
-  inProcessApi: async ({ databaseUrl, redisUrl, queuePrefix, track }, use) => {
+  inProcessApi: async ({ services }, use) => {
     const started: ApiProcess[] = []
     await use(async (extraEnv, options) => {
-      const harness = await startApi({ databaseUrl, redisUrl, queuePrefix }, extraEnv, options)
-      started.push(track(harness.api))
+      const harness = await startApi(services, extraEnv, options)
+      started.push(services.track(harness.api))
       return harness
     })
     for (const api of started) if (!api.isClosed()) await api.close()

@@ -71,8 +71,7 @@ describe('batched liveness across a fleet', () => {
   test(
     `${WORKERS} workers holding ${PER_WORKER} leases each renew them with one statement per interval, and claim and commit in batches`,
     { timeout: 120_000 },
-    async ({ db, databaseUrl, redisUrl, queuePrefix, track }) => {
-      const ctx = { databaseUrl, redisUrl, queuePrefix, track }
+    async ({ services: ctx, db }) => {
       const env = {
         WORKER_CONCURRENCY: String(PER_WORKER),
         HEARTBEAT_INTERVAL_MS: String(HEARTBEAT_INTERVAL_MS),

@@ -9,15 +9,7 @@ import { join } from 'node:path'
 import { setTimeout as sleep } from 'node:timers/promises'
 import { sql } from 'kysely'
 import { acceptDelegations, type Db } from '@baton/store'
-import {
-  describe,
-  eventually,
-  expect,
-  startServiceProcess,
-  test,
-  workerProcessEnv,
-  type ServiceProcess,
-} from '@baton/testing'
+import { describe, eventually, expect, test } from '@baton/testing'
 import { duplicateExecutionAttempts } from '@baton/testing/ledger-audit'
 import { WITNESSED, readWitness, writeWitnessSpec } from '@baton/testing/witness'
 import { enqueue } from './support/worker-harness.ts'
@@ -44,16 +36,14 @@ describe('a rolling restart of every worker under load', () => {
   test(
     'no attempt ends shutdown that had not started, none runs twice, and every one ends',
     { timeout: 180_000 },
-    async ({ db, databaseUrl, redisUrl, queuePrefix, track }) => {
+    async ({ baton, db, redisUrl, queuePrefix }) => {
       const dir = await mkdtemp(join(tmpdir(), 'baton-rolling-'))
       const witnessFile = await writeWitnessSpec(dir, dir, { workMs: 2_000 })
-      const env = workerProcessEnv(
-        { databaseUrl, redisUrl, queuePrefix },
-        { SUBAGENTS_DIR: dir, WORKER_CONCURRENCY: '4', SHUTDOWN_DEADLINE_MS: '15000' },
-      )
-      const workers: ServiceProcess[] = []
-      for (let i = 0; i < WORKERS; i += 1)
-        workers.push(track(await startServiceProcess('worker', env, { timeoutMs: 60_000 })))
+      const fleet = await baton({
+        api: false,
+        workers: WORKERS,
+        env: { SUBAGENTS_DIR: dir, WORKER_CONCURRENCY: '4', SHUTDOWN_DEADLINE_MS: '15000' },
+      })
       const attempts = new Map<string, string>()
       let submitting = true
       const load = (async () => {
@@ -68,16 +58,12 @@ describe('a rolling restart of every worker under load', () => {
       try {
         await eventually(
           async () => ((await readWitness(witnessFile)).size >= 5 ? true : undefined),
-          {
-            timeoutMs: 30_000,
-          },
+          { timeoutMs: 30_000 },
         )
         // One by one: stop a worker (its drain ends its running children), start its successor.
-        for (let i = 0; i < WORKERS; i += 1) {
-          const old = workers[i]
-          await old?.close(30_000)
-          expect(await old?.exited).toBe(0)
-          workers[i] = track(await startServiceProcess('worker', env, { timeoutMs: 60_000 }))
+        for (const old of [...fleet.workers]) {
+          expect(await fleet.killWorker(old, 'SIGTERM')).toBe(0)
+          await fleet.startWorker()
         }
         submitting = false
         await load
@@ -112,7 +98,7 @@ describe('a rolling restart of every worker under load', () => {
       } finally {
         submitting = false
         await load
-        for (const worker of workers) await worker.close()
+        await fleet.close()
         await rm(dir, { recursive: true, force: true })
       }
     },

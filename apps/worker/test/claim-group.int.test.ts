@@ -17,13 +17,8 @@ import { witnessedChild, witnessedPrompt } from './support/witnessed-child.ts'
 const GROUP = 20
 
 describe('a claim group whose answer was lost', () => {
-  test('every attempt in it runs exactly once', async ({
-    db,
-    databaseUrl,
-    redisUrl,
-    queuePrefix,
-    track,
-  }) => {
+  test('every attempt in it runs exactly once', async ({ services }) => {
+    const { db, databaseUrl, redisUrl, queuePrefix, track } = services
     const proxy = track(await startFaultProxy(databaseUrl))
     const child = witnessedChild()
     const ctx = { databaseUrl: proxy.url, redisUrl, queuePrefix, track }

@@ -25,12 +25,9 @@ import { capturedLogger } from './support/captured-logger.ts'
 
 describe('faults around an execution', () => {
   test('a child that ignores its abort after its lease was confirmed lost keeps its slot until it returns', async ({
-    db,
-    databaseUrl,
-    redisUrl,
-    queuePrefix,
-    track,
+    services,
   }) => {
+    const { db, databaseUrl, redisUrl, queuePrefix, track } = services
     let release!: () => void
     const released = new Promise<void>((resolve) => (release = resolve))
     const starts: string[] = []
@@ -81,7 +78,8 @@ describe('faults around an execution', () => {
   test(
     'a dispose that hangs does not hold the finished result back',
     { timeout: 60_000 },
-    async ({ db, databaseUrl, redisUrl, queuePrefix, track }) => {
+    async ({ services }) => {
+      const { db, databaseUrl, redisUrl, queuePrefix, track } = services
       const provider = {
         ...childProvider(async () => ({
           output: [{ type: 'text' as const, text: 'finished' }],
@@ -114,12 +112,9 @@ describe('faults around an execution', () => {
   )
 
   test('a steering mark that fails just before the commit is tried again before the commit', async ({
-    db,
-    databaseUrl,
-    redisUrl,
-    queuePrefix,
-    track,
+    services,
   }) => {
+    const { db, databaseUrl, redisUrl, queuePrefix, track } = services
     const publisher = createWorkerCommandPublisher({ redisUrl, prefix: queuePrefix })
     // Heartbeats a minute apart: only the steer event delivers.
     const runtime = await startRuntime(
@@ -154,12 +149,9 @@ describe('faults around an execution', () => {
   })
 
   test('a stop signal during start-up: the start stops where it is and nothing is fetched', async ({
-    db,
-    databaseUrl,
-    redisUrl,
-    queuePrefix,
-    track,
+    services,
   }) => {
+    const { db, databaseUrl, redisUrl, queuePrefix, track } = services
     // A slow Redis: the start is still waiting for it when the stop comes.
     const slowRedis = track(await startFaultProxy(redisUrl))
     slowRedis.delay(200)
@@ -187,12 +179,9 @@ describe('faults around an execution', () => {
   })
 
   test('a store call that keeps failing before the child started ends with the attempt’s cancel', async ({
-    db,
-    databaseUrl,
-    redisUrl,
-    queuePrefix,
-    track,
+    services,
   }) => {
+    const { db, databaseUrl, redisUrl, queuePrefix, track } = services
     const runtime = await startRuntime(
       { databaseUrl, redisUrl, queuePrefix, track },
       createScriptedPromptProvider(),

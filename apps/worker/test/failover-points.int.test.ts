@@ -113,13 +113,10 @@ async function heartbeatAt(db: Db, attemptId: string): Promise<number> {
 
 describe('failover codes and connection resets at every point a worker writes', () => {
   test('mid-claim: the claim is retried, and one whose answer was lost is recognised as its own', async ({
-    db,
-    databaseUrl,
-    redisUrl,
-    queuePrefix,
-    track,
+    services,
   }) => {
-    const h = await harness({ db, databaseUrl, redisUrl, queuePrefix, track })
+    const { db } = services
+    const h = await harness(services)
     try {
       await throughEveryCode(h, 'claim', 1)
       // The claim applied, its answer lost to a reset connection.
@@ -140,13 +137,10 @@ describe('failover codes and connection resets at every point a worker writes', 
   })
 
   test('mid-heartbeat: ownership is kept and the next beat renews; the child runs on to its commit', async ({
-    db,
-    databaseUrl,
-    redisUrl,
-    queuePrefix,
-    track,
+    services,
   }) => {
-    const h = await harness({ db, databaseUrl, redisUrl, queuePrefix, track })
+    const { db } = services
+    const h = await harness(services)
     try {
       await throughEveryCode(h, 'renewal', 2, 1_500)
       // A renewal applied, its answer lost to a reset connection.
@@ -166,13 +160,10 @@ describe('failover codes and connection resets at every point a worker writes', 
   })
 
   test('mid-commit: the commit is retried, and one whose answer was lost is replayed exactly', async ({
-    db,
-    databaseUrl,
-    redisUrl,
-    queuePrefix,
-    track,
+    services,
   }) => {
-    const h = await harness({ db, databaseUrl, redisUrl, queuePrefix, track })
+    const { db } = services
+    const h = await harness(services)
     try {
       // More failures than an unexpected error is tried: only a transient one keeps the result.
       await throughEveryCode(h, 'terminal', 4)

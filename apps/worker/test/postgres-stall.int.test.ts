@@ -170,8 +170,9 @@ describe('a Postgres that stalls under load', () => {
   test(
     'every open connection stops answering for 30 s: leases are renewed, and every child that finished commits its result',
     { timeout: 180_000 },
-    async ({ db, databaseUrl, redisUrl, queuePrefix, track }) => {
-      const ctx = { db, databaseUrl, redisUrl, queuePrefix, track }
+    async ({ services }) => {
+      const { db } = services
+      const ctx = services
       const run = await stallUnderLoad(ctx, { ms: 30_000, existingOnly: true })
       try {
         expect(run.ended.filter((a) => a.failure_category !== null)).toEqual([])
@@ -186,8 +187,9 @@ describe('a Postgres that stalls under load', () => {
   test(
     'every connection, new ones too, stops answering for longer than a lease: children stop before their leases lapse, and nothing else is lost',
     { timeout: 180_000 },
-    async ({ db, databaseUrl, redisUrl, queuePrefix, track }) => {
-      const ctx = { db, databaseUrl, redisUrl, queuePrefix, track }
+    async ({ services }) => {
+      const { db } = services
+      const ctx = services
       const run = await stallUnderLoad(ctx, { ms: LEASE_TTL_MS * 3, existingOnly: false })
       try {
         expect(run.ended.filter((a) => a.failure_category === 'store_fault')).toEqual([])

@@ -54,7 +54,8 @@ describe('a Redis that stalls for 30 s', () => {
   test(
     "the reconciler's ledger work goes on, and its Redis work catches up after",
     { timeout: 120_000 },
-    async ({ db, databaseUrl, redisUrl, queuePrefix, track }) => {
+    async ({ services }) => {
+      const { db, databaseUrl, redisUrl, queuePrefix, track } = services
       const proxy = track(await startFaultProxy(redisUrl))
       const child = witnessedChild()
       const runtime = await startRuntime(

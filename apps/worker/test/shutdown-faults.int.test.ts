@@ -70,12 +70,9 @@ async function timedShutdown(runtime: WorkerRuntime) {
 describe('shutdown under dependency faults', () => {
   for (const answer of ['arrives', 'is lost'] as const) {
     test(`an attempt claimed but not started when its worker stops (its claim's answer ${answer}) goes back to the queue, and the next worker runs it`, async ({
-      db,
-      databaseUrl,
-      redisUrl,
-      queuePrefix,
-      track,
+      services,
     }) => {
+      const { db, databaseUrl, redisUrl, queuePrefix, track } = services
       const proxy = track(await startFaultProxy(databaseUrl))
       const child = witnessedChild()
       // A claim whose answer was lost is renewed by nobody: its lease outlasts a busy machine's
@@ -113,11 +110,9 @@ describe('shutdown under dependency faults', () => {
   }
 
   test('Postgres and Redis both unanswering: an idle worker stops at its deadline and names what it left', async ({
-    databaseUrl,
-    redisUrl,
-    queuePrefix,
-    track,
+    services,
   }) => {
+    const { databaseUrl, redisUrl, queuePrefix, track } = services
     const h = await behindProxies({ databaseUrl, redisUrl, queuePrefix, track }, witnessedChild())
     h.stallBoth()
     const { elapsedMs, outcome } = await timedShutdown(h.runtime)
@@ -132,12 +127,9 @@ describe('shutdown under dependency faults', () => {
   })
 
   test('Postgres and Redis both unanswering: a worker with a running child gives up at its deadline, keeps ownership, and names the attempts it holds', async ({
-    db,
-    databaseUrl,
-    redisUrl,
-    queuePrefix,
-    track,
+    services,
   }) => {
+    const { db, databaseUrl, redisUrl, queuePrefix, track } = services
     const child = witnessedChild()
     // A lease that outlives the stall: the aborted child's result still lands afterwards.
     const h = await behindProxies({ databaseUrl, redisUrl, queuePrefix, track }, child, {

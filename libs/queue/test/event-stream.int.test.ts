@@ -1,7 +1,7 @@
 import { randomUUID } from 'node:crypto'
 import { QueueEventsProducer } from 'bullmq'
 import { Redis } from 'ioredis'
-import { QueueName, type AttemptSettlement } from '@baton/contracts'
+import { QueueName, type ApiBell, type AttemptSettlement } from '@baton/contracts'
 import { describe, expect, test } from '@baton/testing'
 import { createSettlementListener, createSettlementPublisher } from '../src/attempt-settlements.ts'
 import { createStreamPublisher } from '../src/event-stream.ts'
@@ -229,7 +229,7 @@ describe('event streams', () => {
 /** A settlement listener that keeps the events it hears (and their attempt ids), in order. */
 async function hearSettlements(redisUrl: string, prefix: string) {
   const heard: string[] = []
-  const events: AttemptSettlement[] = []
+  const events: ApiBell[] = []
   const listener = createSettlementListener({
     redisUrl,
     prefix,

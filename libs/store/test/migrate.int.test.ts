@@ -44,6 +44,9 @@ describe('migrations', () => {
           '0010-attempt-statistics',
           '0011-transition-audit',
           '0012-terminal-time',
+          '0013-continuation-content-by-reference',
+          '0014-run-leases',
+          '0015-continuation-indexes',
         ])
         expect((await migrateToLatest(db)).applied).toEqual([
           '0001-ledger',
@@ -58,6 +61,9 @@ describe('migrations', () => {
           '0010-attempt-statistics',
           '0011-transition-audit',
           '0012-terminal-time',
+          '0013-continuation-content-by-reference',
+          '0014-run-leases',
+          '0015-continuation-indexes',
         ])
         const tables = await sql<{ table_name: string }>`
           select table_name from information_schema.tables where table_schema = 'public' order by 1
@@ -120,6 +126,9 @@ describe('migrations', () => {
           '0010-attempt-statistics',
           '0011-transition-audit',
           '0012-terminal-time',
+          '0013-continuation-content-by-reference',
+          '0014-run-leases',
+          '0015-continuation-indexes',
         ])
         const executed = await sql<{
           n: number
@@ -200,6 +209,9 @@ describe('migrations', () => {
           '0010-attempt-statistics',
           '0011-transition-audit',
           '0012-terminal-time',
+          '0013-continuation-content-by-reference',
+          '0014-run-leases',
+          '0015-continuation-indexes',
         ])
         const owners = await sql<{ namespace_id: string }>`
           select distinct namespace_id from attempts

@@ -1,31 +1,12 @@
 import { sql } from 'kysely'
-import { BatonApiError, createBatonClient } from '@baton/client'
+import { BatonApiError } from '@baton/client'
 import { createAttemptQueue, type AttemptQueue } from '@baton/queue'
-import {
-  describe,
-  eventually,
-  expect,
-  startServiceProcess,
-  test,
-  type ServiceProcess,
-  transitionEvents,
-  workerProcessEnv,
-} from '@baton/testing'
-import { delegate, rowCounts, startApi } from './support/api-harness.ts'
+import { describe, eventually, expect, test, transitionEvents } from '@baton/testing'
+import { apiTest, delegate, rowCounts } from './support/api-harness.ts'
 
 describe('HTTP API with real workers', () => {
-  test('delegate → worker → terminal → bounded wait returns it', async ({
-    databaseUrl,
-    redisUrl,
-    queuePrefix,
-    track,
-    db,
-  }) => {
-    const h = await startApi({ databaseUrl, redisUrl, queuePrefix })
-    track(h.api)
-    const worker = track(
-      await startServiceProcess('worker', workerProcessEnv({ databaseUrl, redisUrl, queuePrefix })),
-    )
+  test('delegate → worker → terminal → bounded wait returns it', async ({ baton, db }) => {
+    const h = await baton()
     const accepted = await h.post(delegate('s-e2e'), {
       name: 'scripted',
       prompt: '{"output":"hello from the child"}',
@@ -47,21 +28,10 @@ describe('HTTP API with real workers', () => {
       'claimed',
       'committed',
     ])
-    await worker.close()
-    await h.api.close()
   })
 
-  test('submit-and-wait returns within its bound, finished or not', async ({
-    databaseUrl,
-    redisUrl,
-    queuePrefix,
-    track,
-  }) => {
-    const h = await startApi({ databaseUrl, redisUrl, queuePrefix })
-    track(h.api)
-    const worker = track(
-      await startServiceProcess('worker', workerProcessEnv({ databaseUrl, redisUrl, queuePrefix })),
-    )
+  test('submit-and-wait returns within its bound, finished or not', async ({ baton }) => {
+    const h = await baton()
     const inTime = await h.post(delegate('s-wait'), {
       name: 'scripted',
       prompt: '{"output":"quick","delayMs":50}',
@@ -88,19 +58,15 @@ describe('HTTP API with real workers', () => {
     // Not finished is not an error: a later bounded wait returns the result.
     const finished = await h.get(`/v1/attempts/${late.body.attemptId}/wait?timeoutMs=10000`)
     expect(finished.body).toMatchObject({ status: 'terminal', output: 'slow' })
-    await worker.close()
-    await h.api.close()
   })
 
   test('cancel while queued: aborted terminal at once, and no worker ever runs it', async ({
-    databaseUrl,
+    baton,
     redisUrl,
     queuePrefix,
-    track,
     db,
   }) => {
-    const h = await startApi({ databaseUrl, redisUrl, queuePrefix })
-    track(h.api)
+    const h = await baton({ workers: 0 })
     const accepted = await h.post(delegate('s-cancel'), {
       name: 'scripted',
       prompt: '{"output":"never"}',
@@ -117,9 +83,7 @@ describe('HTTP API with real workers', () => {
       stopReason: 'aborted',
       cancelRequested: true,
     })
-    const worker = track(
-      await startServiceProcess('worker', workerProcessEnv({ databaseUrl, redisUrl, queuePrefix })),
-    )
+    await h.startWorker()
     // The queued job is delivered and acknowledged without running.
     const queue = createAttemptQueue({ connection: { url: redisUrl }, prefix: queuePrefix })
     await untilJobCompleted(queue, accepted.body.attemptId)
@@ -136,35 +100,15 @@ describe('HTTP API with real workers', () => {
     expect(bare.status).toBe(409)
     const again = await h.post(`/v1/attempts/${accepted.body.attemptId}/cancel`, {})
     expect(again).toMatchObject({ status: 409, body: { error: { code: 'ATTEMPT_TERMINAL' } } })
-    await worker.close()
-    await h.api.close()
   })
 
   test('cancel while running: the child sees its AbortSignal and the attempt is aborted within a second', async ({
-    databaseUrl,
-    redisUrl,
-    queuePrefix,
-    track,
+    baton,
     db,
   }) => {
-    const h = await startApi({ databaseUrl, redisUrl, queuePrefix })
-    track(h.api)
     // Heartbeats far apart: the cancel must travel by queue event, not by the fallback.
-    const worker = track(
-      await startServiceProcess(
-        'worker',
-        workerProcessEnv(
-          { databaseUrl, redisUrl, queuePrefix },
-          { LEASE_TTL_MS: '30000', HEARTBEAT_INTERVAL_MS: '10000' },
-        ),
-      ),
-    )
-    const accepted = await h.post(delegate('s-cancel'), {
-      name: 'scripted',
-      prompt: '{"hang":true}',
-    })
-    const attemptId = accepted.body.attemptId as string
-    await h.untilRunning(attemptId)
+    const h = await baton({ workerEnv: { LEASE_TTL_MS: '30000', HEARTBEAT_INTERVAL_MS: '10000' } })
+    const { attemptId } = await h.delegateRunning('s-cancel')
     const started = performance.now()
     const cancel = await h.post(`/v1/attempts/${attemptId}/cancel`, {})
     expect(cancel.body).toMatchObject({ outcome: 'cancel_requested' })
@@ -182,30 +126,18 @@ describe('HTTP API with real workers', () => {
       'cancel_requested',
       'committed',
     ])
-    await worker.close()
-    await h.api.close()
   })
 
   test('a worker killed with SIGKILL mid-run: one process-loss terminal, never run again', async ({
-    databaseUrl,
+    baton,
     redisUrl,
     queuePrefix,
-    track,
     db,
   }) => {
-    const h = await startApi({ databaseUrl, redisUrl, queuePrefix })
-    track(h.api)
-    const doomed: ServiceProcess = track(
-      await startServiceProcess('worker', workerProcessEnv({ databaseUrl, redisUrl, queuePrefix })),
-    )
-    const accepted = await h.post(delegate('s-kill'), { name: 'scripted', prompt: '{"hang":true}' })
-    const attemptId = accepted.body.attemptId as string
-    await h.untilRunning(attemptId)
-    doomed.kill('SIGKILL')
-    expect(await doomed.exited).toBe('SIGKILL')
-    const survivor = track(
-      await startServiceProcess('worker', workerProcessEnv({ databaseUrl, redisUrl, queuePrefix })),
-    )
+    const h = await baton()
+    const { attemptId } = await h.delegateRunning('s-kill')
+    expect(await h.killWorker()).toBe('SIGKILL')
+    await h.startWorker()
     const view = await h.get(`/v1/attempts/${attemptId}/wait?timeoutMs=10000`)
     expect(view.body).toMatchObject({
       status: 'terminal',
@@ -221,37 +153,17 @@ describe('HTTP API with real workers', () => {
     await untilJobCompleted(queue, redelivery)
     await queue.close()
     expect(await transitionEvents(db, attemptId)).toEqual(['accepted', 'claimed', 'process_lost'])
-    await survivor.close()
-    await h.api.close()
   })
 })
 
 describe('steering through the API', () => {
   test('steer: messages reach the running child once each and in order; terminal and unknown attempts are refused', async ({
-    databaseUrl,
-    redisUrl,
-    queuePrefix,
-    track,
+    baton,
     db,
   }) => {
-    const h = await startApi({ databaseUrl, redisUrl, queuePrefix })
-    track(h.api)
     // Heartbeats far apart: delivery must come from the steer event.
-    const worker = track(
-      await startServiceProcess(
-        'worker',
-        workerProcessEnv(
-          { databaseUrl, redisUrl, queuePrefix },
-          { LEASE_TTL_MS: '30000', HEARTBEAT_INTERVAL_MS: '10000' },
-        ),
-      ),
-    )
-    const accepted = await h.post(delegate('s-steer'), {
-      name: 'scripted',
-      prompt: '{"awaitSteering":2}',
-    })
-    const attemptId = accepted.body.attemptId as string
-    await h.untilRunning(attemptId)
+    const h = await baton({ workerEnv: { LEASE_TTL_MS: '30000', HEARTBEAT_INTERVAL_MS: '10000' } })
+    const { attemptId } = await h.delegateRunning('s-steer', { awaitSteering: 2 })
     const first = await h.post(`/v1/attempts/${attemptId}/steer`, { content: 'look in the cellar' })
     const second = await h.post(`/v1/attempts/${attemptId}/steer`, {
       content: [{ type: 'text', text: 'then the attic' }],
@@ -279,24 +191,15 @@ describe('steering through the API', () => {
       { sequence: 1, delivered: true },
       { sequence: 2, delivered: true },
     ])
-    await worker.close()
-    await h.api.close()
   })
 })
 
 describe('typed client', () => {
   test('the client delegates, waits, steers and cancels, and turns error answers into typed errors', async ({
-    databaseUrl,
-    redisUrl,
-    queuePrefix,
-    track,
+    baton,
   }) => {
-    const h = await startApi({ databaseUrl, redisUrl, queuePrefix })
-    track(h.api)
-    const worker = track(
-      await startServiceProcess('worker', workerProcessEnv({ databaseUrl, redisUrl, queuePrefix })),
-    )
-    const client = createBatonClient({ baseUrl: h.base, apiKey: h.key })
+    const h = await baton()
+    const client = h.client
     const done = await client.delegateAndWait(
       { sessionId: 's-client', name: 'scripted', prompt: 'ping' },
       5000,
@@ -307,9 +210,7 @@ describe('typed client', () => {
       name: 'scripted',
       prompt: '{"awaitSteering":1}',
     })
-    await eventually(async () =>
-      (await client.getAttempt(steered.attemptId)).status === 'running' ? true : undefined,
-    )
+    await h.untilRunning(steered.attemptId)
     expect(await client.steer(steered.attemptId, 'pong')).toEqual({
       attemptId: steered.attemptId,
       sequence: 1,
@@ -321,8 +222,6 @@ describe('typed client', () => {
     const error = await client.cancel(steered.attemptId).catch((e: unknown) => e)
     expect(error).toBeInstanceOf(BatonApiError)
     expect(error).toMatchObject({ status: 409, code: 'ATTEMPT_TERMINAL' })
-    await worker.close()
-    await h.api.close()
   })
 })
 
@@ -406,60 +305,44 @@ describe('bad input is rejected with a typed error and writes nothing', () => {
       code: 'VALIDATION_FAILED',
     },
   ]
-  test.for(cases)(
+  apiTest.for(cases)(
     '$name → $status $code',
-    async ({ session, body, status, code }, { databaseUrl, redisUrl, queuePrefix, track, db }) => {
-      const h = await startApi({ databaseUrl, redisUrl, queuePrefix })
-      track(h.api)
+    async ({ session, body, status, code }, { api: h, db }) => {
       const before = await rowCounts(db)
       const response = await h.post(delegate(session), body)
       expect(response.status).toBe(status)
       expect(response.body).toMatchObject({ error: { code } })
       expect(typeof response.body.error.message).toBe('string')
       expect(await rowCounts(db)).toEqual(before)
-      await h.api.close()
     },
   )
 
-  test('an agent that already has a non-terminal attempt → 409 AGENT_BUSY, nothing written', async ({
-    databaseUrl,
-    redisUrl,
-    queuePrefix,
-    track,
-    db,
-  }) => {
-    const h = await startApi({ databaseUrl, redisUrl, queuePrefix })
-    track(h.api)
-    const first = await h.post(delegate('s-busy'), { name: 'scripted', prompt: 'x' })
-    const before = await rowCounts(db)
-    const second = await h.post(delegate('s-busy'), {
-      name: 'scripted',
-      prompt: 'y',
-      agentId: first.body.agentId,
-    })
-    expect(second).toMatchObject({ status: 409, body: { error: { code: 'AGENT_BUSY' } } })
-    expect(await rowCounts(db)).toEqual(before)
-    // Once terminal, the same agent continues with a fresh attempt id.
-    await h.post(`/v1/attempts/${first.body.attemptId}/cancel`, {})
-    const third = await h.post(delegate('s-busy'), {
-      name: 'scripted',
-      prompt: 'z',
-      agentId: first.body.agentId,
-    })
-    expect(third.status).toBe(202)
-    expect(third.body.agentId).toBe(first.body.agentId)
-    expect(third.body.attemptId).not.toBe(first.body.attemptId)
-    await h.api.close()
-  })
+  apiTest(
+    'an agent that already has a non-terminal attempt → 409 AGENT_BUSY, nothing written',
+    async ({ api: h, db }) => {
+      const first = await h.post(delegate('s-busy'), { name: 'scripted', prompt: 'x' })
+      const before = await rowCounts(db)
+      const second = await h.post(delegate('s-busy'), {
+        name: 'scripted',
+        prompt: 'y',
+        agentId: first.body.agentId,
+      })
+      expect(second).toMatchObject({ status: 409, body: { error: { code: 'AGENT_BUSY' } } })
+      expect(await rowCounts(db)).toEqual(before)
+      // Once terminal, the same agent continues with a fresh attempt id.
+      await h.post(`/v1/attempts/${first.body.attemptId}/cancel`, {})
+      const third = await h.post(delegate('s-busy'), {
+        name: 'scripted',
+        prompt: 'z',
+        agentId: first.body.agentId,
+      })
+      expect(third.status).toBe(202)
+      expect(third.body.agentId).toBe(first.body.agentId)
+      expect(third.body.attemptId).not.toBe(first.body.attemptId)
+    },
+  )
 
-  test('attempt routes: malformed id → 400, unknown id → 404', async ({
-    databaseUrl,
-    redisUrl,
-    queuePrefix,
-    track,
-  }) => {
-    const h = await startApi({ databaseUrl, redisUrl, queuePrefix })
-    track(h.api)
+  apiTest('attempt routes: malformed id → 400, unknown id → 404', async ({ api: h }) => {
     expect(await h.get('/v1/attempts/not-a-uuid')).toMatchObject({
       status: 400,
       body: { error: { code: 'VALIDATION_FAILED' } },
@@ -474,7 +357,6 @@ describe('bad input is rejected with a typed error and writes nothing', () => {
       await h.get('/v1/attempts/00000000-0000-4000-8000-000000000000/wait?timeoutMs=-1'),
     ).toMatchObject({ status: 400 })
     expect(await h.get('/readyz')).toMatchObject({ status: 200, body: { status: 'ready' } })
-    await h.api.close()
   })
 })
 

@@ -1,10 +1,9 @@
 import { createHash } from 'node:crypto'
 import { sql } from 'kysely'
-import { BatonApiError, createBatonClient } from '@baton/client'
+import { BatonApiError } from '@baton/client'
 import { resultDigest, type TerminalAttemptView } from '@baton/contracts'
-import { describe, eventually, expect, startServiceProcess, test } from '@baton/testing'
+import { describe, eventually, expect, test } from '@baton/testing'
 import { auditArtifacts } from '@baton/testing/ledger-audit'
-import { startApi } from './support/api-harness.ts'
 
 const INLINE = 4096
 const MIB = 1024 * 1024
@@ -71,23 +70,10 @@ const CASES: readonly OutputCase[] = [
 
 describe('results that outlive their size: previews, artifacts and the artifact route', () => {
   test('every output size and kind: preview, outputBytes and digest are right, and the artifact round-trips byte for byte', async ({
-    databaseUrl,
-    redisUrl,
-    queuePrefix,
-    track,
+    baton,
     db,
   }) => {
-    const ctx = { databaseUrl, redisUrl, queuePrefix }
-    const h = await startApi(ctx)
-    const api = track(h.api)
-    const worker = track(
-      await startServiceProcess('worker', {
-        DATABASE_URL: databaseUrl,
-        REDIS_URL: redisUrl,
-        QUEUE_PREFIX: queuePrefix,
-      }),
-    )
-    const client = createBatonClient({ baseUrl: h.base, apiKey: h.key })
+    const { client } = await baton()
 
     for (const c of CASES) {
       const view = (await client.delegateAndWait(
@@ -117,7 +103,6 @@ describe('results that outlive their size: previews, artifacts and the artifact 
       expect(artifact.digest).toBe(resultDigest(bytes))
     }
     const stored = await sql<{ n: number }>`select count(*)::int as n from artifacts`.execute(db)
-    await Promise.all([api.close(), worker.close()])
     expect(stored.rows[0]?.n).toBe(
       CASES.filter((c) => Buffer.byteLength(c.output) > INLINE || c.output.includes('\u0000'))
         .length,
@@ -125,22 +110,11 @@ describe('results that outlive their size: previews, artifacts and the artifact 
   })
 
   test('the route sends the plain SHA-256 in Repr-Digest and serves a byte range; expired is 410, a tampered row the integrity error, a foreign or unknown id 404', async ({
-    databaseUrl,
-    redisUrl,
-    queuePrefix,
-    track,
+    baton,
     db,
   }) => {
-    const h = await startApi({ databaseUrl, redisUrl, queuePrefix })
-    const api = track(h.api)
-    const worker = track(
-      await startServiceProcess('worker', {
-        DATABASE_URL: databaseUrl,
-        REDIS_URL: redisUrl,
-        QUEUE_PREFIX: queuePrefix,
-      }),
-    )
-    const client = createBatonClient({ baseUrl: h.base, apiKey: h.key })
+    const h = await baton()
+    const client = h.client
     const output = `${a(INLINE)} — the end 😀`
     const content = Buffer.from(output)
     const view = (await client.delegateAndWait(
@@ -223,6 +197,5 @@ describe('results that outlive their size: previews, artifacts and the artifact 
       outputBytes: content.length,
       artifact: { artifactId, bytes: content.length, digest: view.digest },
     })
-    await Promise.all([api.close(), worker.close()])
   })
 })

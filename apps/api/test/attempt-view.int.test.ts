@@ -1,15 +1,13 @@
 import { randomUUID } from 'node:crypto'
 import { createDb, getAttempt, toAttemptView } from '@baton/store'
 import { describe, expect, tenantKey } from '@baton/testing'
-import { apiTest, delegate, startApi } from './support/api-harness.ts'
+import { apiTest, delegate } from './support/api-harness.ts'
 import { readAttemptView } from '../src/services/attempt-view.ts'
 
 describe('attempt views', () => {
   apiTest(
     'concurrent reads share one statement, and each answers as its own read would, scoped to its namespace',
-    async ({ databaseUrl, redisUrl, queuePrefix, track, db }) => {
-      const h = await startApi({ databaseUrl, redisUrl, queuePrefix })
-      track(h.api)
+    async ({ api: h, databaseUrl, db }) => {
       const other = { authorization: `Bearer ${await tenantKey(db, 'tenant-views')}` }
       const submit = async (headers: Record<string, string>, i: number) => {
         const answer = await h.post(
@@ -47,7 +45,6 @@ describe('attempt views', () => {
       } finally {
         await counted.destroy()
       }
-      await h.api.close()
     },
   )
 })

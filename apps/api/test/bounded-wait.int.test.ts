@@ -9,8 +9,8 @@ import {
   type AttemptRecord,
   type Db,
 } from '@baton/store'
-import { describe, expect, test } from '@baton/testing'
-import { delegate, startApi, type ApiHarness } from './support/api-harness.ts'
+import { describe, expect } from '@baton/testing'
+import { apiTest, delegate, type ApiHarness } from './support/api-harness.ts'
 
 const quiet = createLogger({ service: 'test', level: 'silent' })
 const done = { stopReason: 'completed', output: 'from the bell', failureCategory: null }
@@ -85,15 +85,14 @@ interface Bell {
 }
 
 /** A test given an API whose reads of attempts are counted, and a publisher of settlements. */
-const bellTest = test.extend<{ bell: Bell }>({
-  bell: async ({ databaseUrl, redisUrl, queuePrefix }, use) => {
+const bellTest = apiTest.extend<{ bell: Bell }>({
+  bell: async ({ inProcessApi, redisUrl, queuePrefix }, use) => {
     const publisher = createSettlementPublisher({
       redisUrl: redisUrl,
       prefix: queuePrefix,
     })
     const counted = { reads: 0 }
-    const harness = await startApi(
-      { databaseUrl, redisUrl, queuePrefix },
+    const harness = await inProcessApi(
       {},
       {
         onQuery: (text) => {
@@ -102,7 +101,6 @@ const bellTest = test.extend<{ bell: Bell }>({
       },
     )
     await use(Object.assign(counted, { harness, publisher }))
-    await harness.api.close()
     await publisher.close()
   },
 })

@@ -1,10 +1,8 @@
 import { mkdir, mkdtemp, rm, writeFile } from 'node:fs/promises'
 import { tmpdir } from 'node:os'
 import { join } from 'node:path'
-import { createBatonClient } from '@baton/client'
 import type { TerminalAttemptView } from '@baton/contracts'
-import { describe, expect, startServiceProcess, test } from '@baton/testing'
-import { startApi } from './support/api-harness.ts'
+import { describe, expect, test } from '@baton/testing'
 
 // Reads a workspace file through `view`, then answers with every user message it was given.
 const READER = `---
@@ -25,22 +23,9 @@ const FILE_TEXT = 'header\u0000\u0000body \uFDD0 marker\u0000end\n'
 
 describe('no text a child produces can make a commit fail', () => {
   test('one poison output among 50 concurrent commits: all 50 reach terminal with their own result, none process_lost', async ({
-    databaseUrl,
-    redisUrl,
-    queuePrefix,
-    track,
+    baton,
   }) => {
-    const h = await startApi({ databaseUrl, redisUrl, queuePrefix })
-    const api = track(h.api)
-    const worker = track(
-      await startServiceProcess('worker', {
-        DATABASE_URL: databaseUrl,
-        REDIS_URL: redisUrl,
-        QUEUE_PREFIX: queuePrefix,
-        WORKER_CONCURRENCY: '100',
-      }),
-    )
-    const client = createBatonClient({ baseUrl: h.base, apiKey: h.key })
+    const { client } = await baton({ workerEnv: { WORKER_CONCURRENCY: '100' } })
     const outputs = Array.from({ length: 50 }, (_, i) =>
       i === 23 ? 'poison \u0000 here' : `r${i}`,
     )
@@ -66,14 +51,10 @@ describe('no text a child produces can make a commit fail', () => {
     expect(poison).toMatchObject({ output: 'poison \uFFFD here', outputTruncated: true })
     const artifact = await client.readArtifact(poison?.artifact?.artifactId ?? '')
     expect(artifact.text()).toBe(outputs[23])
-    await Promise.all([api.close(), worker.close()])
   })
 
   test('a markdown subagent whose view tool reads NUL bytes completes, its history reads back exactly, and a continuation resumes from it', async ({
-    databaseUrl,
-    redisUrl,
-    queuePrefix,
-    track,
+    baton,
   }) => {
     const root = await mkdtemp(join(tmpdir(), 'baton-nul-'))
     try {
@@ -84,19 +65,11 @@ describe('no text a child produces can make a commit fail', () => {
       await writeFile(join(subagents, 'reader.md'), READER)
       await writeFile(join(scripts, 'read-then-recall.json'), JSON.stringify(READ_THEN_RECALL))
       await writeFile(join(workspace, 'data.bin'), FILE_TEXT)
-      const h = await startApi({ databaseUrl, redisUrl, queuePrefix }, { SUBAGENTS_DIR: subagents })
-      const api = track(h.api)
-      const worker = track(
-        await startServiceProcess('worker', {
-          DATABASE_URL: databaseUrl,
-          REDIS_URL: redisUrl,
-          QUEUE_PREFIX: queuePrefix,
-          SUBAGENTS_DIR: subagents,
-          SCRIPTED_MODELS_DIR: scripts,
-          WORKSPACE_DIR: workspace,
-        }),
-      )
-      const client = createBatonClient({ baseUrl: h.base, apiKey: h.key })
+      const stack = await baton({
+        env: { SUBAGENTS_DIR: subagents },
+        workerEnv: { SCRIPTED_MODELS_DIR: scripts, WORKSPACE_DIR: workspace },
+      })
+      const { client } = stack
       const first = (await client.delegateAndWait(
         { sessionId: 'nul', name: 'reader', prompt: 'read the file' },
         20_000,
@@ -120,7 +93,7 @@ describe('no text a child produces can make a commit fail', () => {
       // The first turn's events read back unchanged after the continuation appended its own.
       const after = await client.getAgentHistory(first.agentId)
       expect(after.events.slice(0, history.events.length)).toEqual(history.events)
-      await Promise.all([api.close(), worker.close()])
+      await stack.close()
     } finally {
       await rm(root, { recursive: true, force: true })
     }

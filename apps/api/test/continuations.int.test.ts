@@ -1,11 +1,10 @@
-// Exactly-once continuations end to end: the API in this process, workers as real processes,
-// hosts as typed clients. Each test ends with the continuation audit (duplicate 0, missing 0).
+// Exactly-once continuations end to end: the API and workers as real processes, hosts as typed
+// clients. Each test ends with the continuation audit (duplicate 0, missing 0).
 import { randomUUID } from 'node:crypto'
 import { sql } from 'kysely'
 import {
   BatonApiError,
   DeliveryVerificationError,
-  createBatonClient,
   verifyDelivery,
   type BatonClient,
 } from '@baton/client'
@@ -25,33 +24,10 @@ import {
   eventually,
   expect,
   ledgerCopiesOf,
-  startServiceProcess,
-  tenantKey,
-  workerProcessEnv,
-  type ServiceProcess,
+  test,
 } from '@baton/testing'
-import { apiTest } from './support/api-harness.ts'
-
-type Ctx = { databaseUrl: string; redisUrl: string; queuePrefix: string }
 
 const LEASE_MS = 1000
-
-/** A test with the in-process API and one worker process, stopped after it. */
-const test = apiTest.extend<{ worker: ServiceProcess }>({
-  worker: async ({ databaseUrl, redisUrl, queuePrefix }, use) => {
-    const worker = await startWorker({ databaseUrl, redisUrl, queuePrefix })
-    await use(worker)
-    await worker.close()
-  },
-})
-
-function clientOf(base: string, apiKey: string): BatonClient {
-  return createBatonClient({ baseUrl: base, apiKey })
-}
-
-function startWorker(ctx: Ctx, env: Record<string, string> = {}): Promise<ServiceProcess> {
-  return startServiceProcess('worker', workerProcessEnv(ctx, env))
-}
 
 /** A session with an active user run that delegates one scripted task. */
 async function delegateFromRun(client: BatonClient, sessionId: string, script: object) {
@@ -116,12 +92,10 @@ async function expectAuditClean(db: Db, ...sessionIds: string[]) {
 
 describe('continuations', () => {
   test('a parent run delegates and completes; the child finishes later: one async_subagent_result run, its input the store derivation and its receipt digest bound to it; the parent run unchanged', async ({
-    api,
+    baton,
     db,
-    worker,
   }) => {
-    expect(worker.isClosed()).toBe(false)
-    const client = clientOf(api.base, api.key)
+    const { client } = await baton()
     const { runId, attemptId } = await delegateFromRun(client, 'late-result', {
       output: 'the answer\n"quoted" ✓',
       delayMs: 800,
@@ -169,24 +143,17 @@ describe('continuations', () => {
   })
 
   test('the same terminal event processed twice at once, and again after a worker restart: one continuation, byte-identical receipts', async ({
-    api,
+    baton,
     db,
-    databaseUrl,
-    redisUrl,
-    queuePrefix,
-    track,
   }) => {
-    const ctx = { databaseUrl, redisUrl, queuePrefix }
-    const first = track(await startWorker(ctx))
-    const client = clientOf(api.base, api.key)
+    const stack = await baton()
+    const { client } = stack
     const { attemptId } = await lateResult(client, 'twice', { output: 'once' })
     const concurrent = await Promise.all([
       admitContinuations(db, [attemptId]),
       admitContinuations(db, [attemptId]),
     ])
-    first.kill('SIGKILL')
-    await first.exited
-    const restarted = track(await startWorker(ctx))
+    await stack.restartWorker()
     // The restarted fleet sees the job's attempt terminal and admits nothing new; admission again.
     const again = await admitContinuations(db, [attemptId])
     const receipts = [...concurrent.flat(), ...again]
@@ -197,33 +164,16 @@ describe('continuations', () => {
     expect(await continuationRuns(db, 'twice')).toHaveLength(1)
     await client.completeContinuation(claim.runId, claim.claim)
     await expectAuditClean(db, 'twice')
-    await restarted.close()
   })
 
   test('SIGKILL mid-run, after the terminal commit (admission is in it), after a claim and mid-consumer: each result is consumed exactly once', async ({
+    baton,
     db,
-    databaseUrl,
-    redisUrl,
-    queuePrefix,
-    track,
   }) => {
-    const ctx = { databaseUrl, redisUrl, queuePrefix }
     // Only the doomed worker runs at first, so both children are surely its own.
-    const doomed = track(await startWorker(ctx))
-    const apiEnv = {
-      DATABASE_URL: databaseUrl,
-      REDIS_URL: redisUrl,
-      QUEUE_PREFIX: queuePrefix,
-      PORT: '0',
-    }
-    let apiProcess = track(await startServiceProcess('api', apiEnv))
-    const urlOf = (p: ServiceProcess) => {
-      const match = /"address":"(http:\/\/[^"]+)"/.exec(p.output())
-      if (match?.[1] === undefined) throw new Error('the API did not log its url')
-      return match[1]
-    }
-    const key = await tenantKey(db, 'default')
-    let client = clientOf(urlOf(apiProcess), key)
+    const stack = await baton()
+    const doomed = stack.worker
+    let client = stack.client
 
     // Mid-run: a hanging child whose worker dies; the survivor's reconciler records process loss.
     const lost = await delegateFromRun(client, 'kill-mid-run', { hang: true })
@@ -231,21 +181,17 @@ describe('continuations', () => {
     // After the terminal commit: the child ends at once, its worker is killed right after.
     const quick = await delegateFromRun(client, 'kill-after-commit', { output: 'quick' })
     await client.completeRun(quick.runId)
-    await eventually(async () =>
-      (await client.getAttempt(lost.attemptId)).status === 'running' ? true : undefined,
-    )
+    await stack.untilRunning(lost.attemptId)
     await untilTerminal(client, quick.attemptId)
-    const survivor = track(await startWorker(ctx))
-    doomed.kill('SIGKILL')
-    await doomed.exited
+    await stack.startWorker()
+    await stack.killWorker(doomed)
     expect((await untilTerminal(client, lost.attemptId)).failureCategory).toBe('process_lost')
 
     // After a claim: the API that answered the claim dies; a new API, the lease expires, re-claim.
     const first = await claimOf(client, 'kill-mid-run')
-    apiProcess.kill('SIGKILL')
-    await apiProcess.exited
-    apiProcess = track(await startServiceProcess('api', apiEnv))
-    client = clientOf(urlOf(apiProcess), key)
+    await stack.killApi()
+    await stack.startApi()
+    client = stack.client
     const second = await claimOf(client, 'kill-mid-run')
     expect(second).toMatchObject({ runId: first.runId, receipt: first.receipt })
     expect(second.claim.generation).toBe(first.claim.generation + 1)
@@ -255,8 +201,7 @@ describe('continuations', () => {
     // releases the lease-lost claim by itself, and a new consumer finishes it.
     const consumer = await claimOf(client, 'kill-after-commit')
     await client.heartbeatContinuation(consumer.runId, consumer.claim, LEASE_MS)
-    apiProcess.kill('SIGKILL')
-    await apiProcess.exited
+    await stack.killApi()
     await eventually(
       async () => {
         const row = await sql<{ state: string }>`
@@ -266,8 +211,8 @@ describe('continuations', () => {
       },
       { timeoutMs: 15_000, what: 'the reconciler to release the claim' },
     )
-    apiProcess = track(await startServiceProcess('api', apiEnv))
-    client = clientOf(urlOf(apiProcess), key)
+    await stack.startApi()
+    client = stack.client
     const resumed = await claimOf(client, 'kill-after-commit')
     expect(resumed.runId).toBe(consumer.runId)
     await client.completeContinuation(resumed.runId, resumed.claim)
@@ -279,19 +224,13 @@ describe('continuations', () => {
       delivered: 2,
       suppressed: 0,
     })
-    apiProcess.kill('SIGTERM')
-    await apiProcess.exited
-    survivor.kill('SIGTERM')
-    await survivor.exited
-  })
+  }, 120_000) // four processes killed and started again: far beyond its few seconds, on any load
 
   test('a failed consumer: suppression recorded, no automatic replacement; one explicit run consumes the result, a second is refused', async ({
-    api,
+    baton,
     db,
-    worker,
   }) => {
-    expect(worker.isClosed()).toBe(false)
-    const client = clientOf(api.base, api.key)
+    const { client } = await baton()
     const { attemptId } = await lateResult(client, 'failing', { output: 'x' })
     const claim = await claimOf(client, 'failing')
     const failed = await client.failContinuation(claim.runId, claim.claim)
@@ -325,16 +264,11 @@ describe('continuations', () => {
   })
 
   test('a cancelled parent, a deleted session and a fleet shutdown each suppress with their reason, keep the evidence and admit nothing', async ({
-    api,
+    baton,
     db,
-    databaseUrl,
-    redisUrl,
-    queuePrefix,
-    track,
   }) => {
-    const ctx = { databaseUrl, redisUrl, queuePrefix }
-    const worker = track(await startWorker(ctx, { SHUTDOWN_DEADLINE_MS: '300' }))
-    const client = clientOf(api.base, api.key)
+    const stack = await baton({ workerEnv: { SHUTDOWN_DEADLINE_MS: '300' } })
+    const { client } = stack
     const cancelled = await delegateFromRun(client, 'cancelled-parent', {
       output: 'c',
       delayMs: 500,
@@ -347,11 +281,8 @@ describe('continuations', () => {
     await client.completeRun(shutdown.runId)
     await untilTerminal(client, cancelled.attemptId)
     await untilTerminal(client, deleted.attemptId)
-    await eventually(async () =>
-      (await client.getAttempt(shutdown.attemptId)).status === 'running' ? true : undefined,
-    )
-    worker.kill('SIGTERM')
-    expect(await worker.exited).toBe(0)
+    await stack.untilRunning(shutdown.attemptId)
+    expect(await stack.killWorker(stack.worker, 'SIGTERM')).toBe(0)
     expect((await untilTerminal(client, shutdown.attemptId)).failureCategory).toBe('shutdown')
 
     for (const [sessionId, attemptId, reason] of [
@@ -381,12 +312,10 @@ describe('continuations', () => {
   })
 
   test("a host claims, crashes, re-claims after the lease expires and completes: one delivery; the first claimant's late complete is refused", async ({
-    api,
+    baton,
     db,
-    worker,
   }) => {
-    expect(worker.isClosed()).toBe(false)
-    const client = clientOf(api.base, api.key)
+    const { client } = await baton()
     const { attemptId } = await lateResult(client, 'host-crash', { output: 'r' })
     const crashed = await claimOf(client, 'host-crash')
     // Nothing else is claimable while the first claim's lease is live: the bound ends the wait.
@@ -410,12 +339,10 @@ describe('continuations', () => {
   })
 
   test('a result landing while its parent run is active is held for it; the run consumes it by waiting, and nothing else is admitted', async ({
-    api,
+    baton,
     db,
-    worker,
   }) => {
-    expect(worker.isClosed()).toBe(false)
-    const client = clientOf(api.base, api.key)
+    const { client } = await baton()
     const { runId, attemptId } = await delegateFromRun(client, 'held', { output: 'h' })
     await untilTerminal(client, attemptId)
     expect(await stateOf(client, attemptId)).toMatchObject({
@@ -430,13 +357,10 @@ describe('continuations', () => {
     expect(await continuationRuns(db, 'held')).toEqual([])
     await expectAuditClean(db, 'held')
   })
-
   test('held and explicit consumption answer each result with its receipt, input and content; the host verifies them with the client', async ({
-    api,
-    worker,
+    baton,
   }) => {
-    expect(worker.isClosed()).toBe(false)
-    const client = clientOf(api.base, api.key)
+    const { client } = await baton()
     const held = await delegateFromRun(client, 'receipts', { output: 'held ✓' })
     await untilTerminal(client, held.attemptId)
     const completed = await client.completeRun(held.runId, { consumed: [held.attemptId] })
@@ -474,12 +398,10 @@ describe('continuations', () => {
   })
 
   test('an artifact past its deadline is served by no route, no claim and no consumption (each carries the expiry summary), and no copy of its bytes is left in the ledger', async ({
-    api,
+    baton,
     db,
-    worker,
   }) => {
-    expect(worker.isClosed()).toBe(false)
-    const client = clientOf(api.base, api.key)
+    const { client } = await baton()
     const big = (label: string) => ({ output: `${label}-${randomUUID()}-`, outputBytes: 20_000 })
     // Held for its run; pending as a continuation; suppressed for an explicit run.
     const held = await delegateFromRun(client, 'expiry-held', big('held'))
@@ -543,12 +465,10 @@ describe('continuations', () => {
   })
 
   test('a host that dies holding a run: after its lease, its held result is released and delivered to the next claimant exactly once; its late end is refused', async ({
-    api,
+    baton,
     db,
-    worker,
   }) => {
-    expect(worker.isClosed()).toBe(false)
-    const client = clientOf(api.base, api.key)
+    const { client } = await baton()
     const run = await client.createRun('host-dies', { leaseMs: 1000 })
     expect(run.leaseExpiresAt).not.toBeNull()
     const { attemptId } = await client.delegate({
@@ -588,12 +508,10 @@ describe('continuations', () => {
   })
 
   test('a host that renews its run keeps it past its first lease; a delegation naming a run that ended or never started is refused with RUN_NOT_ACTIVE and writes nothing', async ({
-    api,
+    baton,
     db,
-    worker,
   }) => {
-    expect(worker.isClosed()).toBe(false)
-    const client = clientOf(api.base, api.key)
+    const { client } = await baton()
     const run = await client.createRun('renewed', { leaseMs: 1000 })
     const renewed = await client.heartbeatRun(run.runId, 60_000)
     expect(Date.parse(renewed.leaseExpiresAt)).toBeGreaterThan(Date.parse(run.leaseExpiresAt ?? ''))

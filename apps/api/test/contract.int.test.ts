@@ -5,14 +5,7 @@ import { randomUUID } from 'node:crypto'
 import { sql } from 'kysely'
 import { createLogger } from '@baton/observability'
 import type { Db } from '@baton/store'
-import {
-  describe,
-  eventually,
-  expect,
-  startServiceProcess,
-  test,
-  workerProcessEnv,
-} from '@baton/testing'
+import { describe, eventually, expect, test } from '@baton/testing'
 import { composeApi } from '../src/compose.ts'
 import { loadConfig } from '../src/config.ts'
 import {
@@ -21,7 +14,7 @@ import {
   type OpenApiDoc,
   type Operation,
 } from './support/openapi-contract.ts'
-import { apiTest, startApi } from './support/api-harness.ts'
+import { apiTest } from './support/api-harness.ts'
 
 const ADMIN_KEY = `admin-${'k'.repeat(40)}`
 const NO_SUCH_ID = '00000000-0000-4000-8000-000000000000'
@@ -115,13 +108,12 @@ describe('the OpenAPI document is the contract', () => {
   test(
     'every documented operation answers only documented statuses, bodies, content types and headers; every operation and every reachable status is exercised',
     { timeout: 180_000 },
-    async ({ databaseUrl, redisUrl, queuePrefix, track, db }) => {
-      const ctx = { databaseUrl, redisUrl, queuePrefix }
-      const harness = await startApi(ctx, { ADMIN_API_KEY: ADMIN_KEY })
-      track(harness.api)
-      const limited = await startApi(ctx, { RATE_LIMIT_MAX: '1', RATE_LIMIT_WINDOW_MS: '60000' })
-      track(limited.api)
-      const worker = track(await startServiceProcess('worker', workerProcessEnv(ctx)))
+    async ({ services: ctx, baton, db }) => {
+      const harness = await baton({ apiEnv: { ADMIN_API_KEY: ADMIN_KEY } })
+      const limited = await baton({
+        workers: 0,
+        apiEnv: { RATE_LIMIT_MAX: '1', RATE_LIMIT_WINDOW_MS: '60000' },
+      })
 
       const docs = await fetch(`${harness.base}/docs/json`, { headers: harness.auth })
       expect(docs.status).toBe(200)
@@ -150,8 +142,6 @@ describe('the OpenAPI document is the contract', () => {
         }))
         .filter((u) => u.statuses.length > 0)
       expect(missing).toEqual([])
-
-      await Promise.all([harness.api.close(), limited.api.close(), worker.close()])
     },
   )
 

@@ -3,8 +3,8 @@
 import { randomUUID } from 'node:crypto'
 import { dashboardOverviewSchema, dashboardTimelineSchema } from '@baton/contracts'
 import { claimAttempt, commitTerminal } from '@baton/store'
-import { describe, expect, tenantKey, test } from '@baton/testing'
-import { delegate, startApi, type ApiHarness } from './support/api-harness.ts'
+import { describe, expect, tenantKey } from '@baton/testing'
+import { apiTest, delegate, type ApiHarness } from './support/api-harness.ts'
 
 const ADMIN_KEY = 'dashboard-admin-key-0123456789abcdefghij'
 const basic = (password: string) => ({
@@ -12,13 +12,8 @@ const basic = (password: string) => ({
 })
 
 /** A test given an in-process API whose admin key is `ADMIN_KEY`, closed after it. */
-const adminTest = test.extend<{ api: ApiHarness }>({
-  api: async ({ databaseUrl, redisUrl, queuePrefix, track }, use) => {
-    const api = await startApi({ databaseUrl, redisUrl, queuePrefix }, { ADMIN_API_KEY: ADMIN_KEY })
-    track(api.api)
-    await use(api)
-    await api.api.close()
-  },
+const adminTest = apiTest.extend<{ api: ApiHarness }>({
+  api: async ({ inProcessApi }, use) => use(await inProcessApi({ ADMIN_API_KEY: ADMIN_KEY })),
 })
 
 /** The overview, read with the admin key and held to its declared schema. */

@@ -5,8 +5,8 @@ import { mkdir, readFile } from 'node:fs/promises'
 import { join } from 'node:path'
 import { chromium, type Browser } from 'playwright-core'
 import { REPO_ROOT } from '@baton/testing/processes'
-import { describe, expect, startServiceProcess, test, workerProcessEnv } from '@baton/testing'
-import { delegate, startApi } from './support/api-harness.ts'
+import { describe, expect, test } from '@baton/testing'
+import { delegate } from './support/api-harness.ts'
 
 const ADMIN_KEY = 'dashboard-admin-key-0123456789abcdefghij'
 /** Where CI's `apt-get install chromium` puts it; the first one that exists is used. */
@@ -39,24 +39,15 @@ async function launchChromium(): Promise<
 
 describe('ledger dashboard in a browser', () => {
   test('shows a running lease ticking, then the terminal state and timeline after a cancel', async ({
-    databaseUrl,
-    redisUrl,
-    queuePrefix,
+    baton,
     track,
     db,
   }) => {
-    const api = await startApi({ databaseUrl, redisUrl, queuePrefix }, { ADMIN_API_KEY: ADMIN_KEY })
-    track(api.api)
-    const worker = track(
-      await startServiceProcess(
-        'worker',
-        workerProcessEnv(
-          { databaseUrl, redisUrl, queuePrefix },
-          // Beats often; a lease long enough to outlast the page's 2 s between refreshes.
-          { HEARTBEAT_INTERVAL_MS: '200', LEASE_TTL_MS: '6000' },
-        ),
-      ),
-    )
+    const api = await baton({
+      apiEnv: { ADMIN_API_KEY: ADMIN_KEY },
+      // Beats often; a lease long enough to outlast the page's 2 s between refreshes.
+      workerEnv: { HEARTBEAT_INTERVAL_MS: '200', LEASE_TTL_MS: '6000' },
+    })
     const browser = track(await launchChromium())
     const context = await browser.newContext({
       httpCredentials: { username: 'ops', password: ADMIN_KEY },
@@ -172,7 +163,6 @@ describe('ledger dashboard in a browser', () => {
 
     await context.close()
     await browser.close()
-    await worker.close()
-    await api.api.close()
+    await api.close()
   })
 })

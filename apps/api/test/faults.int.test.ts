@@ -1,38 +1,17 @@
 import { sql } from 'kysely'
-import {
-  describe,
-  eventually,
-  expect,
-  startServiceProcess,
-  test,
-  transitionEvents,
-  workerProcessEnv,
-} from '@baton/testing'
-import { startApi } from './support/api-harness.ts'
+import { describe, expect, test, transitionEvents } from '@baton/testing'
 
 describe('faults against real processes', () => {
   test('a worker whose event loop stalls past its lease: process loss is recorded, the stale owner writes nothing', async ({
-    databaseUrl,
-    redisUrl,
-    queuePrefix,
-    track,
+    baton,
     db,
   }) => {
-    const ctx = { databaseUrl, redisUrl, queuePrefix }
-    const h = await startApi(ctx)
-    track(h.api)
-    const stalled = track(await startServiceProcess('worker', workerProcessEnv(ctx)))
-    const accepted = await h.post('/v1/sessions/stall/delegations', {
-      name: 'scripted',
-      prompt: '{"output":"late","delayMs":2500}',
-    })
-    const attemptId = accepted.body.attemptId as string
-    await eventually(async () =>
-      (await transitionEvents(db, attemptId)).includes('claimed') ? true : undefined,
-    )
+    const h = await baton()
+    const stalled = h.worker
+    const { attemptId } = await h.delegateRunning('stall', { output: 'late', delayMs: 2500 })
     // Freeze the whole process (event loop, timers, heartbeats) for longer than its lease.
     stalled.kill('SIGSTOP')
-    const survivor = track(await startServiceProcess('worker', workerProcessEnv(ctx)))
+    await h.startWorker()
     const view = await h.get(`/v1/attempts/${attemptId}/wait?timeoutMs=10000`)
     expect(view.body).toMatchObject({
       status: 'terminal',
@@ -44,30 +23,14 @@ describe('faults against real processes', () => {
     await new Promise((r) => setTimeout(r, 3000))
     expect(await transitionEvents(db, attemptId)).toEqual(['accepted', 'claimed', 'process_lost'])
     expect(stalled.output()).toContain('lease lost')
-    await stalled.close()
-    await survivor.close()
-    await h.api.close()
   })
 
   test('Postgres backends terminated mid-run: owners keep their leases and the commit still lands', async ({
-    databaseUrl,
-    redisUrl,
-    queuePrefix,
-    track,
+    baton,
     db,
   }) => {
-    const ctx = { databaseUrl, redisUrl, queuePrefix }
-    const h = await startApi(ctx)
-    track(h.api)
-    const worker = track(await startServiceProcess('worker', workerProcessEnv(ctx)))
-    const accepted = await h.post('/v1/sessions/pgkill/delegations', {
-      name: 'scripted',
-      prompt: '{"output":"survived","delayMs":1200}',
-    })
-    const attemptId = accepted.body.attemptId as string
-    await eventually(async () =>
-      (await transitionEvents(db, attemptId)).includes('claimed') ? true : undefined,
-    )
+    const h = await baton()
+    const { attemptId } = await h.delegateRunning('pgkill', { output: 'survived', delayMs: 1200 })
     const killed = await sql<{ n: number }>`
       select count(*)::int as n from (
         select pg_terminate_backend(pid) from pg_stat_activity
@@ -82,7 +45,5 @@ describe('faults against real processes', () => {
       output: 'survived',
     })
     expect(await transitionEvents(db, attemptId)).toEqual(['accepted', 'claimed', 'committed'])
-    await worker.close()
-    await h.api.close()
   })
 })

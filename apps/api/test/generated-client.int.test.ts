@@ -7,9 +7,8 @@ import { tmpdir } from 'node:os'
 import { join } from 'node:path'
 import { promisify } from 'node:util'
 import openapiTS, { astToString } from 'openapi-typescript'
-import { describe, expect, startServiceProcess, workerProcessEnv } from '@baton/testing'
+import { describe, expect, test } from '@baton/testing'
 import { REPO_ROOT } from '@baton/testing/processes'
-import { apiTest } from './support/api-harness.ts'
 
 const run = promisify(execFile)
 
@@ -83,16 +82,11 @@ async function typeCheck(dir: string): Promise<{ code: number; output: string }>
 }
 
 describe('a client generated from the served document', () => {
-  apiTest(
+  test(
     'openapi-typescript types from /docs/json type-check a delegate → wait → terminal view program, which runs against the live API; a field the view does not have does not compile',
     { timeout: 120_000 },
-    async ({ api: h, databaseUrl, redisUrl, queuePrefix, track }) => {
-      const worker = track(
-        await startServiceProcess(
-          'worker',
-          workerProcessEnv({ databaseUrl, redisUrl, queuePrefix }),
-        ),
-      )
+    async ({ baton }) => {
+      const h = await baton()
       const docs = await fetch(`${h.base}/docs/json`, { headers: h.auth })
       expect(docs.status).toBe(200)
       const types = astToString(
@@ -131,7 +125,6 @@ describe('a client generated from the served document', () => {
       } finally {
         await rm(dir, { recursive: true, force: true })
       }
-      await worker.close()
     },
   )
 })

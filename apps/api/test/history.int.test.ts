@@ -1,9 +1,7 @@
 import { mkdtemp, mkdir, writeFile, rm } from 'node:fs/promises'
 import { tmpdir } from 'node:os'
 import { join } from 'node:path'
-import { describe, expect, startServiceProcess, test, workerProcessEnv } from '@baton/testing'
-import { createBatonClient } from '@baton/client'
-import { startApi, type ApiHarness } from './support/api-harness.ts'
+import { describe, expect, test, type BatonHttp } from '@baton/testing'
 
 // A subagent whose scripted model answers, after a pause, with every user message it was given:
 // what it says is the conversation it was resumed with.
@@ -40,8 +38,8 @@ async function withSubagentDirs(run: (dirs: Record<string, string>) => Promise<v
   }
 }
 
-async function historyOf(h: ApiHarness, agentId: string): Promise<ContextEvent[]> {
-  const view = await createBatonClient({ baseUrl: h.base, apiKey: h.key }).getAgentHistory(agentId)
+async function historyOf(h: BatonHttp, agentId: string): Promise<ContextEvent[]> {
+  const view = await h.client.getAgentHistory(agentId)
   expect(view.agentId).toBe(agentId)
   return view.events as ContextEvent[]
 }
@@ -57,20 +55,10 @@ const TURN = ['turn/start', 'message:user', 'message:assistant', 'turn/end']
 
 describe('context deltas: durable agent history', () => {
   test('history is visible only after the terminal commit, and a continuation resumes it and adds only its suffix', async ({
-    databaseUrl,
-    redisUrl,
-    queuePrefix,
-    track,
+    baton,
   }) => {
     await withSubagentDirs(async (dirs) => {
-      const h = await startApi({ databaseUrl, redisUrl, queuePrefix }, dirs)
-      track(h.api)
-      const worker = track(
-        await startServiceProcess(
-          'worker',
-          workerProcessEnv({ databaseUrl, redisUrl, queuePrefix }, dirs),
-        ),
-      )
+      const h = await baton({ env: dirs })
       const path = '/v1/sessions/s-context/delegations'
       const first = await h.post(path, { name: 'rememberer', prompt: 'first task' })
       const agentId = first.body.agentId as string
@@ -111,23 +99,16 @@ describe('context deltas: durable agent history', () => {
         error: { code: 'AGENT_NOT_FOUND' },
       })
       expect((await h.get('/v1/agents/not-a-uuid/context')).status).toBe(400)
-      await worker.close()
-      await h.api.close()
+      await h.close()
     })
   })
 
   test('a worker killed mid-turn contributes nothing to the history; the next continuation resumes from what was committed', async ({
-    databaseUrl,
-    redisUrl,
-    queuePrefix,
-    track,
+    baton,
   }) => {
     await withSubagentDirs(async (dirs) => {
-      const h = await startApi({ databaseUrl, redisUrl, queuePrefix }, dirs)
-      track(h.api)
-      const env = workerProcessEnv({ databaseUrl, redisUrl, queuePrefix }, dirs)
+      const h = await baton({ env: dirs })
       const path = '/v1/sessions/s-context-kill/delegations'
-      const doomed = track(await startServiceProcess('worker', env))
       const first = await h.post(path, {
         name: 'rememberer',
         prompt: 'kept task',
@@ -138,9 +119,8 @@ describe('context deltas: durable agent history', () => {
 
       const lost = await h.post(path, { name: 'rememberer', agentId, prompt: 'lost task' })
       await h.untilRunning(lost.body.attemptId as string)
-      doomed.kill('SIGKILL')
-      expect(await doomed.exited).toBe('SIGKILL')
-      const survivor = track(await startServiceProcess('worker', env))
+      expect(await h.killWorker()).toBe('SIGKILL')
+      await h.startWorker()
       const lostView = await h.get(`/v1/attempts/${lost.body.attemptId}/wait?timeoutMs=10000`)
       expect(lostView.body).toMatchObject({
         status: 'terminal',
@@ -162,8 +142,7 @@ describe('context deltas: durable agent history', () => {
         context: { baseSeq: 4, eventCount: 4 },
       })
       expect(shape(await historyOf(h, agentId))).toEqual([...TURN, ...TURN])
-      await survivor.close()
-      await h.api.close()
+      await h.close()
     })
   })
 })

@@ -14,7 +14,7 @@ import {
   revokeApiKey,
   type Db,
 } from '@baton/store'
-import { describe, expect, tenantKey, test } from '@baton/testing'
+import { describe, expect, tenantKey } from '@baton/testing'
 import { STATUS } from '../src/http/errors.ts'
 import {
   hostileDraftOf,
@@ -27,7 +27,7 @@ import {
   type JsonSchema,
   type KnownId,
 } from './support/hostile-requests.ts'
-import { apiTest, delegate, startApi } from './support/api-harness.ts'
+import { apiTest, delegate } from './support/api-harness.ts'
 
 const NUM_RUNS = Number(process.env.BATON_PROPERTY_RUNS ?? 10_000)
 const SEED = Number(process.env.BATON_PROPERTY_SEED ?? randomBytes(4).readInt32LE())
@@ -170,19 +170,15 @@ function collectIds(value: unknown, into: (field: string, id: string) => void): 
 }
 
 describe('hostile requests generated from the route schemas', () => {
-  test(
+  apiTest(
     'no 5xx, every error typed, and a refused request writes no row',
-    async ({ databaseUrl, redisUrl, queuePrefix, db, track }) => {
+    async ({ inProcessApi, db }) => {
       const adminKey = randomBytes(24).toString('hex')
-      const h = await startApi(
-        { databaseUrl, redisUrl, queuePrefix },
-        {
-          ADMIN_API_KEY: adminKey,
-          BODY_LIMIT_BYTES: String(1024 * 1024),
-          RATE_LIMIT_MAX: '0',
-        },
-      )
-      track(h.api)
+      const h = await inProcessApi({
+        ADMIN_API_KEY: adminKey,
+        BODY_LIMIT_BYTES: String(1024 * 1024),
+        RATE_LIMIT_MAX: '0',
+      })
       const agent = new Agent({ keepAlive: true, maxSockets: 1 })
       try {
         const port = Number(new URL(h.base).port)
@@ -352,7 +348,6 @@ describe('hostile requests generated from the route schemas', () => {
         }
       } finally {
         agent.destroy()
-        await h.api.close()
       }
     },
     120_000 + NUM_RUNS * 100,

@@ -1,18 +1,13 @@
 import { sql } from 'kysely'
-import { describe, expect, startServiceProcess, test, workerProcessEnv } from '@baton/testing'
-import { delegate, startApi } from './support/api-harness.ts'
+import { describe, expect, test } from '@baton/testing'
+import { apiTest, delegate } from './support/api-harness.ts'
 
 describe('Idempotency-Key on delegations', () => {
   test('a retried delegation with the same key answers the first attempt and writes nothing more', async ({
-    databaseUrl,
-    redisUrl,
-    queuePrefix,
-    track,
+    baton,
     db,
   }) => {
-    const ctx = { databaseUrl, redisUrl, queuePrefix }
-    const h = await startApi(ctx)
-    track(h.api)
+    const h = await baton({ workers: 0 })
     const key = { 'idempotency-key': 'order-42:step-1' }
     const body = { name: 'scripted', prompt: '{"output":"once"}' }
     // Concurrent first uses of one key: all answer the same attempt.
@@ -42,7 +37,7 @@ describe('Idempotency-Key on delegations', () => {
     expect(bad).toMatchObject({ status: 400, body: { error: { code: 'VALIDATION_FAILED' } } })
 
     // After the attempt finished, a retried submit-and-wait answers its terminal result at once.
-    const worker = track(await startServiceProcess('worker', workerProcessEnv(ctx)))
+    await h.startWorker()
     const first = await h.get(`/v1/attempts/${answers[0]?.body.attemptId}/wait?timeoutMs=10000`)
     expect(first.body).toMatchObject({ status: 'terminal', output: 'once' })
     const started = performance.now()
@@ -56,41 +51,33 @@ describe('Idempotency-Key on delegations', () => {
       select count(*)::int as n from attempts where session_id in ('s-idem', 's-idem-2')
     `.execute(db)
     expect(total.rows[0]?.n).toBe(2)
-    await worker.close()
-    await h.api.close()
   })
 
-  test('50 identical concurrent keyed continuations, 100 rounds: one attempt each, never AGENT_BUSY', async ({
-    databaseUrl,
-    redisUrl,
-    queuePrefix,
-    track,
-    db,
-  }) => {
-    const h = await startApi({ databaseUrl, redisUrl, queuePrefix })
-    track(h.api)
-    const first = await h.post(delegate('s-cont'), { name: 'scripted', prompt: '{"hang":true}' })
-    const agentId = first.body.agentId as string
-    let previous = first.body.attemptId as string
-    for (let round = 0; round < 100; round += 1) {
-      // The agent's last attempt ends (a queued cancel is terminal at once), then 50 callers send
-      // the same continuation under one key at the same moment.
-      expect((await h.post(`/v1/attempts/${previous}/cancel`, {})).status).toBe(202)
-      const body = { name: 'scripted', prompt: '{"hang":true}', agentId }
-      const key = { 'idempotency-key': `continue-${round}` }
-      const answers = await Promise.all(
-        Array.from({ length: 50 }, () => h.post(delegate('s-cont'), body, key)),
-      )
-      const statuses = answers.map((a) => `${a.status} ${a.body.error?.code ?? ''}`.trim())
-      expect(new Set(statuses), `round ${round}`).toEqual(new Set(['202']))
-      const attempts = new Set(answers.map((a) => a.body.attemptId as string))
-      expect(attempts.size, `round ${round}`).toBe(1)
-      previous = [...attempts][0] ?? ''
-    }
-    const rows = await sql<{ n: number }>`
+  apiTest(
+    '50 identical concurrent keyed continuations, 100 rounds: one attempt each, never AGENT_BUSY',
+    async ({ api: h, db }) => {
+      const first = await h.post(delegate('s-cont'), { name: 'scripted', prompt: '{"hang":true}' })
+      const agentId = first.body.agentId as string
+      let previous = first.body.attemptId as string
+      for (let round = 0; round < 100; round += 1) {
+        // The agent's last attempt ends (a queued cancel is terminal at once), then 50 callers send
+        // the same continuation under one key at the same moment.
+        expect((await h.post(`/v1/attempts/${previous}/cancel`, {})).status).toBe(202)
+        const body = { name: 'scripted', prompt: '{"hang":true}', agentId }
+        const key = { 'idempotency-key': `continue-${round}` }
+        const answers = await Promise.all(
+          Array.from({ length: 50 }, () => h.post(delegate('s-cont'), body, key)),
+        )
+        const statuses = answers.map((a) => `${a.status} ${a.body.error?.code ?? ''}`.trim())
+        expect(new Set(statuses), `round ${round}`).toEqual(new Set(['202']))
+        const attempts = new Set(answers.map((a) => a.body.attemptId as string))
+        expect(attempts.size, `round ${round}`).toBe(1)
+        previous = [...attempts][0] ?? ''
+      }
+      const rows = await sql<{ n: number }>`
       select count(*)::int as n from attempts where agent_id = ${agentId}
     `.execute(db)
-    expect(rows.rows[0]?.n).toBe(101)
-    await h.api.close()
-  })
+      expect(rows.rows[0]?.n).toBe(101)
+    },
+  )
 })

@@ -1,15 +1,4 @@
-import { Writable } from 'node:stream'
-import { createLogger } from '@baton/observability'
-import {
-  describe,
-  expect,
-  startServiceProcess,
-  tenantKey,
-  test,
-  workerProcessEnv,
-} from '@baton/testing'
-import { composeApi } from '../src/compose.ts'
-import { loadConfig } from '../src/config.ts'
+import { describe, expect, test } from '@baton/testing'
 
 const PROMPT_SECRET = 'PROMPT-SECRET-7f3a'
 const STEER_SECRET = 'STEER-SECRET-91c2'
@@ -18,45 +7,13 @@ const WRONG_KEY_SECRET = 'bk_WRONGKEYSECRETWRONGKEYSECRETWRONGKEYSECRE'
 
 describe('logs', () => {
   test('at trace level, neither API nor worker logs a prompt, steering text or a credential', async ({
-    databaseUrl,
-    redisUrl,
-    queuePrefix,
-    track,
-    db,
+    baton,
   }) => {
-    const KEY_SECRET = await tenantKey(db, 'default')
-    let apiLog = ''
-    const sink = new Writable({
-      write(chunk: Buffer, _encoding, done) {
-        apiLog += chunk.toString()
-        done()
-      },
+    const stack = await baton({
+      env: { LOG_LEVEL: 'trace' },
+      apiEnv: { ADMIN_API_KEY: ADMIN_SECRET },
     })
-    const config = loadConfig({
-      DATABASE_URL: databaseUrl,
-      REDIS_URL: redisUrl,
-      QUEUE_PREFIX: queuePrefix,
-      PORT: '0',
-      ADMIN_API_KEY: ADMIN_SECRET,
-    })
-    const api = track(
-      await composeApi(
-        config,
-        createLogger({ service: 'test', level: 'trace', destination: sink }),
-      ),
-    )
-    const base = await api.app.listen({ host: '127.0.0.1', port: 0 })
-    const worker = track(
-      await startServiceProcess(
-        'worker',
-        workerProcessEnv({ databaseUrl, redisUrl, queuePrefix }, { LOG_LEVEL: 'trace' }),
-      ),
-    )
-    const headers = { 'content-type': 'application/json', authorization: `Bearer ${KEY_SECRET}` }
-    const post = (path: string, body: unknown) =>
-      fetch(`${base}${path}`, { method: 'POST', headers, body: JSON.stringify(body) }).then(
-        async (r) => ({ status: r.status, body: (await r.json()) as Record<string, any> }),
-      )
+    const { base, key: KEY_SECRET, post } = stack
 
     // A completed run, a steered run, a failed run and a refused request, all carrying secrets.
     const done = await post('/v1/sessions/s-logs/delegations', {
@@ -73,10 +30,9 @@ describe('logs', () => {
       (await post(`/v1/attempts/${steered.body.attemptId}/steer`, { content: STEER_SECRET }))
         .status,
     ).toBe(202)
-    const steeredEnd = await fetch(
-      `${base}/v1/attempts/${steered.body.attemptId}/wait?timeoutMs=10000`,
-      { headers },
-    ).then((r) => r.json())
+    const steeredEnd = (
+      await stack.get(`/v1/attempts/${steered.body.attemptId}/wait?timeoutMs=10000`)
+    ).body
     expect(steeredEnd).toMatchObject({ status: 'terminal', output: STEER_SECRET })
     await post('/v1/sessions/s-logs/delegations', {
       name: 'scripted',
@@ -103,9 +59,9 @@ describe('logs', () => {
     }).then(async (r) => ({ status: r.status, body: (await r.json()) as { key: string } }))
     expect(issued.status).toBe(201)
 
-    await worker.close()
-    await api.close()
-    const workerLog = worker.output()
+    await stack.close()
+    const apiLog = stack.api.output()
+    const workerLog = stack.worker.output()
     // The logs are not empty: debug lines are there, so the test reads what an operator would.
     expect(apiLog).toContain('"msg":"delegation accepted"')
     expect(workerLog.length).toBeGreaterThan(0)

@@ -2,8 +2,8 @@ import { mkdtemp, mkdir, writeFile, rm } from 'node:fs/promises'
 import { tmpdir } from 'node:os'
 import { join } from 'node:path'
 import { sql } from 'kysely'
-import { ACP_FIXTURE_AGENT, describe, expect, startServiceProcess, test } from '@baton/testing'
-import { delegate, rowCounts, startApi } from './support/api-harness.ts'
+import { ACP_FIXTURE_AGENT, describe, expect, test } from '@baton/testing'
+import { apiTest, delegate, rowCounts } from './support/api-harness.ts'
 
 const RESEARCHER = `---
 name: researcher
@@ -45,10 +45,7 @@ const RESEARCH_SCRIPT = {
 
 describe('API → worker → markdown-defined subagents: spawn with a scripted model, and an external ACP agent', () => {
   test('a markdown subagent runs through the seam and its outcome ends in the ledger', async ({
-    databaseUrl,
-    redisUrl,
-    queuePrefix,
-    track,
+    baton,
     db,
   }) => {
     const root = await mkdtemp(join(tmpdir(), 'baton-md-'))
@@ -64,22 +61,11 @@ describe('API → worker → markdown-defined subagents: spawn with a scripted m
       await writeFile(join(scriptsDir, 'research.json'), JSON.stringify(RESEARCH_SCRIPT))
       await writeFile(join(workspace, 'notes', 'fact.txt'), 'the sky is green on Tuesdays\n')
 
-      const h = await startApi(
-        { databaseUrl, redisUrl, queuePrefix },
-        { SUBAGENTS_DIR: subagentsDir },
-      )
-      const api = track(h.api)
+      const h = await baton({
+        env: { SUBAGENTS_DIR: subagentsDir },
+        workerEnv: { SCRIPTED_MODELS_DIR: scriptsDir, WORKSPACE_DIR: workspace },
+      })
       const base = h.base
-      const worker = track(
-        await startServiceProcess('worker', {
-          DATABASE_URL: databaseUrl,
-          REDIS_URL: redisUrl,
-          QUEUE_PREFIX: queuePrefix,
-          SUBAGENTS_DIR: subagentsDir,
-          SCRIPTED_MODELS_DIR: scriptsDir,
-          WORKSPACE_DIR: workspace,
-        }),
-      )
       const response = await fetch(`${base}/v1/sessions/md-session/delegations`, {
         method: 'POST',
         headers: { 'content-type': 'application/json', ...h.auth },
@@ -103,12 +89,7 @@ describe('API → worker → markdown-defined subagents: spawn with a scripted m
       expect(row.rows).toEqual([{ stop_reason: 'completed', output_bytes: 49 }])
 
       // The ACP subagent: a real external agent process, with no steering capability.
-      const post = (path: string, payload: unknown) =>
-        fetch(`${base}${path}`, {
-          method: 'POST',
-          headers: { 'content-type': 'application/json', ...h.auth },
-          body: JSON.stringify(payload),
-        }).then(async (r) => ({ status: r.status, body: (await r.json()) as Record<string, any> }))
+      const { post } = h
       const echoed = await post('/v1/sessions/md-session/delegations', {
         name: 'echoer',
         prompt: 'hello over acp',
@@ -144,18 +125,14 @@ describe('API → worker → markdown-defined subagents: spawn with a scripted m
         body: JSON.stringify({ name: 'writer', prompt: 'x' }),
       })
       expect(unknown.status).toBe(400)
-      await worker.close()
-      await api.close()
+      await h.close()
     } finally {
       await rm(root, { recursive: true, force: true })
     }
   })
 
   test('a spec whose required tool the fleet cannot offer is refused at accept time with the reason, writes nothing, and the worker lists it as refused', async ({
-    databaseUrl,
-    redisUrl,
-    queuePrefix,
-    track,
+    baton,
     db,
   }) => {
     const root = await mkdtemp(join(tmpdir(), 'baton-md-'))
@@ -164,11 +141,7 @@ describe('API → worker → markdown-defined subagents: spawn with a scripted m
       await mkdir(subagentsDir)
       await writeFile(join(subagentsDir, 'writer.md'), WRITER)
       await writeFile(join(subagentsDir, 'researcher.md'), RESEARCHER)
-      const h = await startApi(
-        { databaseUrl, redisUrl, queuePrefix },
-        { SUBAGENTS_DIR: subagentsDir },
-      )
-      const api = track(h.api)
+      const h = await baton({ workers: 0, env: { SUBAGENTS_DIR: subagentsDir } })
       const before = await rowCounts(db)
       const refused = await h.post(delegate('md-refused'), { name: 'writer', prompt: 'x' })
       expect(refused.status).toBe(400)
@@ -180,14 +153,7 @@ describe('API → worker → markdown-defined subagents: spawn with a scripted m
         (await h.post(delegate('md-refused'), { name: 'researcher', prompt: 'x' })).status,
       ).toBe(202)
 
-      const worker = track(
-        await startServiceProcess('worker', {
-          DATABASE_URL: databaseUrl,
-          REDIS_URL: redisUrl,
-          QUEUE_PREFIX: queuePrefix,
-          SUBAGENTS_DIR: subagentsDir,
-        }),
-      )
+      const worker = await h.startWorker()
       const refusedLine = worker
         .output()
         .split('\n')
@@ -195,27 +161,21 @@ describe('API → worker → markdown-defined subagents: spawn with a scripted m
         .find((entry) => entry.msg === 'subagent refused')
       expect(refusedLine).toMatchObject({ subagent: 'writer' })
       expect(String(refusedLine?.reason)).toContain('"write"')
-      await worker.close()
-      await api.close()
+      await h.close()
     } finally {
       await rm(root, { recursive: true, force: true })
     }
   })
 
-  test('SCRIPTED_ENABLED=false: the scripted subagent is unknown to the API and nothing is written', async ({
-    databaseUrl,
-    redisUrl,
-    queuePrefix,
-    track,
-    db,
-  }) => {
-    const h = await startApi({ databaseUrl, redisUrl, queuePrefix }, { SCRIPTED_ENABLED: 'false' })
-    track(h.api)
-    const before = await rowCounts(db)
-    const refused = await h.post(delegate('no-scripted'), { name: 'scripted', prompt: 'x' })
-    expect(refused.status).toBe(400)
-    expect(refused.body.error).toMatchObject({ code: 'UNKNOWN_SUBAGENT', details: { known: [] } })
-    expect(await rowCounts(db)).toEqual(before)
-    await h.api.close()
-  })
+  apiTest(
+    'SCRIPTED_ENABLED=false: the scripted subagent is unknown to the API and nothing is written',
+    async ({ inProcessApi, db }) => {
+      const h = await inProcessApi({ SCRIPTED_ENABLED: 'false' })
+      const before = await rowCounts(db)
+      const refused = await h.post(delegate('no-scripted'), { name: 'scripted', prompt: 'x' })
+      expect(refused.status).toBe(400)
+      expect(refused.body.error).toMatchObject({ code: 'UNKNOWN_SUBAGENT', details: { known: [] } })
+      expect(await rowCounts(db)).toEqual(before)
+    },
+  )
 })

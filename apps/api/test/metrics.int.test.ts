@@ -8,32 +8,20 @@ import {
   freePort,
   promtoolCheck,
   sampleValue,
-  startServiceProcess,
   test,
-  workerProcessEnv,
+  type StartBaton,
 } from '@baton/testing'
-import { delegate, startApi, type ApiHarness } from './support/api-harness.ts'
+import { apiTest, delegate } from './support/api-harness.ts'
 
 const ADMIN_KEY = 'metrics-test-admin-key-0123456789abcdef'
 
-interface Services {
-  readonly databaseUrl: string
-  readonly redisUrl: string
-  readonly queuePrefix: string
-  readonly track: <T extends { close(): Promise<unknown>; isClosed(): boolean }>(t: T) => T
-}
-
 /** The API (with an admin key) and one worker process serving /metrics on a port of its own. */
-async function startBoth(ctx: Services) {
-  const api = await startApi(ctx, { ADMIN_API_KEY: ADMIN_KEY })
-  ctx.track(api.api)
+async function startBoth(baton: StartBaton) {
   const port = await freePort()
-  const worker = ctx.track(
-    await startServiceProcess(
-      'worker',
-      workerProcessEnv(ctx, { METRICS_HOST: '127.0.0.1', METRICS_PORT: String(port) }),
-    ),
-  )
+  const api = await baton({
+    apiEnv: { ADMIN_API_KEY: ADMIN_KEY },
+    workerEnv: { METRICS_HOST: '127.0.0.1', METRICS_PORT: String(port) },
+  })
   const scrape = async (url: string, headers: Record<string, string> = {}) => {
     const response = await fetch(url, { headers })
     expect(response.status).toBe(200)
@@ -42,7 +30,6 @@ async function startBoth(ctx: Services) {
   }
   return {
     api,
-    worker,
     scrapeApi: () => scrape(`${api.base}/metrics`, { authorization: `Bearer ${ADMIN_KEY}` }),
     scrapeWorker: () => scrape(`http://127.0.0.1:${port}/metrics`),
   }
@@ -62,21 +49,8 @@ type Both = Awaited<ReturnType<typeof startBoth>>
 
 /** A test given the API and a worker process (`both`), both closed after it. */
 const metricsTest = test.extend<{ both: Both }>({
-  both: async ({ databaseUrl, redisUrl, queuePrefix, track }, use) => {
-    const both = await startBoth({ databaseUrl, redisUrl, queuePrefix, track })
-    await use(both)
-    await both.worker.close()
-    await both.api.api.close()
-  },
+  both: async ({ baton }, use) => use(await startBoth(baton)),
 })
-
-/** A delegation whose child hangs (until aborted), once it is running. */
-async function runningHang(api: ApiHarness, session: string): Promise<string> {
-  const accepted = await api.post(delegate(session), { name: 'scripted', prompt: '{"hang":true}' })
-  const attemptId = accepted.body.attemptId as string
-  await api.untilRunning(attemptId)
-  return attemptId
-}
 
 describe('metrics', () => {
   metricsTest(
@@ -149,7 +123,7 @@ describe('metrics', () => {
   metricsTest(
     'cancelling a running child counts one aborted/cancelled terminal and one cancel-to-aborted latency',
     async ({ both }) => {
-      const attemptId = await runningHang(both.api, 's-metrics-cancel')
+      const { attemptId } = await both.api.delegateRunning('s-metrics-cancel')
       const [api0, worker0] = [await both.scrapeApi(), await both.scrapeWorker()]
       expect((await both.api.post(`/v1/attempts/${attemptId}/cancel`, {})).body).toMatchObject({
         outcome: 'cancel_requested',
@@ -170,37 +144,33 @@ describe('metrics', () => {
     },
   )
 
-  test('a queued attempt the API cancels is counted as a terminal by the API', async ({
-    databaseUrl,
-    redisUrl,
-    queuePrefix,
-    track,
-  }) => {
-    // No worker: the attempt stays queued until the cancel makes it terminal.
-    const api = await startApi({ databaseUrl, redisUrl, queuePrefix }, { ADMIN_API_KEY: ADMIN_KEY })
-    track(api.api)
-    const scrape = () =>
-      fetch(`${api.base}/metrics`, { headers: { authorization: `Bearer ${ADMIN_KEY}` } }).then(
-        (r) => r.text(),
-      )
-    const before = await scrape()
-    const accepted = await api.post(delegate('s-metrics-queued'), {
-      name: 'scripted',
-      prompt: '{"output":"never"}',
-    })
-    const cancel = await api.post(`/v1/attempts/${accepted.body.attemptId}/cancel`, {})
-    expect(cancel.body).toMatchObject({ outcome: 'cancelled_queued' })
-    const after = await scrape()
-    expect(delta(before, after, 'baton_attempts_accepted_total')).toBe(1)
-    const cancelled = { stop_reason: 'aborted', failure_category: 'cancelled' }
-    expect(delta(before, after, 'baton_attempts_terminal_total', cancelled)).toBe(1)
-    await api.api.close()
-  })
+  apiTest(
+    'a queued attempt the API cancels is counted as a terminal by the API',
+    async ({ inProcessApi }) => {
+      // No worker: the attempt stays queued until the cancel makes it terminal.
+      const api = await inProcessApi({ ADMIN_API_KEY: ADMIN_KEY })
+      const scrape = () =>
+        fetch(`${api.base}/metrics`, { headers: { authorization: `Bearer ${ADMIN_KEY}` } }).then(
+          (r) => r.text(),
+        )
+      const before = await scrape()
+      const accepted = await api.post(delegate('s-metrics-queued'), {
+        name: 'scripted',
+        prompt: '{"output":"never"}',
+      })
+      const cancel = await api.post(`/v1/attempts/${accepted.body.attemptId}/cancel`, {})
+      expect(cancel.body).toMatchObject({ outcome: 'cancelled_queued' })
+      const after = await scrape()
+      expect(delta(before, after, 'baton_attempts_accepted_total')).toBe(1)
+      const cancelled = { stop_reason: 'aborted', failure_category: 'cancelled' }
+      expect(delta(before, after, 'baton_attempts_terminal_total', cancelled)).toBe(1)
+    },
+  )
 
   metricsTest(
     'a lost lease moves the worker’s lease-loss counter by one, and the reconciler records the process loss',
     async ({ both, db }) => {
-      const attemptId = await runningHang(both.api, 's-metrics-lease')
+      const { attemptId } = await both.api.delegateRunning('s-metrics-lease')
       // Leases are renewing meanwhile.
       await eventually(async () =>
         sampleValue(await both.scrapeWorker(), 'baton_lease_renewals_total') > 0 ? true : undefined,

@@ -1,9 +1,9 @@
-// OTLP smoke: with OTEL_EXPORTER_OTLP_ENDPOINT set, a delegation's spans leave the API (in
-// process) and a real worker process as OTLP/HTTP JSON, and arrive at /v1/traces.
+// OTLP smoke: with OTEL_EXPORTER_OTLP_ENDPOINT set, a delegation's spans leave the API and worker
+// processes as OTLP/HTTP JSON, and arrive at /v1/traces.
 import { createServer, type IncomingMessage, type Server } from 'node:http'
 import type { AddressInfo } from 'node:net'
-import { describe, expect, startServiceProcess, test, workerProcessEnv } from '@baton/testing'
-import { delegate, startApi } from './support/api-harness.ts'
+import { describe, expect, test } from '@baton/testing'
+import { delegate } from './support/api-harness.ts'
 
 interface OtlpSpan {
   readonly traceId: string
@@ -78,21 +78,11 @@ const attributeOf = (span: OtlpSpan, key: string) =>
 
 describe('OTLP export', () => {
   test("a delegation's spans from the API and a worker process arrive at /v1/traces as one trace", async ({
-    databaseUrl,
-    redisUrl,
-    queuePrefix,
+    baton,
     track,
   }) => {
     const collector = track(await fakeCollector())
-    const otel = { OTEL_EXPORTER_OTLP_ENDPOINT: collector.endpoint }
-    const api = await startApi({ databaseUrl, redisUrl, queuePrefix }, otel)
-    track(api.api)
-    const worker = track(
-      await startServiceProcess(
-        'worker',
-        workerProcessEnv({ databaseUrl, redisUrl, queuePrefix }, otel),
-      ),
-    )
+    const api = await baton({ env: { OTEL_EXPORTER_OTLP_ENDPOINT: collector.endpoint } })
     const answer = await api.post(delegate('s-otlp'), {
       name: 'scripted',
       prompt: '{"output":"exported"}',
@@ -101,8 +91,7 @@ describe('OTLP export', () => {
     expect(answer.body).toMatchObject({ status: 'terminal', stopReason: 'completed' })
     const { attemptId } = answer.body
     // Both processes flush what their batch span processors still hold when they stop.
-    await worker.close()
-    await api.api.close()
+    await api.close()
 
     expect(collector.requests.length).toBeGreaterThanOrEqual(2)
     for (const request of collector.requests) {

@@ -7,14 +7,10 @@ import {
   expect,
   hasRedisServerBinary,
   startRedisServer,
-  startServiceProcess,
   test,
   transitionEvents,
-  workerProcessEnv,
 } from '@baton/testing'
-import { startApi } from './support/api-harness.ts'
-
-const delegate = (session: string) => `/v1/sessions/${session}/delegations`
+import { delegate } from './support/api-harness.ts'
 
 /** One short-lived connection: a command against the private Redis, then quit. */
 async function withRedis<T>(url: string, run: (redis: Redis) => Promise<T>): Promise<T> {
@@ -32,15 +28,10 @@ describe('Redis restart (private redis-server)', () => {
   test.skipIf(!hasRedisServerBinary())(
     'Redis killed and restarted empty: the running child commits once, the lost job is re-enqueued, and the API and worker recover',
     { timeout: 180_000 },
-    async ({ databaseUrl, queuePrefix, track, db }) => {
+    async ({ baton, queuePrefix, track, db }) => {
       const privateRedis = track(await startRedisServer())
-      const ctx = { databaseUrl, redisUrl: privateRedis.url, queuePrefix }
-      const h = await startApi(ctx)
-      track(h.api)
       // One slot: while the slow child holds it, a second job can only wait in Redis.
-      const worker = track(
-        await startServiceProcess('worker', workerProcessEnv(ctx, { WORKER_CONCURRENCY: '1' })),
-      )
+      const h = await baton({ redisUrl: privateRedis.url, workerEnv: { WORKER_CONCURRENCY: '1' } })
 
       const slow = await h.post(delegate('s-restart'), {
         name: 'scripted',
@@ -105,7 +96,7 @@ describe('Redis restart (private redis-server)', () => {
         output: 'requeued',
       })
       expect(await transitionEvents(db, queuedId)).toEqual(['accepted', 'claimed', 'committed'])
-      expect(worker.output()).toContain('accepted attempts had no job; re-enqueued')
+      expect(h.worker.output()).toContain('accepted attempts had no job; re-enqueued')
 
       // The API's queue and doorbell connections recovered: submit-and-wait works end to end.
       const fresh = await h.post(delegate('s-restart'), {
@@ -143,8 +134,7 @@ describe('Redis restart (private redis-server)', () => {
         'committed',
       ])
 
-      await worker.close()
-      await h.api.close()
+      await h.close()
       await privateRedis.close()
     },
   )

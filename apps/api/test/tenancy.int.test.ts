@@ -1,24 +1,13 @@
 import { randomUUID } from 'node:crypto'
 import { createBatonClient } from '@baton/client'
 import { describe, expect, tenantKey } from '@baton/testing'
-import {
-  apiTest as baseTest,
-  delegate,
-  rowCounts,
-  startApi,
-  type ApiHarness,
-} from './support/api-harness.ts'
+import { apiTest as baseTest, delegate, rowCounts, type ApiHarness } from './support/api-harness.ts'
 
 const ADMIN_KEY = 'admin-key-for-tests-0123456789abcdef0123456789'
 
 /** An API with an admin key; `h` acts as namespace `default`. */
 const apiTest = baseTest.extend<{ adminApi: ApiHarness }>({
-  adminApi: async ({ databaseUrl, redisUrl, queuePrefix, track }, use) => {
-    const h = await startApi({ databaseUrl, redisUrl, queuePrefix }, { ADMIN_API_KEY: ADMIN_KEY })
-    track(h.api)
-    await use(h)
-    await h.api.close()
-  },
+  adminApi: async ({ inProcessApi }, use) => use(await inProcessApi({ ADMIN_API_KEY: ADMIN_KEY })),
 })
 
 const bearer = (key: string) => ({ authorization: `Bearer ${key}` })

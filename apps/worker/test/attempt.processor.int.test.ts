@@ -34,6 +34,7 @@ import {
   historyTurn,
   startRedisServer,
   test,
+  untilAttempt,
 } from '@baton/testing'
 import { duplicateTerminalAttempts } from '@baton/testing/ledger-audit'
 import { createOutputBudget } from '../src/output-budget.ts'
@@ -91,10 +92,7 @@ describe('attempt processor', () => {
     )
     try {
       await enqueueAttempt(harness.queue, attemptId)
-      const view = await eventually(async () => {
-        const v = await getAttempt(db, attemptId)
-        return v?.status === 'terminal' ? v : undefined
-      })
+      const view = await untilAttempt(db, attemptId, 'terminal')
       expect(view).toMatchObject({ stopReason: 'completed', output: 'exactly once' })
       await eventually(async () => (outcomes.length === 2 ? true : undefined))
       expect(outcomes).toEqual(['response lost', 'replayed'])
@@ -217,10 +215,7 @@ describe('attempt processor: context deltas', () => {
     )
     try {
       await enqueueAttempt(harness.queue, attemptId)
-      const view = await eventually(async () => {
-        const v = await getAttempt(db, attemptId)
-        return v?.status === 'terminal' ? v : undefined
-      })
+      const view = await untilAttempt(db, attemptId, 'terminal')
       expect(fake.received).toEqual([historyTurn(0, 'first')])
       const history = (await getAgentHistory(db, agentId))?.events ?? []
       if (fault !== 'none') {

@@ -5,17 +5,9 @@ import { mkdir, mkdtemp, rm, writeFile } from 'node:fs/promises'
 import { tmpdir } from 'node:os'
 import { join } from 'node:path'
 import { sql } from 'kysely'
-import { acceptDelegations, getAttempt, type Db } from '@baton/store'
+import { acceptDelegations, type Db } from '@baton/store'
 import { NO_START_CAPABILITIES, type SubagentProvider } from '@baton/subagents'
-import {
-  ACP_FIXTURE_AGENT,
-  describe,
-  eventually,
-  expect,
-  startServiceProcess,
-  test,
-  workerProcessEnv,
-} from '@baton/testing'
+import { ACP_FIXTURE_AGENT, describe, eventually, expect, test, untilAttempt } from '@baton/testing'
 import { enqueue, startRuntime, untilTerminal } from './support/worker-harness.ts'
 
 /** Accepts a delegation to subagent `name`, as the API would. */
@@ -68,11 +60,10 @@ const SCRIPTS: Record<string, unknown> = {
 
 describe('failure categories stored from a child run', () => {
   test('spawn and ACP subagents store refusal, max_tokens and model_error in one spelling', async ({
+    baton,
     db,
-    databaseUrl,
     redisUrl,
     queuePrefix,
-    track,
   }) => {
     const root = await mkdtemp(join(tmpdir(), 'baton-categories-'))
     try {
@@ -83,19 +74,14 @@ describe('failure categories stored from a child run', () => {
         await writeFile(join(dirs.subagents, file), text)
       for (const [file, script] of Object.entries(SCRIPTS))
         await writeFile(join(dirs.scripts, file), JSON.stringify(script))
-      const worker = track(
-        await startServiceProcess(
-          'worker',
-          workerProcessEnv(
-            { databaseUrl, redisUrl, queuePrefix },
-            {
-              SUBAGENTS_DIR: dirs.subagents,
-              SCRIPTED_MODELS_DIR: dirs.scripts,
-              WORKSPACE_DIR: root,
-            },
-          ),
-        ),
-      )
+      const fleet = await baton({
+        api: false,
+        workerEnv: {
+          SUBAGENTS_DIR: dirs.subagents,
+          SCRIPTED_MODELS_DIR: dirs.scripts,
+          WORKSPACE_DIR: root,
+        },
+      })
       const cases = [
         { name: 'refuser', prompt: 'help', expected: ['refusal', 'refusal'] },
         { name: 'rambler', prompt: 'go on', expected: ['max-tokens', 'max_tokens'] },
@@ -114,7 +100,7 @@ describe('failure categories stored from a child run', () => {
       }
       // The failing model's message stays inside the child.
       expect(await leakingRows(db)).toBe(0)
-      await worker.close()
+      await fleet.close()
     } finally {
       await rm(root, { recursive: true, force: true })
     }
@@ -205,26 +191,20 @@ describe('failure categories stored from a provider and from the worker', () => 
   })
 
   test('an aborted child stores the category of the reason the worker aborted it with: cancel, shutdown, lease loss', async ({
+    services: ctx,
     db,
-    databaseUrl,
     redisUrl,
     queuePrefix,
-    track,
   }) => {
-    const ctx = { databaseUrl, redisUrl, queuePrefix, track }
     // Reconciler effectively off: only the lease-loss step below may record process loss.
     const runtime = await startRuntime(ctx, declaringProvider(), {
       RECONCILE_INTERVAL_MS: '600000',
     })
-    const running = async (attemptId: string) =>
-      eventually(async () =>
-        (await getAttempt(db, attemptId))?.status === 'running' ? true : undefined,
-      )
     const cancelled = await acceptFor(db, 'scripted', 'hang')
     const lost = await acceptFor(db, 'scripted', 'hang')
     const shutDown = await acceptFor(db, 'scripted', 'hang')
     await enqueue({ redisUrl, queuePrefix }, cancelled, lost, shutDown)
-    for (const id of [cancelled, lost, shutDown]) await running(id)
+    for (const id of [cancelled, lost, shutDown]) await untilAttempt(db, id, 'running')
 
     // A cancel recorded in the ledger: the heartbeat finds it and aborts the child.
     await sql`update attempts set cancel_requested_at = now() where id = ${cancelled}`.execute(db)

@@ -28,13 +28,11 @@ describe('poison isolation of the worker’s batched claims', () => {
   })
 
   test('a job whose attempt id is not a uuid fails once, without retries; the jobs around it run', async ({
+    services: ctx,
     db,
-    databaseUrl,
     redisUrl,
     queuePrefix,
-    track,
   }) => {
-    const ctx = { databaseUrl, redisUrl, queuePrefix, track }
     const runtime = await startRuntime(ctx, createScriptedPromptProvider())
     const queue = createAttemptQueue({ connection: { url: redisUrl }, prefix: queuePrefix })
     try {

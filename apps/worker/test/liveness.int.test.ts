@@ -71,8 +71,7 @@ describe('batched liveness across a fleet', () => {
   test(
     `${WORKERS} workers holding ${PER_WORKER} leases each renew them with one statement per interval, and claim and commit in batches`,
     { timeout: 120_000 },
-    async ({ db, databaseUrl, redisUrl, queuePrefix, track }) => {
-      const ctx = { databaseUrl, redisUrl, queuePrefix, track }
+    async ({ services: ctx, db }) => {
       const env = {
         WORKER_CONCURRENCY: String(PER_WORKER),
         HEARTBEAT_INTERVAL_MS: String(HEARTBEAT_INTERVAL_MS),
@@ -150,15 +149,15 @@ describe('batched liveness across a fleet', () => {
       `.execute(db)
       expect(lost.rows[0]?.n).toBe(0)
 
-      // 2. One renewal statement per worker per interval (within two either way: the window's
-      // edges and a late timer), each covering all of the worker's leases.
-      const expectedBeats = (windowEnd - windowStart) / HEARTBEAT_INTERVAL_MS
+      // 2. At most one renewal statement per worker per interval (two more for the window's
+      // edges), each covering all of the worker's leases. A busy machine may fire a heartbeat
+      // late, never more often, so fewer is fine; the leases above show none ran out.
+      const intervals = (windowEnd - windowStart) / HEARTBEAT_INTERVAL_MS
       for (const log of logs) {
         const inWindow = log.renewals.filter((r) => r.atMs >= windowStart && r.atMs <= windowEnd)
-        expect(
-          Math.abs(inWindow.length - expectedBeats),
-          `${inWindow.length} renewal statements in ${expectedBeats.toFixed(1)} intervals`,
-        ).toBeLessThanOrEqual(2)
+        const what = `${inWindow.length} renewal statements in ${intervals.toFixed(1)} intervals`
+        expect(inWindow.length, what).toBeGreaterThanOrEqual(1)
+        expect(inWindow.length, what).toBeLessThanOrEqual(intervals + 2)
         for (const renewal of inWindow) expect(renewal.leases).toBe(PER_WORKER)
       }
 

@@ -21,13 +21,9 @@ function startServing(ctx: WorkerTestContext, port: number) {
 
 describe('worker metrics endpoint', () => {
   test('serves GET /metrics on METRICS_PORT while the runtime runs, 404 elsewhere, and closes with it', async ({
+    services: ctx,
     db,
-    databaseUrl,
-    redisUrl,
-    queuePrefix,
-    track,
   }) => {
-    const ctx = { databaseUrl, redisUrl, queuePrefix, track }
     const port = await freePort()
     const runtime = await startServing(ctx, port)
     const url = `http://127.0.0.1:${port}`
@@ -46,13 +42,9 @@ describe('worker metrics endpoint', () => {
   })
 
   test('a METRICS_PORT another process holds is logged and the worker runs without the endpoint', async ({
+    services: ctx,
     db,
-    databaseUrl,
-    redisUrl,
-    queuePrefix,
-    track,
   }) => {
-    const ctx = { databaseUrl, redisUrl, queuePrefix, track }
     const holder = createServer()
     await new Promise<void>((resolve) => holder.listen(0, '127.0.0.1', resolve))
     const address = holder.address()

@@ -2,14 +2,7 @@
 import { sql } from 'kysely'
 import { SCRIPT_OUTPUT_BYTES_MAX } from '@baton/contracts'
 import type { ContentBlock } from '@baton/subagents'
-import {
-  describe,
-  eventually,
-  expect,
-  startServiceProcess,
-  test,
-  workerProcessEnv,
-} from '@baton/testing'
+import { describe, eventually, expect, test } from '@baton/testing'
 import {
   accept,
   childProvider,
@@ -23,32 +16,28 @@ const MiB = 1024 * 1024
 
 describe('output memory budget', () => {
   test('200 concurrent maximal outputs: every attempt terminal, completed or output_budget_exceeded, and the worker never exits', async ({
+    baton,
     db,
-    databaseUrl,
     redisUrl,
     queuePrefix,
-    track,
   }) => {
-    const ctx = { databaseUrl, redisUrl, queuePrefix }
     // A heap far below 100 concurrent outputs of 16 MiB: only the budget keeps the worker alive.
     // Production lease timing: a busy shared machine must not turn slow heartbeats into loss.
-    const worker = track(
-      await startServiceProcess(
-        'worker',
-        workerProcessEnv(ctx, {
-          LEASE_TTL_MS: '15000',
-          HEARTBEAT_INTERVAL_MS: '3000',
-          WORKER_CONCURRENCY: '100',
-          OUTPUT_MEMORY_BUDGET_BYTES: String(64 * MiB),
-          NODE_OPTIONS: '--max-old-space-size=256',
-        }),
-      ),
-    )
+    const { worker } = await baton({
+      api: false,
+      workerEnv: {
+        LEASE_TTL_MS: '15000',
+        HEARTBEAT_INTERVAL_MS: '3000',
+        WORKER_CONCURRENCY: '100',
+        OUTPUT_MEMORY_BUDGET_BYTES: String(64 * MiB),
+        NODE_OPTIONS: '--max-old-space-size=256',
+      },
+    })
     const prompt = JSON.stringify({ outputBytes: SCRIPT_OUTPUT_BYTES_MAX })
     const attemptIds = await Promise.all(
       Array.from({ length: DELEGATIONS }, () => accept(db, prompt)),
     )
-    await enqueue(ctx, ...attemptIds)
+    await enqueue({ redisUrl, queuePrefix }, ...attemptIds)
     const settled = await Promise.race([
       eventually(
         async () => {
@@ -81,17 +70,12 @@ describe('output memory budget', () => {
     `.execute(db)
     expect(full.rows[0]?.n).toBe(0)
     expect(worker.isClosed()).toBe(false)
-    await worker.close()
   })
 
   test('a child that reserved nothing is held when it returns: an output beyond the budget ends output_budget_exceeded, and none of it is stored', async ({
+    services: ctx,
     db,
-    databaseUrl,
-    redisUrl,
-    queuePrefix,
-    track,
   }) => {
-    const ctx = { databaseUrl, redisUrl, queuePrefix, track }
     // Like a model's answer: the size is known only once the child returns it.
     const provider = childProvider((request) => {
       const text = request.prompt.map((b) => b.text).join('')

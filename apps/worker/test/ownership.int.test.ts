@@ -59,14 +59,10 @@ describe('ownership under store faults', () => {
   })
 
   test('a transient history-read failure keeps ownership and retries; the continuation completes', async ({
+    services: ctx,
     db,
     databaseUrl,
-    redisUrl,
-    queuePrefix,
-    track,
-    redis,
   }) => {
-    const ctx = { db, databaseUrl, redisUrl, queuePrefix, track, redis }
     // A continuation of an agent with one committed turn of history, so it reads that history.
     const { attemptId } = await acceptContinuation(db, '{"output":"resumed"}')
     // A child that can resume from history (it answers without adding to it).
@@ -118,14 +114,9 @@ describe('ownership under store faults', () => {
   })
 
   test('an unexpected commit error for one attempt keeps its lease and ends in a truthful store_fault terminal; the rest of its batch commits', async ({
+    services: ctx,
     db,
-    databaseUrl,
-    redisUrl,
-    queuePrefix,
-    track,
-    redis,
   }) => {
-    const ctx = { db, databaseUrl, redisUrl, queuePrefix, track, redis }
     // Children that all answer at the same moment, so their commits share a batch.
     let release!: () => void
     const gate = new Promise<void>((resolve) => (release = resolve))
@@ -193,14 +184,9 @@ describe('ownership under store faults', () => {
   })
 
   test("a panic result's terminal write survives an injected commit fault through the ordinary fenced retry loop", async ({
+    services: ctx,
     db,
-    databaseUrl,
-    redisUrl,
-    queuePrefix,
-    track,
-    redis,
   }) => {
-    const ctx = { db, databaseUrl, redisUrl, queuePrefix, track, redis }
     // A provider that panics: its run's result rejects.
     const panicking = childProvider(() => Promise.reject(new Error('panic')))
     const runtime = await startRuntime(ctx, panicking)

@@ -2,7 +2,7 @@
 import { sql } from 'kysely'
 import { claimAttempt, getAttempt, requestCancel, type Db } from '@baton/store'
 import type { SubagentResult } from '@baton/subagents'
-import { describe, eventually, expect, test } from '@baton/testing'
+import { describe, expect, test, untilAttempt } from '@baton/testing'
 import { ShutdownDeadlineError } from '../src/shutdown.ts'
 import {
   accept,
@@ -31,7 +31,7 @@ async function runningStubborn(ctx: WorkerTestContext & { readonly db: Db }) {
   const runtime = await startRuntime(ctx, child.provider)
   const attemptId = await accept(ctx.db, 'first')
   await enqueue(ctx, attemptId)
-  await eventually(async () => ((await status(ctx.db, attemptId)) === 'running' ? true : undefined))
+  await untilAttempt(ctx.db, attemptId, 'running')
   return { child, runtime, attemptId }
 }
 
@@ -41,14 +41,9 @@ function status(db: Db, attemptId: string) {
 
 describe('checked shutdown', () => {
   test('admits no new work once it began: an attempt enqueued meanwhile stays accepted', async ({
+    services: ctx,
     db,
-    databaseUrl,
-    redisUrl,
-    queuePrefix,
-    track,
-    redis,
   }) => {
-    const ctx = { db, databaseUrl, redisUrl, queuePrefix, track, redis }
     const { child, runtime, attemptId: first } = await runningStubborn(ctx)
     const early = await runtime.shutdownChecked(100).catch((error: unknown) => error)
     expect(early).toBeInstanceOf(ShutdownDeadlineError)
@@ -69,14 +64,9 @@ describe('checked shutdown', () => {
   })
 
   test('counts confirmed owner loss as drained, even with a child that ignores its abort', async ({
+    services: ctx,
     db,
-    databaseUrl,
-    redisUrl,
-    queuePrefix,
-    track,
-    redis,
   }) => {
-    const ctx = { db, databaseUrl, redisUrl, queuePrefix, track, redis }
     const { child, runtime, attemptId } = await runningStubborn(ctx)
     try {
       // Another owner takes the attempt over: the next heartbeat confirms the loss.
@@ -94,14 +84,9 @@ describe('checked shutdown', () => {
   })
 
   test('leaves ledger rows without a live local execution to the reconciler, without waiting for them', async ({
+    services: ctx,
     db,
-    databaseUrl,
-    redisUrl,
-    queuePrefix,
-    track,
-    redis,
   }) => {
-    const ctx = { db, databaseUrl, redisUrl, queuePrefix, track, redis }
     const child = stubbornChild()
     const runtime = await startRuntime(ctx, child.provider)
     // The ledger says this worker owns an attempt that no job of it runs (say, a claim whose
@@ -124,14 +109,9 @@ describe('checked shutdown', () => {
   })
 
   test('runs a final reconcile pass: an orphan whose lease expired ends process_lost', async ({
+    services: ctx,
     db,
-    databaseUrl,
-    redisUrl,
-    queuePrefix,
-    track,
-    redis,
   }) => {
-    const ctx = { db, databaseUrl, redisUrl, queuePrefix, track, redis }
     const child = stubbornChild()
     // The periodic pass never comes within this test: only the final one can record the loss.
     const runtime = await startRuntime(ctx, child.provider, { RECONCILE_INTERVAL_MS: '600000' })

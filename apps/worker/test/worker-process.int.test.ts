@@ -1,14 +1,7 @@
 // A worker as a real process, stopped by a signal: its exit code and what its attempts become.
 import { sql } from 'kysely'
 import { getAttempt } from '@baton/store'
-import {
-  describe,
-  eventually,
-  expect,
-  startServiceProcess,
-  test,
-  workerProcessEnv,
-} from '@baton/testing'
+import { describe, expect, test } from '@baton/testing'
 import { accept, enqueue } from './support/worker-harness.ts'
 
 /** A child that notices cancellation only this long after it arrived. */
@@ -16,21 +9,16 @@ const STUBBORN_MS = 3_000
 
 describe('worker process stop', () => {
   test('SIGTERM with a child slower than the shutdown deadline: the worker stays alive and heartbeating, exits 0 once the child ends, and its attempt is not process_lost', async ({
+    baton,
     db,
-    databaseUrl,
     redisUrl,
     queuePrefix,
-    track,
   }) => {
-    const ctx = { databaseUrl, redisUrl, queuePrefix }
-    const worker = track(
-      await startServiceProcess('worker', workerProcessEnv(ctx, { SHUTDOWN_DEADLINE_MS: '300' })),
-    )
+    const fleet = await baton({ api: false, workerEnv: { SHUTDOWN_DEADLINE_MS: '300' } })
+    const { worker } = fleet
     const attemptId = await accept(db, `{"hang":true,"ignoreCancelMs":${STUBBORN_MS}}`)
-    await enqueue(ctx, attemptId)
-    await eventually(async () =>
-      (await getAttempt(db, attemptId))?.status === 'running' ? true : undefined,
-    )
+    await enqueue({ redisUrl, queuePrefix }, attemptId)
+    await fleet.untilAttempt(attemptId, 'running')
     worker.kill('SIGTERM')
     const killedAt = performance.now()
     // Past the shutdown deadline and past a whole lease TTL (1.5 s): alive, and the lease was
@@ -56,19 +44,15 @@ describe('worker process stop', () => {
     { how: 'the hard deadline', env: { SHUTDOWN_HARD_DEADLINE_MS: '800' }, second: false },
   ])(
     '$how gives the drain up: the worker exits 1 while the child still runs',
-    async ({ env, second }, { db, databaseUrl, redisUrl, queuePrefix, track }) => {
-      const ctx = { databaseUrl, redisUrl, queuePrefix }
-      const worker = track(
-        await startServiceProcess(
-          'worker',
-          workerProcessEnv(ctx, { SHUTDOWN_DEADLINE_MS: '300', ...env }),
-        ),
-      )
+    async ({ env, second }, { baton, db, redisUrl, queuePrefix }) => {
+      const fleet = await baton({
+        api: false,
+        workerEnv: { SHUTDOWN_DEADLINE_MS: '300', ...env },
+      })
+      const { worker } = fleet
       const attemptId = await accept(db, '{"hang":true,"ignoreCancelMs":60000}')
-      await enqueue(ctx, attemptId)
-      await eventually(async () =>
-        (await getAttempt(db, attemptId))?.status === 'running' ? true : undefined,
-      )
+      await enqueue({ redisUrl, queuePrefix }, attemptId)
+      await fleet.untilAttempt(attemptId, 'running')
       worker.kill('SIGTERM')
       if (second) {
         await new Promise((r) => setTimeout(r, 500))

@@ -11,7 +11,15 @@ import {
 } from '@baton/queue'
 import { getAttempt, recordSteering, toAttemptView } from '@baton/store'
 import { NO_START_CAPABILITIES, type SubagentProvider, type SubagentResult } from '@baton/subagents'
-import { describe, eventually, expect, test, transitionEvents } from '@baton/testing'
+import {
+  describe,
+  eventually,
+  expect,
+  test,
+  transitionEvents,
+  untilAttempt,
+  type Services,
+} from '@baton/testing'
 import { LEDGER_NOT_MAINTAINED_MESSAGE } from '../src/runtime.ts'
 import { ShutdownCancelledError, ShutdownDeadlineError } from '../src/shutdown.ts'
 import { createScriptedPromptProvider } from '@baton/agents'
@@ -33,16 +41,20 @@ function observedScripted() {
   return { provider, seen }
 }
 
+/** A runtime over the observed scripted child, running one hanging attempt once it started. */
+async function runningHang(ctx: Services) {
+  const { provider, seen } = observedScripted()
+  const runtime = await startRuntime(ctx, provider)
+  const attemptId = await accept(ctx.db, '{"hang":true}')
+  await enqueue(ctx, attemptId)
+  await eventually(async () => (seen.starts === 1 ? true : undefined))
+  return { runtime, attemptId, seen }
+}
+
 describe('worker', () => {
   test('two workers receiving the same attempt twice: exactly one executes it', async ({
-    db,
-    databaseUrl,
-    redisUrl,
-    queuePrefix,
-    track,
-    redis,
+    services: ctx,
   }) => {
-    const ctx = { db, databaseUrl, redisUrl, queuePrefix, track, redis }
     const { provider, seen } = observedScripted()
     const a = await startRuntime(ctx, provider)
     const b = await startRuntime(ctx, provider)
@@ -67,14 +79,10 @@ describe('worker', () => {
   })
 
   test("a child's settlement carries its terminal view as committed: the view a read answers", async ({
-    db,
-    databaseUrl,
+    services: ctx,
     redisUrl,
     queuePrefix,
-    track,
-    redis,
   }) => {
-    const ctx = { db, databaseUrl, redisUrl, queuePrefix, track, redis }
     const heard: ApiBell[] = []
     const listener = createSettlementListener({
       redisUrl,
@@ -105,13 +113,9 @@ describe('worker', () => {
   })
 
   test('at start a worker warns, once per reason, when Postgres does not maintain the ledger', async ({
+    services: ctx,
     db,
-    databaseUrl,
-    redisUrl,
-    queuePrefix,
-    track,
   }) => {
-    const ctx = { databaseUrl, redisUrl, queuePrefix, track }
     const server = await sql<{ autovacuum: string }>`
       select current_setting('autovacuum') as autovacuum
     `.execute(db)
@@ -146,22 +150,14 @@ describe('worker', () => {
   })
 
   test('heartbeat after lease expiry: the lease is lost, the child is aborted, the stale owner writes nothing', async ({
-    db,
-    databaseUrl,
-    redisUrl,
-    queuePrefix,
-    track,
-    redis,
+    services: ctx,
   }) => {
-    const ctx = { db, databaseUrl, redisUrl, queuePrefix, track, redis }
     const { provider, seen } = observedScripted()
     // Reconciler effectively off here, so nothing but the stale owner could write.
     const runtime = await startRuntime(ctx, provider, { RECONCILE_INTERVAL_MS: '600000' })
     const attemptId = await accept(ctx.db, '{"hang":true}')
     await enqueue(ctx, attemptId)
-    await eventually(async () =>
-      (await getAttempt(ctx.db, attemptId))?.status === 'running' ? true : undefined,
-    )
+    await untilAttempt(ctx.db, attemptId, 'running')
     // The owner stalls past its lease: on the database clock, its lease is now over.
     await sql`update attempts set lease_expires_at = now() - interval '1 second' where id = ${attemptId}`.execute(
       ctx.db,
@@ -188,14 +184,8 @@ describe('worker', () => {
   })
 
   test('Redis flushed after accept: the reconciler re-enqueues and the attempt completes', async ({
-    db,
-    databaseUrl,
-    redisUrl,
-    queuePrefix,
-    track,
-    redis,
+    services: ctx,
   }) => {
-    const ctx = { db, databaseUrl, redisUrl, queuePrefix, track, redis }
     const { provider } = observedScripted()
     const attemptId = await accept(ctx.db, '{"output":"survived"}')
     const queue = createAttemptQueue({ connection: { url: ctx.redisUrl }, prefix: ctx.queuePrefix })
@@ -214,19 +204,9 @@ describe('worker', () => {
   })
 
   test('shutdown aborts running children and commits their aborted outcome', async ({
-    db,
-    databaseUrl,
-    redisUrl,
-    queuePrefix,
-    track,
-    redis,
+    services: ctx,
   }) => {
-    const ctx = { db, databaseUrl, redisUrl, queuePrefix, track, redis }
-    const { provider, seen } = observedScripted()
-    const runtime = await startRuntime(ctx, provider)
-    const attemptId = await accept(ctx.db, '{"hang":true}')
-    await enqueue(ctx, attemptId)
-    await eventually(async () => (seen.starts === 1 ? true : undefined))
+    const { runtime, attemptId, seen } = await runningHang(ctx)
     await runtime.shutdownChecked(5_000)
     expect(seen.aborted).toBe(1)
     expect(await getAttempt(ctx.db, attemptId)).toMatchObject({
@@ -237,20 +217,12 @@ describe('worker', () => {
   })
 
   test('steering recorded without an event is delivered by the heartbeat, once each and in order', async ({
-    db,
-    databaseUrl,
-    redisUrl,
-    queuePrefix,
-    track,
-    redis,
+    services: ctx,
   }) => {
-    const ctx = { db, databaseUrl, redisUrl, queuePrefix, track, redis }
     const runtime = await startRuntime(ctx, createScriptedPromptProvider())
     const attemptId = await accept(ctx.db, '{"awaitSteering":3}')
     await enqueue(ctx, attemptId)
-    await eventually(async () =>
-      (await getAttempt(ctx.db, attemptId))?.status === 'running' ? true : undefined,
-    )
+    await untilAttempt(ctx.db, attemptId, 'running')
     // Recorded in the ledger only: no steer event is published, so only heartbeats can find them.
     for (const text of ['one', 'two', 'three']) {
       await recordSteering(ctx.db, { attemptId, content: [{ type: 'text', text }] })
@@ -265,14 +237,8 @@ describe('worker', () => {
   })
 
   test('steering without heartbeats: an unsteered attempt reads no messages; messages recorded before the claim or before the run is attached reach it once, in order', async ({
-    db,
-    databaseUrl,
-    redisUrl,
-    queuePrefix,
-    track,
-    redis,
+    services: ctx,
   }) => {
-    const ctx = { db, databaseUrl, redisUrl, queuePrefix, track, redis }
     const inner = createScriptedPromptProvider()
     const publisher = createWorkerCommandPublisher({
       redisUrl: ctx.redisUrl,
@@ -345,14 +311,11 @@ describe('worker', () => {
   })
 
   test('the message that lets a child end is marked delivered before its terminal commit', async ({
-    db,
+    services: ctx,
     databaseUrl,
     redisUrl,
     queuePrefix,
-    track,
-    redis,
   }) => {
-    const ctx = { db, databaseUrl, redisUrl, queuePrefix, track, redis }
     const publisher = createWorkerCommandPublisher({ redisUrl, prefix: queuePrefix })
     // Heartbeats a minute apart: only the steer event delivers.
     const runtime = await startRuntime(ctx, createScriptedPromptProvider(), {
@@ -364,9 +327,7 @@ describe('worker', () => {
     try {
       const attemptId = await accept(ctx.db, '{"awaitSteering":1}')
       await enqueue(ctx, attemptId)
-      await eventually(async () =>
-        (await getAttempt(ctx.db, attemptId))?.status === 'running' ? true : undefined,
-      )
+      await untilAttempt(ctx.db, attemptId, 'running')
       await recordSteering(ctx.db, { attemptId, content: [{ type: 'text', text: 'last' }] })
       // Another session holds the message row, so the delivery's mark waits for it.
       await blocker.query('begin')
@@ -400,14 +361,8 @@ describe('worker', () => {
   })
 
   test('a redelivered job of a running attempt, acknowledged as held on the same worker, leaves the run steerable', async ({
-    db,
-    databaseUrl,
-    redisUrl,
-    queuePrefix,
-    track,
-    redis,
+    services: ctx,
   }) => {
-    const ctx = { db, databaseUrl, redisUrl, queuePrefix, track, redis }
     // Heartbeats a minute apart: only the steer event can deliver.
     const runtime = await startRuntime(ctx, createScriptedPromptProvider(), {
       HEARTBEAT_INTERVAL_MS: '60000',
@@ -424,9 +379,7 @@ describe('worker', () => {
     try {
       const attemptId = await accept(ctx.db, '{"awaitSteering":1}')
       await queue.add('attempt', { attemptId }, { jobId: attemptId })
-      await eventually(async () =>
-        (await getAttempt(ctx.db, attemptId))?.status === 'running' ? true : undefined,
-      )
+      await untilAttempt(ctx.db, attemptId, 'running')
       const redelivered = `${attemptId}-redelivered`
       await queue.add('attempt', { attemptId }, { jobId: redelivered })
       await eventually(async () =>
@@ -446,14 +399,8 @@ describe('worker', () => {
   })
 
   test('checked shutdown past its deadline or cancelled by its caller keeps ownership; a later call finishes the drain', async ({
-    db,
-    databaseUrl,
-    redisUrl,
-    queuePrefix,
-    track,
-    redis,
+    services: ctx,
   }) => {
-    const ctx = { db, databaseUrl, redisUrl, queuePrefix, track, redis }
     // A child that takes 800 ms to honour its abort (a slow cooperative cancel).
     const stubborn: SubagentProvider = {
       name: 'scripted',
@@ -483,9 +430,7 @@ describe('worker', () => {
     const runtime = await startRuntime(ctx, stubborn)
     const attemptId = await accept(ctx.db, 'anything')
     await enqueue(ctx, attemptId)
-    await eventually(async () =>
-      (await getAttempt(ctx.db, attemptId))?.status === 'running' ? true : undefined,
-    )
+    await untilAttempt(ctx.db, attemptId, 'running')
     const first = await runtime.shutdownChecked(100).then(
       () => 'resolved',
       (error: unknown) => error,
@@ -517,14 +462,8 @@ describe('worker', () => {
   })
 
   test('a provider that throws becomes failed terminal evidence with a safe category, no message', async ({
-    db,
-    databaseUrl,
-    redisUrl,
-    queuePrefix,
-    track,
-    redis,
+    services: ctx,
   }) => {
-    const ctx = { db, databaseUrl, redisUrl, queuePrefix, track, redis }
     let calls = 0
     const broken: SubagentProvider = {
       name: 'scripted',
@@ -566,19 +505,9 @@ describe('worker', () => {
   })
 
   test('a heartbeat stuck on a slow store starves neither cancellation nor the commit', async ({
-    db,
-    databaseUrl,
-    redisUrl,
-    queuePrefix,
-    track,
-    redis,
+    services: ctx,
   }) => {
-    const ctx = { db, databaseUrl, redisUrl, queuePrefix, track, redis }
-    const { provider, seen } = observedScripted()
-    const runtime = await startRuntime(ctx, provider)
-    const attemptId = await accept(ctx.db, '{"hang":true}')
-    await enqueue(ctx, attemptId)
-    await eventually(async () => (seen.starts === 1 ? true : undefined))
+    const { runtime, attemptId, seen } = await runningHang(ctx)
     // Another session holds the attempt's row lock: the next heartbeat statement blocks on it.
     const blocker = new pg.Client({ connectionString: ctx.databaseUrl })
     await blocker.connect()

@@ -4,6 +4,7 @@ import pg from 'pg'
 import { inject, test as base } from 'vitest'
 import { createDb, type Db } from '@baton/store'
 import { withDatabase } from './global-setup.ts'
+import { startStack, type BatonStack, type StartBaton } from './stack.ts'
 
 /** Anything a test opens that must be closed before the test ends. */
 export interface Closeable {
@@ -25,7 +26,19 @@ export interface ServiceFixtures {
   track: <T extends Closeable>(resource: T) => T
   /** A tracked ioredis connection. */
   redis: () => Redis
+  /** The fixtures above in one object, as the harnesses that start Baton's parts take them. */
+  services: Services
+  /**
+   * Starts a Baton on this test's services: the API and workers as processes (see `startStack`),
+   * every one tracked and all stopped after the test, workers first.
+   */
+  baton: StartBaton
 }
+
+export type Services = Pick<
+  ServiceFixtures,
+  'databaseUrl' | 'db' | 'redisUrl' | 'queuePrefix' | 'track' | 'redis'
+>
 
 interface FileFixtures {
   fileDatabase: { url: string; db: Db }
@@ -106,6 +119,18 @@ export const test = base.extend<FileFixtures & ServiceFixtures>({
         connection,
       }).connection
     })
+  },
+  services: async ({ databaseUrl, db, redisUrl, queuePrefix, track, redis }, use) =>
+    use({ databaseUrl, db, redisUrl, queuePrefix, track, redis }),
+  baton: async ({ services }, use) => {
+    const stacks: BatonStack[] = []
+    const start = async (options?: Parameters<typeof startStack>[1]) => {
+      const stack = await startStack(services, options)
+      stacks.push(stack)
+      return stack
+    }
+    await use(start)
+    for (const stack of stacks.reverse()) await stack.close()
   },
 })
 

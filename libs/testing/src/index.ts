@@ -1,15 +1,26 @@
 export { test, describe, expect } from './fixtures.ts'
-export type { Closeable, ServiceFixtures } from './fixtures.ts'
+export type { Closeable, ServiceFixtures, Services } from './fixtures.ts'
 export { eventually } from './eventually.ts'
 export {
   READY_MESSAGES,
+  apiAddress,
+  apiProcessEnv,
   spawnApp,
   startApp,
   startServiceProcess,
   workerProcessEnv,
 } from './processes.ts'
-export type { AppProcess, AppProcessOptions, BatonApp, ServiceProcess } from './processes.ts'
-export { transitionEvents } from './ledger.ts'
+export type {
+  AppProcess,
+  AppProcessOptions,
+  BatonApp,
+  ServiceProcess,
+  TestServices,
+} from './processes.ts'
+export { transitionEvents, untilAttempt } from './ledger.ts'
+export { batonHttp, delegationsPath } from './baton-http.ts'
+export type { BatonHttp, JsonAnswer } from './baton-http.ts'
+export type { BatonFleet, BatonStack, StackOptions, StartBaton } from './stack.ts'
 export { historyTurn } from './history.ts'
 export type { HistoryEvent } from './history.ts'
 export { hasRedisServerBinary, startRedisServer } from './redis-server.ts'

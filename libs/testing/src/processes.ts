@@ -173,18 +173,28 @@ export function startServiceProcess(
   return startApp(app, { LOG_LEVEL: 'info', ...env }, { timeoutMs: 20_000, ...options })
 }
 
+/** The services of a test file: its database, its Redis and its queue prefix. */
+export interface TestServices {
+  readonly databaseUrl: string
+  readonly redisUrl: string
+  readonly queuePrefix: string
+}
+
+/** The part of both apps' environment that points them at a test file's services. */
+function servicesEnv(ctx: TestServices): Record<string, string> {
+  return { DATABASE_URL: ctx.databaseUrl, REDIS_URL: ctx.redisUrl, QUEUE_PREFIX: ctx.queuePrefix }
+}
+
 /**
  * Environment for a worker process in a test: this file's database, Redis and prefix, and short
  * lease, heartbeat and reconcile intervals so faults resolve in about a second.
  */
 export function workerProcessEnv(
-  ctx: { readonly databaseUrl: string; readonly redisUrl: string; readonly queuePrefix: string },
+  ctx: TestServices,
   extra: Record<string, string> = {},
 ): Record<string, string> {
   return {
-    DATABASE_URL: ctx.databaseUrl,
-    REDIS_URL: ctx.redisUrl,
-    QUEUE_PREFIX: ctx.queuePrefix,
+    ...servicesEnv(ctx),
     LEASE_TTL_MS: '1500',
     HEARTBEAT_INTERVAL_MS: '300',
     RECONCILE_INTERVAL_MS: '200',
@@ -194,4 +204,28 @@ export function workerProcessEnv(
     METRICS_PORT: '0',
     ...extra,
   }
+}
+
+/**
+ * Environment for the API in a test, as a process or in process: this file's database, Redis and
+ * prefix, a free port on the loopback, and a 64 KiB body limit (tests send one just above it).
+ */
+export function apiProcessEnv(
+  ctx: TestServices,
+  extra: Record<string, string> = {},
+): Record<string, string> {
+  return {
+    ...servicesEnv(ctx),
+    HOST: '127.0.0.1',
+    PORT: '0',
+    BODY_LIMIT_BYTES: '65536',
+    ...extra,
+  }
+}
+
+/** The URL an API process bound, read from its ready line (PORT=0 picks a free port). */
+export function apiAddress(api: Pick<AppProcess, 'output'>): string {
+  const address = /"address":"(http:\/\/[^"]+)"/.exec(api.output())?.[1]
+  if (address === undefined) throw new Error(`no address in the API's output:\n${api.output()}`)
+  return address
 }

@@ -1,16 +1,9 @@
 // Shared by this app's integration tests: `baton` as a user runs it, a real process against a real
-// API and worker (on the test file's database, Redis and queue prefix), in a real pseudo-terminal
-// (util-linux `script`) or piped.
+// API and worker (the stack fixture, on the test file's database, Redis and queue prefix), in a real
+// pseudo-terminal (util-linux `script`) or piped.
 import { spawn } from 'node:child_process'
 import { fileURLToPath } from 'node:url'
-import {
-  expect,
-  startServiceProcess,
-  tenantKey,
-  test,
-  workerProcessEnv,
-  type Closeable,
-} from '@baton/testing'
+import { expect, test, type BatonStack } from '@baton/testing'
 
 const MAIN = fileURLToPath(new URL('../../src/main.ts', import.meta.url))
 
@@ -74,47 +67,15 @@ export const batonOnTerminal = (baseUrl: string, ...args: string[]) =>
     baseUrl,
   )
 
-/** An API process and a worker process on this file's services; `base` is the API's URL. */
-async function startBaton(
-  ctx: {
-    databaseUrl: string
-    redisUrl: string
-    queuePrefix: string
-    db: Parameters<typeof tenantKey>[0]
-  },
-  track: <T extends Closeable>(resource: T) => T,
-): Promise<{ base: string; close(): Promise<void> }> {
-  const { databaseUrl, redisUrl, queuePrefix } = ctx
-  const api = track(
-    await startServiceProcess('api', {
-      DATABASE_URL: databaseUrl,
-      REDIS_URL: redisUrl,
-      QUEUE_PREFIX: queuePrefix,
-      HOST: '127.0.0.1',
-      PORT: '0',
-      ADMIN_API_KEY,
-    }),
-  )
-  const worker = track(await startServiceProcess('worker', workerProcessEnv(ctx)))
-  // The ready line carries the address the API bound (PORT=0 picks a free port).
-  const base = /"address":"(http:\/\/[^"]+)"/.exec(api.output())?.[1]
-  if (base === undefined) throw new Error(`no address in the API's output:\n${api.output()}`)
-  KEYS.set(base, await tenantKey(ctx.db, 'default'))
-  return {
-    base,
-    async close() {
-      await worker.close()
-      await api.close()
-    },
-  }
-}
-
-/** Every test gets its own API and worker, closed after it (or earlier by the test). */
-export const cliTest = test.extend<{ stack: { base: string; close(): Promise<void> } }>({
-  stack: async ({ databaseUrl, redisUrl, queuePrefix, track, db }, use) => {
-    const stack = await startBaton({ databaseUrl, redisUrl, queuePrefix, db }, track)
+/**
+ * Every test gets its own API (with `ADMIN_API_KEY`) and worker as processes on this file's services,
+ * stopped after it (or earlier by the test); `baton` finds the key by the API's URL.
+ */
+export const cliTest = test.extend<{ stack: BatonStack }>({
+  stack: async ({ baton }, use) => {
+    const stack = await baton({ apiEnv: { ADMIN_API_KEY } })
+    KEYS.set(stack.base, stack.key)
     await use(stack)
-    await stack.close()
   },
 })
 

@@ -4,14 +4,14 @@ import { randomUUID } from 'node:crypto'
 import { createLogger, type Logger } from '@baton/observability'
 import { createAttemptQueue, enqueueAttempt } from '@baton/queue'
 import { sql } from 'kysely'
-import { acceptDelegations, claimAttempt, commitTerminal, getAttempt, type Db } from '@baton/store'
+import { acceptDelegations, claimAttempt, commitTerminal, type Db } from '@baton/store'
 import {
   NO_START_CAPABILITIES,
   type SubagentProvider,
   type SubagentResult,
   type SubagentStartRequest,
 } from '@baton/subagents'
-import { eventually, historyTurn, type Closeable } from '@baton/testing'
+import { historyTurn, untilAttempt, type Closeable } from '@baton/testing'
 import { loadConfig } from '../../src/config.ts'
 import { createLeaseKeeper } from '../../src/lease/lease-keeper.ts'
 import {
@@ -194,10 +194,7 @@ export async function enqueue(
 
 /** The attempt's view once it is terminal (fails the test after the default bound). */
 export function untilTerminal(db: Db, attemptId: string) {
-  return eventually(async () => {
-    const v = await getAttempt(db, attemptId)
-    return v?.status === 'terminal' ? v : undefined
-  })
+  return untilAttempt(db, attemptId, 'terminal')
 }
 
 /**

@@ -1,6 +1,6 @@
 import { randomUUID } from 'node:crypto'
 import { describe, expect, test } from '@baton/testing'
-import { claimAttempt, claimAttempts } from '../../src/attempts/claim-attempt.ts'
+import { claimAttempts } from '../../src/attempts/claim-attempt.ts'
 import { delegateFrom, sessionWithRun } from '../support/continuations.ts'
 import {
   commitTerminal,
@@ -8,15 +8,13 @@ import {
   commitTerminalsReturning,
 } from '../../src/attempts/commit-terminal.ts'
 import { getAttempt } from '../../src/attempts/get-attempt.ts'
-import { accept, transitions, done } from '../support/attempts.ts'
+import { acceptClaimed, accept, transitions, done } from '../support/attempts.ts'
 
 describe('commitTerminal / commitTerminals', () => {
   test('a duplicate commit is replayed; a different commit after terminal is refused', async ({
     db,
   }) => {
-    const { attemptId } = await accept(db)
-    const claim = await claimAttempt(db, { attemptId, ownerId: 'w1', leaseTtlMs: 10_000 })
-    if (claim.kind !== 'claimed') throw new Error(claim.kind)
+    const { attemptId, claim } = await acceptClaimed(db, 10_000)
     const fence = { attemptId, ownerId: 'w1', ownerGeneration: claim.attempt.ownerGeneration }
     expect(await commitTerminal(db, { ...fence, result: done })).toBe('committed')
     expect(await commitTerminal(db, { ...fence, result: done })).toBe('replayed')

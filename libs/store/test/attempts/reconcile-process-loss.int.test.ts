@@ -4,15 +4,13 @@ import { claimAttempt } from '../../src/attempts/claim-attempt.ts'
 import { commitTerminal } from '../../src/attempts/commit-terminal.ts'
 import { getAttempt } from '../../src/attempts/get-attempt.ts'
 import { commitProcessLoss, findExpiredRunning } from '../../src/attempts/reconcile-process-loss.ts'
-import { accept, transitions, done } from '../support/attempts.ts'
+import { acceptClaimed, accept, transitions, done } from '../support/attempts.ts'
 
 describe('findExpiredRunning / commitProcessLoss', () => {
   test('process loss is recorded once, with the commit fingerprint rules, and a late result is refused', async ({
     db,
   }) => {
-    const { attemptId } = await accept(db)
-    const claim = await claimAttempt(db, { attemptId, ownerId: 'w1', leaseTtlMs: 50 })
-    if (claim.kind !== 'claimed') throw new Error(claim.kind)
+    const { attemptId, claim } = await acceptClaimed(db, 50)
     await sleep(100)
     // (Other tests in this file leave expired leases too: look at this attempt only.)
     const expired = (await findExpiredRunning(db, { limit: 100 })).filter(

@@ -1,6 +1,5 @@
 import { setTimeout as sleep } from 'node:timers/promises'
 import { describe, expect, test } from '@baton/testing'
-import { claimAttempt } from '../../src/attempts/claim-attempt.ts'
 import { commitTerminal } from '../../src/attempts/commit-terminal.ts'
 import { getAttempt } from '../../src/attempts/get-attempt.ts'
 import { renewLeases } from '../../src/attempts/renew-leases.ts'
@@ -10,15 +9,13 @@ import {
   markSteeringDelivered,
   recordSteering,
 } from '../../src/attempts/steering.ts'
-import { accept, done } from '../support/attempts.ts'
+import { acceptClaimed, done } from '../support/attempts.ts'
 
 describe('renewLeases', () => {
   test('an expired owner cannot heartbeat, commit or mark steering delivered, and writes nothing', async ({
     db,
   }) => {
-    const { attemptId } = await accept(db)
-    const claim = await claimAttempt(db, { attemptId, ownerId: 'w1', leaseTtlMs: 100 })
-    if (claim.kind !== 'claimed') throw new Error(claim.kind)
+    const { attemptId, claim } = await acceptClaimed(db, 100)
     const gen = claim.attempt.ownerGeneration
     await recordSteering(db, { attemptId, content: [{ type: 'text', text: 'too late' }] })
     await sleep(200)
@@ -50,9 +47,7 @@ describe('renewLeases', () => {
   }) => {
     const leases = []
     for (let i = 0; i < 5; i += 1) {
-      const { attemptId } = await accept(db)
-      const claim = await claimAttempt(db, { attemptId, ownerId: 'w1', leaseTtlMs: 10_000 })
-      if (claim.kind !== 'claimed') throw new Error(claim.kind)
+      const { attemptId, claim } = await acceptClaimed(db, 10_000)
       leases.push({ attemptId, ownerGeneration: claim.attempt.ownerGeneration })
     }
     // What the statement's casts would refuse: not a uuid, and generations outside `int`.
@@ -84,9 +79,7 @@ describe('renewLeases', () => {
   })
 
   test('a live lease is renewed and reports a pending cancel request', async ({ db }) => {
-    const { attemptId } = await accept(db)
-    const claim = await claimAttempt(db, { attemptId, ownerId: 'w1', leaseTtlMs: 10_000 })
-    if (claim.kind !== 'claimed') throw new Error(claim.kind)
+    const { attemptId, claim } = await acceptClaimed(db, 10_000)
     const lease = { attemptId, ownerGeneration: claim.attempt.ownerGeneration }
     expect(await renewLeases(db, { ownerId: 'w1', leases: [lease], leaseTtlMs: 10_000 })).toEqual([
       { attemptId, status: 'renewed', cancelRequested: false, steeringPending: false },

@@ -1,6 +1,5 @@
 import { randomUUID } from 'node:crypto'
 import { describe, expect, test } from '@baton/testing'
-import { claimAttempt } from '../../src/attempts/claim-attempt.ts'
 import { renewLeases } from '../../src/attempts/renew-leases.ts'
 import { requestCancel } from '../../src/attempts/request-cancel.ts'
 import {
@@ -8,7 +7,7 @@ import {
   markSteeringDelivered,
   recordSteering,
 } from '../../src/attempts/steering.ts'
-import { accept } from '../support/attempts.ts'
+import { acceptClaimed, accept } from '../support/attempts.ts'
 
 describe('recordSteering / findUndeliveredSteering / markSteeringDelivered', () => {
   test('steering: concurrent messages get distinct gap-free sequences; terminal and missing attempts refuse', async ({
@@ -34,9 +33,7 @@ describe('recordSteering / findUndeliveredSteering / markSteeringDelivered', () 
   test('steering: delivery marks are fenced by ownership, and heartbeats report pending messages', async ({
     db,
   }) => {
-    const { attemptId } = await accept(db)
-    const claim = await claimAttempt(db, { attemptId, ownerId: 'w1', leaseTtlMs: 10_000 })
-    if (claim.kind !== 'claimed') throw new Error(claim.kind)
+    const { attemptId, claim } = await acceptClaimed(db, 10_000)
     const lease = { attemptId, ownerGeneration: claim.attempt.ownerGeneration }
     await recordSteering(db, { attemptId, content: [{ type: 'text', text: 'go left' }] })
     await recordSteering(db, { attemptId, content: [{ type: 'text', text: 'now right' }] })

@@ -7,6 +7,7 @@ import {
   type AcceptDelegationInput,
   type AcceptDelegationOutcome,
 } from '../../src/attempts/accept-delegations.ts'
+import { claimAttempt, type ClaimAttemptOutcome } from '../../src/attempts/claim-attempt.ts'
 
 /** A new delegation to `scripted` in `sessionId` (a continuation of `agentId` if given). */
 export function scriptedDelegation(sessionId: string, agentId?: string): AcceptDelegationInput {
@@ -37,6 +38,17 @@ export async function acceptScripted(
 /** Accepts a new delegation in `session-1` (or a continuation of `agentId`). */
 export function accept(db: Db, agentId?: string) {
   return acceptScripted(db, 'session-1', agentId)
+}
+
+/** A new delegation in `session-1`, claimed by owner `w1` with a lease of `leaseTtlMs`. */
+export async function acceptClaimed(
+  db: Db,
+  leaseTtlMs: number,
+): Promise<{ attemptId: string; claim: Extract<ClaimAttemptOutcome, { kind: 'claimed' }> }> {
+  const { attemptId } = await accept(db)
+  const claim = await claimAttempt(db, { attemptId, ownerId: 'w1', leaseTtlMs })
+  if (claim.kind !== 'claimed') throw new Error(claim.kind)
+  return { attemptId, claim }
 }
 
 /** The attempt's transitions, oldest first: `['accepted@0', 'claimed@1']`. */

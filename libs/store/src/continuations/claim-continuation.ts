@@ -70,7 +70,8 @@ export async function claimContinuation(
       set state = 'claimed', claim_generation = r.owner_generation,
           claim_deadline = r.lease_expires_at
       from r
-      where continuations.attempt_id = r.attempt_id and continuations.state = 'pending'
+      -- By primary key alone: \`c\` holds this row locked, as it found it (pending).
+      where continuations.attempt_id = r.attempt_id
       returning continuations.attempt_id, continuations.receipt, continuations.input,
                 continuations.input_digest, continuations.input_embedded_content
     )

@@ -72,7 +72,7 @@ export const claimRequestSchema = z.strictObject({
   leaseMs: leaseMsSchema,
 })
 
-/** The fence of a claim, sent back with every heartbeat and settlement. */
+/** The fence of a claim, sent back with every heartbeat and conclusion (complete, fail). */
 export const claimFenceSchema = z.strictObject({
   claimToken: uuidSchema,
   generation: z.number().int().min(1),

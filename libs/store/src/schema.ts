@@ -133,7 +133,10 @@ export type SuppressionReason =
   | 'consumer_cancelled'
   | 'unclaimed'
 
-/** Written by the admission and reconciliation functions of migrations 0007 and 0014, claims and consumptions. */
+/**
+ * Written by the admission and reconciliation functions (migrations 0007, 0014), claims and
+ * consumptions.
+ */
 export interface ContinuationTable {
   attempt_id: string
   namespace_id: string

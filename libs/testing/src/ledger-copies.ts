@@ -17,7 +17,7 @@ export async function ledgerCopiesOf(db: Db, content: Uint8Array): Promise<strin
   const bytes = Buffer.from(content)
   // A text column cannot hold U+0000: content with it can only be copied as bytes or base64.
   const text = bytes.includes(0) ? undefined : bytes.toString('utf8')
-  // A base64 run of `content` from offset k, without its last group (which depends on what follows).
+  // A base64 run of `content` from offset k, less its last group (which depends on what follows).
   const base64 = [0, 1, 2]
     .map((k) => bytes.subarray(k).toString('base64').slice(0, -4))
     .filter((b) => b.length > 0)

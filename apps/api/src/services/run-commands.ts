@@ -35,7 +35,7 @@ export function claimKey(namespaceId: string, sessionId: string): string {
   return JSON.stringify([namespaceId, sessionId])
 }
 
-/** A run, and the results it consumed with their receipts (empty for anything but a consumption). */
+/** A run, and the results it consumed with their receipts (empty but for a consumption). */
 export type RunOutcome =
   | { readonly kind: 'run'; readonly view: RunView; readonly consumed: readonly DeliveredResult[] }
   | Refusal

@@ -100,7 +100,7 @@ export function createReconciler(deps: {
     return { ...report, deliveries: moved.length, abandoned: abandoned.runs.length }
   }
 
-  /** Logs the deliveries that moved, and rings the claim bell of each session they made claimable. */
+  /** Logs the deliveries that moved; rings the claim bell of each session they made claimable. */
   async function announceMoved(outcomes: readonly DeliveryOutcome[]): Promise<DeliveryOutcome[]> {
     const moved = movedDeliveries(outcomes)
     for (const { attemptId, action } of moved)

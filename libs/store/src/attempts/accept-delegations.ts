@@ -48,8 +48,8 @@ export type AcceptDelegationOutcome =
  * and active, and none into a deleted session (all checked in the same statement). The deletion
  * fence is read under a share lock on the session's row: a concurrent delete waits for this
  * statement's transaction, or this statement waits for the delete and reads the fence it set, so
- * no attempt is ever accepted after the fence. The session, agent (new delegations only) and audit rows
- * are written for the attempts actually inserted. An input that was not inserted — its key taken
+ * no attempt is ever accepted after the fence. The session, agent (new delegations only) and audit
+ * rows are written for the attempts actually inserted. An input that was not inserted — its key taken
  * (by an earlier request, a concurrent one whose commit the insert waited for, or an earlier input
  * of the same batch), its agent busy or missing — writes nothing and is classified by a second
  * statement on a fresh snapshot; a batch in which everything was inserted is one statement.

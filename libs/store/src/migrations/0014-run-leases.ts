@@ -7,8 +7,9 @@ import { sql, type Kysely } from 'kysely'
  *   renewed by the host's heartbeat, like a claimed continuation run's (one lease mechanism; a
  *   host run has no owner, a claimed run has its claim's). Runs active when this migration runs get
  *   the default lease from now. A host run whose lease expired ends `abandoned` (the reconciler,
- *   or the host's own late settlement, records it), and what it held is released: held results
- *   become continuations, an explicit run's results are suppressed again and consumable once more.
+ *   or the host's own late end or heartbeat, records it), and what it held is released: held
+ *   results become continuations, an explicit run's results are suppressed again and consumable
+ *   once more.
  * - `unclaimed`: the suppression of a continuation that stayed pending past the reconciler's
  *   setting; its run is cancelled and its evidence kept, as for a deletion fence.
  *

@@ -14,7 +14,7 @@ export interface AbandonedRuns {
  * Ends host runs whose lease expired on the database clock as `abandoned`, then reconciles what
  * they held in the same transaction: held results become continuations (or are suppressed, as
  * for any late result), an explicit run's results are suppressed again and consumable once more.
- * Inputs: which runs — one run of a namespace (its own late heartbeat or settlement found its
+ * Inputs: which runs — one run of a namespace (its own late heartbeat or end found its
  * lease expired), or the reconciler's sweep of at most `limit`, oldest lease first. A host run is
  * an active run without an owner (a claimed continuation run has its claim's owner, and is
  * released by reconciliation instead). Runs another transaction holds are skipped.

@@ -10,9 +10,8 @@ import { getAttempts } from '../../src/attempts/get-attempt.ts'
 import { claimContinuation } from '../../src/continuations/claim-continuation.ts'
 import { countContinuations } from '../../src/continuations/count-continuations.ts'
 import { reconcileDeliveries } from '../../src/continuations/reconcile-deliveries.ts'
-import { endRun } from '../../src/runs/end-run.ts'
 import { accept, done, scriptedDelegation } from '../support/attempts.ts'
-import { NS, delegateFrom, finish, sessionWithRun } from '../support/continuations.ts'
+import { NS, pendingContinuation } from '../support/continuations.ts'
 
 /**
  * How Postgres planned the statements prepared on this one-connection pool whose text contains
@@ -198,10 +197,7 @@ describe('continuation statements read indexes, not the delivered history', () =
     databaseUrl,
   }) => {
     await deliveredHistory(db, { sessions: 200, perSession: 50 })
-    const parent = await sessionWithRun(db)
-    const child = await delegateFrom(db, parent)
-    await endRun(db, { namespaceId: NS, runId: parent.runId, status: 'completed' })
-    await finish(db, child)
+    const { parent, child } = await pendingContinuation(db)
     await sql`analyze continuations`.execute(db)
     await sql`analyze runs`.execute(db)
     const statements: string[] = []

@@ -28,6 +28,7 @@ import {
   delegateFrom,
   expireClaim,
   finish,
+  pendingContinuation,
   runsOf,
   sessionWithRun,
 } from '../support/continuations.ts'
@@ -357,14 +358,6 @@ async function sweep(db: Db, scope: DeliveryScope = { due: true, limit: 100 }) {
 }
 
 describe('delivery claims', () => {
-  async function pendingContinuation(db: Parameters<typeof sessionWithRun>[0]) {
-    const parent = await sessionWithRun(db)
-    const child = await delegateFrom(db, parent)
-    await endRun(db, { namespaceId: NS, runId: parent.runId, status: 'completed' })
-    await finish(db, child)
-    return { parent, child }
-  }
-
   test('a failed consumer is suppressed with its run, gets no automatic replacement, and one explicit run consumes the result once', async ({
     db,
   }) => {

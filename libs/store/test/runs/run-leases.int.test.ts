@@ -15,7 +15,9 @@ import {
   NS,
   delegateFrom,
   expireClaim,
+  explicitRun,
   finish,
+  pendingContinuation,
   runsOf,
   sessionWithRun,
 } from '../support/continuations.ts'
@@ -42,10 +44,7 @@ const claimOf = (db: Db, sessionId: string, claimToken: string) =>
 
 /** A result suppressed after its consumer failed: what an explicit run may consume. */
 async function suppressedResult(db: Db) {
-  const parent = await sessionWithRun(db)
-  const child = await delegateFrom(db, parent)
-  await endRun(db, { namespaceId: NS, runId: parent.runId, status: 'completed' })
-  await finish(db, child)
+  const { parent, child } = await pendingContinuation(db)
   const claim = await claimOf(db, parent.sessionId, 'consumer')
   if (claim === undefined) throw new Error('no continuation to claim')
   await endRun(db, { namespaceId: NS, runId: claim.runId, status: 'failed', fence: claim.fence })
@@ -126,21 +125,9 @@ describe('host runs carry a lease', () => {
       state: 'suppressed',
       suppressionReason: 'consumer_failed',
     })
-    const again = await createRun(db, {
-      namespaceId: NS,
-      sessionId: parent.sessionId,
-      runId: randomUUID(),
-      consume: [child.attemptId],
-      leaseMs: 60_000,
-    })
+    const again = await explicitRun(db, parent.sessionId, [child.attemptId])
     expect(again.kind).toBe('created')
-    const refused = await createRun(db, {
-      namespaceId: NS,
-      sessionId: parent.sessionId,
-      runId: randomUUID(),
-      consume: [child.attemptId],
-      leaseMs: 60_000,
-    })
+    const refused = await explicitRun(db, parent.sessionId, [child.attemptId])
     expect(refused).toEqual({ kind: 'not_consumable', attemptIds: [child.attemptId] })
   })
 })
@@ -183,13 +170,9 @@ describe('every consumption answers its receipt', () => {
     ).toMatchObject({ kind: 'replayed', consumed: [delivered] })
 
     const suppressed = await suppressedResult(db)
-    const explicit = await createRun(db, {
-      namespaceId: NS,
-      sessionId: suppressed.parent.sessionId,
-      runId: randomUUID(),
-      consume: [suppressed.child.attemptId],
-      leaseMs: 60_000,
-    })
+    const explicit = await explicitRun(db, suppressed.parent.sessionId, [
+      suppressed.child.attemptId,
+    ])
     const record = await getContinuation(db, NS, { attemptId: suppressed.child.attemptId })
     expect(explicit).toMatchObject({
       kind: 'created',
@@ -269,10 +252,7 @@ describe('the sweep', () => {
   test('a continuation nobody claims is suppressed unclaimed after the setting, its run cancelled and its evidence kept; an explicit run may still consume it', async ({
     db,
   }) => {
-    const parent = await sessionWithRun(db)
-    const child = await delegateFrom(db, parent)
-    await endRun(db, { namespaceId: NS, runId: parent.runId, status: 'completed' })
-    await finish(db, child)
+    const { parent, child } = await pendingContinuation(db)
     const pending = await getContinuation(db, NS, { attemptId: child.attemptId })
     expect(pending?.state).toBe('pending')
     const hour = 60 * 60 * 1000
@@ -301,13 +281,7 @@ describe('the sweep', () => {
       status: 'cancelled',
     })
     expect(await claimOf(db, parent.sessionId, 'late')).toBeUndefined()
-    const explicit = await createRun(db, {
-      namespaceId: NS,
-      sessionId: parent.sessionId,
-      runId: randomUUID(),
-      consume: [child.attemptId],
-      leaseMs: 60_000,
-    })
+    const explicit = await explicitRun(db, parent.sessionId, [child.attemptId])
     expect(explicit.kind).toBe('created')
   })
 })

@@ -7,6 +7,7 @@ import { claimAttempt } from '../../src/attempts/claim-attempt.ts'
 import { commitTerminal } from '../../src/attempts/commit-terminal.ts'
 import type { TerminalResultInput } from '../../src/attempts/terminal-record.ts'
 import { createRun } from '../../src/runs/create-run.ts'
+import { endRun } from '../../src/runs/end-run.ts'
 
 export const NS = 'default'
 
@@ -97,4 +98,24 @@ export async function expireClaim(db: Db, runId: string): Promise<void> {
     update continuations set claim_deadline = now() - interval '1 second'
     where consumer_run_id = ${runId}::uuid
   `.execute(db)
+}
+
+/** A result admitted as a continuation: its run ended before it landed; pending, unclaimed. */
+export async function pendingContinuation(db: Db) {
+  const parent = await sessionWithRun(db)
+  const child = await delegateFrom(db, parent)
+  await endRun(db, { namespaceId: NS, runId: parent.runId, status: 'completed' })
+  await finish(db, child)
+  return { parent, child }
+}
+
+/** An explicit run of `sessionId` that consumes `attemptIds` (a minute's lease). */
+export function explicitRun(db: Db, sessionId: string, attemptIds: readonly string[]) {
+  return createRun(db, {
+    namespaceId: NS,
+    sessionId,
+    runId: randomUUID(),
+    consume: attemptIds,
+    leaseMs: 60_000,
+  })
 }

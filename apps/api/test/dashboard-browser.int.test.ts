@@ -7,24 +7,19 @@ import { join } from 'node:path'
 import { decode, type DecodedPng } from 'fast-png'
 import type { BrowserContext, Page } from 'playwright-core'
 import { claimAttempt, commitTerminal, type Db } from '@baton/store'
-import { describe, expect, test } from '@baton/testing'
-import { delegate, startApi, type ApiHarness } from './support/api-harness.ts'
+import { describe, expect } from '@baton/testing'
+import { apiTest, delegate, type ApiHarness } from './support/api-harness.ts'
 import { launchChromium } from './chromium.ts'
 
 const ADMIN_KEY = 'dashboard-admin-key-0123456789abcdefghij'
 /** Far beyond what the page needs on an idle machine (one refresh: a few hundred ms). */
 const FILL_TIMEOUT_MS = 20_000
 
-const browserTest = test.extend<{
-  api: ApiHarness
+const browserTest = apiTest.extend<{
+  adminApi: ApiHarness
   browser: Awaited<ReturnType<typeof launchChromium>>
 }>({
-  api: async ({ databaseUrl, redisUrl, queuePrefix, track }, use) => {
-    const api = await startApi({ databaseUrl, redisUrl, queuePrefix }, { ADMIN_API_KEY: ADMIN_KEY })
-    track(api.api)
-    await use(api)
-    await api.api.close()
-  },
+  adminApi: async ({ inProcessApi }, use) => use(await inProcessApi({ ADMIN_API_KEY: ADMIN_KEY })),
   browser: async ({ track }, use) => {
     const browser = track(await launchChromium())
     await use(browser)
@@ -170,7 +165,7 @@ describe('ledger dashboard in Chromium', () => {
   browserTest(
     'opened with the key in the URL, the tables show the seeded attempts and every chart draws their minute',
     { timeout: 90_000 },
-    async ({ api, browser, db }) => {
+    async ({ adminApi: api, browser, db }) => {
       const seeded = await seed(api, db, {
         queued: 3,
         running: 2,
@@ -329,7 +324,7 @@ describe('ledger dashboard in Chromium', () => {
   browserTest(
     "the browser's Basic prompt and a proxy's Authorization header fill it as well",
     { timeout: 90_000 },
-    async ({ api, browser, db }) => {
+    async ({ adminApi: api, browser, db }) => {
       const seeded = await seed(api, db, { queued: 0, running: 0, terminal: ['completed'] })
       const [only] = seeded.terminal
       if (only === undefined) throw new Error('nothing seeded')
@@ -353,43 +348,47 @@ describe('ledger dashboard in Chromium', () => {
     },
   )
 
-  browserTest('a wrong key gets no data', { timeout: 90_000 }, async ({ api, browser, db }) => {
-    const seeded = await seed(api, db, { queued: 1, running: 0, terminal: [] })
-    const base = new URL(api.base)
-    const ways = {
-      url: { url: `http://admin:wrong-key@${base.host}/admin`, options: {} },
-      prompt: {
-        url: `${api.base}/admin`,
-        options: { httpCredentials: { username: 'ops', password: 'wrong-key' } },
-      },
-      proxy: {
-        url: `${api.base}/admin`,
-        options: { extraHTTPHeaders: { authorization: 'Bearer wrong-key' } },
-      },
-    }
-    for (const [way, { url, options }] of Object.entries(ways)) {
-      const context = await browser.newContext(options)
-      const { page, answers, status } = await open(context, url)
-      // Refused: the error body, or no page at all but the browser's error for credentials the
-      // server refused (Chromium's answer to a second Basic challenge without a prompt to show).
-      expect([401, undefined], way).toContain(status)
-      if (status === 401) {
-        const text = await page.locator('body').innerText()
-        expect(text, way).toContain('UNAUTHORIZED')
-        expect(text, way).not.toContain('Baton ledger')
-        expect(text, way).not.toContain(seeded.queued[0])
+  browserTest(
+    'a wrong key gets no data',
+    { timeout: 90_000 },
+    async ({ adminApi: api, browser, db }) => {
+      const seeded = await seed(api, db, { queued: 1, running: 0, terminal: [] })
+      const base = new URL(api.base)
+      const ways = {
+        url: { url: `http://admin:wrong-key@${base.host}/admin`, options: {} },
+        prompt: {
+          url: `${api.base}/admin`,
+          options: { httpCredentials: { username: 'ops', password: 'wrong-key' } },
+        },
+        proxy: {
+          url: `${api.base}/admin`,
+          options: { extraHTTPHeaders: { authorization: 'Bearer wrong-key' } },
+        },
       }
-      expect(
-        answers.filter((a) => a.path.startsWith('/admin/api/')),
-        way,
-      ).toEqual([])
-      await context.close()
-    }
-    // Nor does the JSON the page reads answer anything but the refusal.
-    const refused = await fetch(`${api.base}/admin/api/overview`, {
-      headers: { authorization: `Basic ${Buffer.from('ops:wrong-key').toString('base64')}` },
-    })
-    expect(refused.status).toBe(401)
-    expect(Object.keys((await refused.json()) as object)).toEqual(['error'])
-  })
+      for (const [way, { url, options }] of Object.entries(ways)) {
+        const context = await browser.newContext(options)
+        const { page, answers, status } = await open(context, url)
+        // Refused: the error body, or no page at all but the browser's error for credentials the
+        // server refused (Chromium's answer to a second Basic challenge without a prompt to show).
+        expect([401, undefined], way).toContain(status)
+        if (status === 401) {
+          const text = await page.locator('body').innerText()
+          expect(text, way).toContain('UNAUTHORIZED')
+          expect(text, way).not.toContain('Baton ledger')
+          expect(text, way).not.toContain(seeded.queued[0])
+        }
+        expect(
+          answers.filter((a) => a.path.startsWith('/admin/api/')),
+          way,
+        ).toEqual([])
+        await context.close()
+      }
+      // Nor does the JSON the page reads answer anything but the refusal.
+      const refused = await fetch(`${api.base}/admin/api/overview`, {
+        headers: { authorization: `Basic ${Buffer.from('ops:wrong-key').toString('base64')}` },
+      })
+      expect(refused.status).toBe(401)
+      expect(Object.keys((await refused.json()) as object)).toEqual(['error'])
+    },
+  )
 })

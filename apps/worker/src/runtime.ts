@@ -109,6 +109,7 @@ export function createWorkerRuntime(
     publisher,
     intervalMs: config.reconcileIntervalMs,
     requeueAfterMs: config.requeueAfterMs,
+    unclaimedAfterMs: config.continuationUnclaimedMs,
     logger: log.child({ component: 'reconciler' }),
     metrics,
   })

@@ -26,8 +26,8 @@ import { buildServer } from './server.ts'
 import { createAdmission } from './services/admission.ts'
 import { traceAdmission } from './services/admission-tracing.ts'
 import { createAttemptCommands } from './services/attempt-commands.ts'
-import { createSettledDoorbell } from './services/bounded-wait.ts'
-import { CLAIMABLE, createRunCommands } from './services/run-commands.ts'
+import { createDoorbell, createSettledDoorbell } from './services/bounded-wait.ts'
+import { claimKey, createRunCommands } from './services/run-commands.ts'
 
 /** Observation hooks for tests; production passes none. */
 export interface ApiOptions {
@@ -47,8 +47,8 @@ export interface ApiProcess {
 
 /**
  * Builds the API with real connections: Postgres pool, Redis, the attempts queue, the worker-
- * command and settlement publishers, and the settlement listener that rings the doorbell of
- * bounded waits.
+ * command and settlement publishers, and the settlement listener that rings the doorbells of
+ * bounded waits (by attempt) and bounded claims (by session).
  */
 export async function composeApi(
   config: ApiConfig,
@@ -92,15 +92,15 @@ export async function composeApi(
     timeouts: redisTimeouts,
   })
   const doorbell = createSettledDoorbell()
-  // Any settlement may have admitted a continuation: it also wakes every bounded claim.
-  const claimBell = createSettledDoorbell()
+  // A session's bounded claims wait on its own key: a `claimable` ring wakes no other session's.
+  const claimBell = createDoorbell<unknown>()
   const listener = createSettlementListener({
     redisUrl: config.redisUrl,
     prefix: config.queuePrefix,
     timeouts: redisTimeouts,
-    onEvent: (settlement) => {
-      doorbell.ring(settlement.attemptId, settlement.detail)
-      claimBell.ring(CLAIMABLE)
+    onEvent: (bell) => {
+      if (bell.eventName === 'settled') doorbell.ring(bell.attemptId, bell.detail)
+      else claimBell.ring(claimKey(bell.detail.namespaceId, bell.detail.sessionId))
     },
   })
   await listener.ready()

@@ -1,16 +1,31 @@
 // Exactly-once continuations end to end: the API and workers as real processes, hosts as typed
 // clients. Each test ends with the continuation audit (duplicate 0, missing 0).
+import { randomUUID } from 'node:crypto'
 import { sql } from 'kysely'
-import { BatonApiError, type BatonClient } from '@baton/client'
+import {
+  BatonApiError,
+  DeliveryVerificationError,
+  verifyDelivery,
+  type BatonClient,
+} from '@baton/client'
 import {
   canonicalJson,
   continuationDigest,
   isTerminalView,
+  resultDigest,
   type ContinuationClaim,
+  type DeliveredResult,
   type TerminalAttemptView,
 } from '@baton/contracts'
 import { admitContinuations, durableResultInput, type Db } from '@baton/store'
-import { auditContinuations, describe, eventually, expect, test } from '@baton/testing'
+import {
+  auditContinuations,
+  describe,
+  eventually,
+  expect,
+  ledgerCopiesOf,
+  test,
+} from '@baton/testing'
 
 const LEASE_MS = 1000
 
@@ -71,7 +86,7 @@ async function claimOf(client: BatonClient, sessionId: string): Promise<Continua
 
 async function expectAuditClean(db: Db, ...sessionIds: string[]) {
   const audit = await auditContinuations(db, sessionIds)
-  expect(audit).toMatchObject({ duplicate: 0, missing: 0 })
+  expect(audit).toMatchObject({ duplicate: 0, missing: 0, expiredBytes: 0, unreceipted: 0 })
   return audit
 }
 
@@ -341,5 +356,185 @@ describe('continuations', () => {
     })
     expect(await continuationRuns(db, 'held')).toEqual([])
     await expectAuditClean(db, 'held')
+  })
+  test('held and explicit consumption answer each result with its receipt, input and content; the host verifies them with the client', async ({
+    baton,
+  }) => {
+    const { client } = await baton()
+    const held = await delegateFromRun(client, 'receipts', { output: 'held ✓' })
+    await untilTerminal(client, held.attemptId)
+    const completed = await client.completeRun(held.runId, { consumed: [held.attemptId] })
+    expect(completed).toMatchObject({
+      status: 'completed',
+      consumed: [{ attemptId: held.attemptId }],
+    })
+    const [consumed] = completed.consumed
+    if (consumed === undefined) throw new Error('no receipt for the held result')
+    expect(verifyDelivery(consumed).text).toBe('held ✓')
+    expect(JSON.parse(consumed.receipt).inputDigest).toBe(
+      (await stateOf(client, held.attemptId))?.receiptDigest,
+    )
+    // A repeat of the completion answers the same receipts.
+    expect((await client.completeRun(held.runId, { consumed: [held.attemptId] })).consumed).toEqual(
+      completed.consumed,
+    )
+
+    const { attemptId } = await lateResult(client, 'receipts', { output: 'late ✓' })
+    const claim = await claimOf(client, 'receipts')
+    expect(verifyDelivery(claim).text).toBe('late ✓')
+    await client.failContinuation(claim.runId, claim.claim)
+    const explicit = await client.createRun('receipts', { consume: [attemptId] })
+    expect(explicit.consumed.map((c) => [c.attemptId, c.receipt])).toEqual([
+      [attemptId, claim.receipt],
+    ])
+    expect(verifyDelivery(explicit.consumed[0] as DeliveredResult).text).toBe('late ✓')
+    await client.completeRun(explicit.runId)
+
+    // What does not hold together is refused by the check.
+    const tampered = { ...consumed, input: consumed.input.replace('held ✓', 'held ✗') }
+    expect(() => verifyDelivery(tampered)).toThrow(DeliveryVerificationError)
+    const swapped = { ...consumed, content: { kind: 'inline', text: 'other' } } as const
+    expect(() => verifyDelivery(swapped)).toThrow(/not what the input names/)
+  })
+
+  test('an artifact past its deadline is served by no route, no claim and no consumption (each carries the expiry summary), and no copy of its bytes is left in the ledger', async ({
+    baton,
+    db,
+  }) => {
+    const { client } = await baton()
+    const big = (label: string) => ({ output: `${label}-${randomUUID()}-`, outputBytes: 20_000 })
+    // Held for its run; pending as a continuation; suppressed for an explicit run.
+    const held = await delegateFromRun(client, 'expiry-held', big('held'))
+    await untilTerminal(client, held.attemptId)
+    const pending = await lateResult(client, 'expiry-claim', big('claim'))
+    const suppressed = await lateResult(client, 'expiry-explicit', big('explicit'))
+    const failed = await claimOf(client, 'expiry-explicit')
+    await client.failContinuation(failed.runId, failed.claim)
+
+    const results: { attemptId: string; artifactId: string; content: Uint8Array }[] = []
+    for (const { attemptId } of [held, pending, suppressed]) {
+      const view = await client.getAttempt(attemptId)
+      if (!isTerminalView(view) || view.artifact === null) throw new Error('no artifact')
+      const content = (await client.readArtifact(view.artifact.artifactId)).content
+      // The content lives in one place: its artifact.
+      expect(await ledgerCopiesOf(db, content)).toEqual(['artifacts.content'])
+      results.push({ attemptId, artifactId: view.artifact.artifactId, content })
+    }
+    // Their retention ends: the artifacts are older than it, and nothing has expired them yet.
+    await sql`
+      update artifacts set created_at = created_at - interval '8 days',
+                           expires_at = expires_at - interval '8 days'
+      where id = any(${results.map((r) => r.artifactId)}::uuid[])
+    `.execute(db)
+
+    const summary = (i: number) => ({
+      kind: 'expired',
+      artifactId: results[i]?.artifactId,
+      bytes: 20_000,
+      digest: resultDigest(results[i]?.content ?? ''),
+    })
+    const completed = await client.completeRun(held.runId, { consumed: [held.attemptId] })
+    const claimed = await claimOf(client, 'expiry-claim')
+    const explicit = await client.createRun('expiry-explicit', { consume: [suppressed.attemptId] })
+    const deliveries = [completed.consumed[0], claimed, explicit.consumed[0]]
+    deliveries.forEach((delivered, i) => {
+      if (delivered === undefined) throw new Error(`delivery ${i} has no result`)
+      expect(delivered.content).toEqual(summary(i))
+      expect(verifyDelivery(delivered).text).toBeUndefined()
+    })
+    for (const { artifactId } of results) {
+      const read = await client.readArtifact(artifactId).catch((e: unknown) => e)
+      expect(read).toMatchObject({ status: 410, code: 'ARTIFACT_EXPIRED' })
+    }
+    await client.completeContinuation(claimed.runId, claimed.claim)
+    await client.completeRun(explicit.runId)
+
+    // The reconciler deletes the content; then no table holds the bytes, nor their base64.
+    await eventually(
+      async () => {
+        const kept = await sql<{ n: number }>`
+          select count(*)::int as n from artifacts
+          where id = any(${results.map((r) => r.artifactId)}::uuid[]) and content is not null
+        `.execute(db)
+        return kept.rows[0]?.n === 0 ? true : undefined
+      },
+      { timeoutMs: 15_000, what: 'the reconciler to expire the artifacts' },
+    )
+    for (const { content } of results) expect(await ledgerCopiesOf(db, content)).toEqual([])
+    await expectAuditClean(db, 'expiry-held', 'expiry-claim', 'expiry-explicit')
+  })
+
+  test('a host that dies holding a run: after its lease, its held result is released and delivered to the next claimant exactly once; its late end is refused', async ({
+    baton,
+    db,
+  }) => {
+    const { client } = await baton()
+    const run = await client.createRun('host-dies', { leaseMs: 1000 })
+    expect(run.leaseExpiresAt).not.toBeNull()
+    const { attemptId } = await client.delegate({
+      sessionId: 'host-dies',
+      name: 'scripted',
+      prompt: JSON.stringify({ output: 'held for a dead host' }),
+      parentRunId: run.runId,
+    })
+    await untilTerminal(client, attemptId)
+    // The host is gone: no heartbeat, no end. The next claimant waits on the session's bell.
+    const claim = await claimOf(client, 'host-dies')
+    await client.completeContinuation(claim.runId, claim.claim)
+    expect(
+      await client.claimContinuation('host-dies', { timeoutMs: 500, leaseMs: LEASE_MS }),
+    ).toBeUndefined()
+    expect(claim.attemptId).toBe(attemptId)
+    expect(verifyDelivery(claim).text).toBe('held for a dead host')
+    expect(await client.getRun(run.runId)).toMatchObject({
+      status: 'abandoned',
+      leaseExpiresAt: null,
+    })
+    for (const late of [
+      client.completeRun(run.runId, { consumed: [attemptId] }),
+      client.heartbeatRun(run.runId, 1000),
+    ])
+      expect(await late.catch((e: unknown) => e)).toMatchObject({
+        status: 409,
+        code: 'RUN_NOT_ACTIVE',
+        details: { status: 'abandoned' },
+      })
+    expect(await stateOf(client, attemptId)).toMatchObject({
+      state: 'delivered',
+      consumingRunId: claim.runId,
+    })
+    expect(await continuationRuns(db, 'host-dies')).toHaveLength(1)
+    expect(await expectAuditClean(db, 'host-dies')).toMatchObject({ admitted: 1, delivered: 1 })
+  })
+
+  test('a host that renews its run keeps it past its first lease; a delegation naming a run that ended or never started is refused with RUN_NOT_ACTIVE and writes nothing', async ({
+    baton,
+    db,
+  }) => {
+    const { client } = await baton()
+    const run = await client.createRun('renewed', { leaseMs: 1000 })
+    const renewed = await client.heartbeatRun(run.runId, 60_000)
+    expect(Date.parse(renewed.leaseExpiresAt)).toBeGreaterThan(Date.parse(run.leaseExpiresAt ?? ''))
+    const { attemptId } = await client.delegate({
+      sessionId: 'renewed',
+      name: 'scripted',
+      prompt: 'kept',
+      parentRunId: run.runId,
+    })
+    await untilTerminal(client, attemptId)
+    const ended = await client.completeRun(run.runId, { consumed: [attemptId] })
+    expect(ended).toMatchObject({ status: 'completed', consumed: [{ attemptId }] })
+
+    const before = await sql<{ n: number }>`select count(*)::int as n from attempts`.execute(db)
+    const refused = await client
+      .delegate({ sessionId: 'renewed', name: 'scripted', prompt: 'late', parentRunId: run.runId })
+      .catch((e: unknown) => e)
+    expect(refused).toMatchObject({
+      status: 409,
+      code: 'RUN_NOT_ACTIVE',
+      details: { runId: run.runId, status: 'completed' },
+    })
+    const after = await sql<{ n: number }>`select count(*)::int as n from attempts`.execute(db)
+    expect(after.rows).toEqual(before.rows)
   })
 })

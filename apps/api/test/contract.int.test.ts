@@ -350,6 +350,10 @@ async function runsAndContinuations(call: Call, key: string): Promise<void> {
   expect(run.status).toBe(201)
   const runId = run.body.runId as string
   expect((await call('GET', `/v1/runs/${runId}`, { key })).status).toBe(200)
+  const heartbeat = (id: string) =>
+    call('POST', `/v1/runs/${id}/heartbeat`, { key, body: { leaseMs: 30_000 } })
+  expect((await heartbeat(runId)).status).toBe(200)
+  expect(outcome(await heartbeat(NO_SUCH_ID))).toBe('404 RUN_NOT_FOUND')
   expect(outcome(await call('GET', `/v1/runs/${NO_SUCH_ID}`, { key }))).toBe('404 RUN_NOT_FOUND')
   expect(outcome(await createRun(session, { consume: [NO_SUCH_ID] }))).toBe(
     '409 RESULT_NOT_CONSUMABLE',
@@ -359,6 +363,7 @@ async function runsAndContinuations(call: Call, key: string): Promise<void> {
     expect(outcome(await settle(NO_SUCH_ID, verb)), verb).toBe('404 RUN_NOT_FOUND')
   }
   expect(outcome(await settle(runId, 'fail'))).toBe('409 RUN_NOT_ACTIVE')
+  expect(outcome(await heartbeat(runId))).toBe('409 RUN_NOT_ACTIVE')
   expect(outcome(await settle(runId, 'cancel'))).toBe('409 RUN_NOT_ACTIVE')
   expect((await settle((await createRun(session)).body.runId, 'fail')).status).toBe(200)
   expect((await settle((await createRun(session)).body.runId, 'cancel')).status).toBe(200)
@@ -403,8 +408,9 @@ async function runsAndContinuations(call: Call, key: string): Promise<void> {
   expect(outcome(await continuation(NO_SUCH_ID, 'heartbeat', { ...fence, leaseMs: 1000 }))).toBe(
     '404 RUN_NOT_FOUND',
   )
-  // A claimed continuation run is settled by its claim, not by the run routes.
+  // A claimed continuation run is ended and kept by its claim, not by the run routes.
   expect(outcome(await settle(claimed.runId, 'complete'))).toBe('409 STALE_CLAIM')
+  expect(outcome(await heartbeat(claimed.runId))).toBe('409 STALE_CLAIM')
   expect(outcome(await continuation(claimed.runId, 'complete', stale))).toBe('409 STALE_CLAIM')
   expect((await continuation(claimed.runId, 'complete', fence)).status).toBe(200)
   expect(outcome(await continuation(claimed.runId, 'fail', fence))).toBe('409 RUN_NOT_ACTIVE')

@@ -14,7 +14,14 @@ import {
   heartbeatContinuation,
 } from './commands/continuations.ts'
 import { delegate, type DelegateOptions } from './commands/delegate.ts'
-import { cancelRun, completeRun, createRun, failRun, showRun } from './commands/runs.ts'
+import {
+  cancelRun,
+  completeRun,
+  createRun,
+  failRun,
+  heartbeatRun,
+  showRun,
+} from './commands/runs.ts'
 import type { ExitCode } from './exit-codes.ts'
 import { parseBaseUrl, parseGeneration, parseLease, parseWaitBound } from './options.ts'
 
@@ -139,7 +146,7 @@ export function createProgram(io: CliIo, exit: (code: ExitCode) => void): Comman
 
   const runs = program
     .command('runs')
-    .description("create, read and settle a session's parent runs")
+    .description("create, keep, read and end a session's parent runs")
   runs
     .command('create')
     .description(
@@ -147,9 +154,29 @@ export function createProgram(io: CliIo, exit: (code: ExitCode) => void): Comman
     )
     .argument('<sessionId>')
     .option('--consume <attemptId...>', 'consume these suppressed results (an explicit run)')
+    .option(
+      '--lease <duration>',
+      'the run lives this long unless renewed with `runs heartbeat` (1s to 10m; default 10m)',
+      parseLease,
+    )
     .action(
-      run((ctx, sessionId: string, options: { consume?: string[] }) =>
-        createRun(ctx, sessionId, options.consume),
+      run((ctx, sessionId: string, options: { consume?: string[]; lease?: number }) =>
+        createRun(ctx, sessionId, { consume: options.consume, leaseMs: options.lease }),
+      ),
+    )
+  runs
+    .command('heartbeat')
+    .description("extend a run's lease")
+    .argument('<runId>')
+    .option(
+      '--lease <duration>',
+      'the new lease from now (1s to 10m)',
+      parseLease,
+      DEFAULT_LEASE_MS,
+    )
+    .action(
+      run((ctx, runId: string, options: { lease: number }) =>
+        heartbeatRun(ctx, runId, options.lease),
       ),
     )
   runs
@@ -169,18 +196,18 @@ export function createProgram(io: CliIo, exit: (code: ExitCode) => void): Comman
     )
   runs
     .command('fail')
-    .description('settle a run as failed')
+    .description('end a run as failed')
     .argument('<runId>')
     .action(run((ctx, runId: string) => failRun(ctx, runId)))
   runs
     .command('cancel')
-    .description('settle a run as cancelled')
+    .description('end a run as cancelled')
     .argument('<runId>')
     .action(run((ctx, runId: string) => cancelRun(ctx, runId)))
 
   const continuations = program
     .command('continuations')
-    .description("claim, keep and settle a session's continuations")
+    .description("claim, keep and conclude a session's continuations")
   continuations
     .command('claim')
     .description("one bounded wait for the session's next continuation (exit 4 when none came)")
@@ -226,12 +253,12 @@ export function createProgram(io: CliIo, exit: (code: ExitCode) => void): Comman
         heartbeatContinuation(ctx, runId, fenceOf(options), options.lease),
       ),
     )
-  fenced('complete', 'settle the claimed continuation as delivered').action(
+  fenced('complete', 'conclude the claimed continuation as delivered').action(
     run((ctx, runId: string, options: ClaimFence) =>
       completeContinuation(ctx, runId, fenceOf(options)),
     ),
   )
-  fenced('fail', 'settle the claimed continuation as failed (its result is suppressed)').action(
+  fenced('fail', 'conclude the claimed continuation as failed (its result is suppressed)').action(
     run((ctx, runId: string, options: ClaimFence) =>
       failContinuation(ctx, runId, fenceOf(options)),
     ),

@@ -6,7 +6,7 @@ import {
   renderAttempt,
   renderClaim,
   renderRun,
-  renderSettled,
+  renderConclusion,
 } from './render.ts'
 
 const running: AttemptView = {
@@ -95,48 +95,61 @@ describe('artifacts, runs and continuations', () => {
     )
   })
 
-  test('a run: ids, trigger, status, cause and times, "-" for what it lacks', () => {
+  test('a run: ids, trigger, status, cause, times and lease, "-" for what it lacks', () => {
+    const run = {
+      runId: 'r1',
+      sessionId: 's1',
+      triggerType: 'async_subagent_result',
+      status: 'active',
+      causeAttemptId: 'a1',
+      createdAt: 't0',
+      settledAt: null,
+      leaseExpiresAt: 't1',
+    } as const
+    const lines = [
+      'run          r1',
+      'session      s1',
+      'trigger      async_subagent_result',
+      'status       active',
+      'cause        a1',
+      'created      t0',
+      'ended        -',
+      'lease until  t1',
+    ]
+    expect(renderRun(run)).toBe(lines.join('\n'))
+    // What a consumption delivered follows, each with its receipt and content.
     expect(
       renderRun({
-        runId: 'r1',
-        sessionId: 's1',
-        triggerType: 'async_subagent_result',
-        status: 'active',
-        causeAttemptId: 'a1',
-        createdAt: 't0',
-        settledAt: null,
+        ...run,
+        consumed: [{ attemptId: 'a2', receipt: '{}', input: '{}', content: inlineText('done') }],
       }),
-    ).toBe(
-      [
-        'run      r1',
-        'session  s1',
-        'trigger  async_subagent_result',
-        'status   active',
-        'cause    a1',
-        'created  t0',
-        'settled  -',
-      ].join('\n'),
-    )
+    ).toBe([...lines, '', 'attempt  a2', 'receipt  {}', 'content  done'].join('\n'))
   })
 
-  test('a claim shows the fence to send back and at most 1,000 characters of its input', () => {
+  test('a claim shows the fence to send back and at most 1,000 characters of its content', () => {
     const claim = {
       runId: 'r1',
       attemptId: 'a1',
       receipt: '{"attemptId":"a1"}',
-      input: 'é'.repeat(1_500),
+      input: '{}',
+      content: inlineText('é'.repeat(1_500)),
       claim: { claimToken: 'tok', generation: 2, leaseExpiresAt: 't1' },
     }
     const shown = renderClaim(claim)
     expect(shown).toMatch(
-      /^run {10}r1\nattempt {6}a1\nclaim token {2}tok\ngeneration {3}2\nlease until {2}t1\nreceipt {6}\{"attemptId":"a1"\}\ninput {8}é{1000}…\n {13}\(preview of 3000 bytes\)$/,
+      /^run {10}r1\nclaim token {2}tok\ngeneration {3}2\nlease until {2}t1\nattempt {2}a1\nreceipt {2}\{"attemptId":"a1"\}\ncontent {2}é{1000}…\n {9}\(preview of 3000 bytes\)$/,
     )
-    expect(renderClaim({ ...claim, input: '{"x":1}' })).toMatch(/\ninput {8}\{"x":1\}$/)
+    expect(
+      renderClaim({
+        ...claim,
+        content: { kind: 'expired', artifactId: 'x1', bytes: 9, digest: 'd' },
+      }),
+    ).toMatch(/\ncontent {2}expired: 9 bytes, d \(artifact x1\)$/)
   })
 
-  test('a settled continuation: its delivery and whether it was a replay', () => {
+  test('a concluded continuation: its delivery and whether it was a replay', () => {
     expect(
-      renderSettled({
+      renderConclusion({
         runId: 'r1',
         attemptId: 'a1',
         receipt: '{}',
@@ -151,6 +164,10 @@ describe('artifacts, runs and continuations', () => {
     ).toBe('run       r1\nattempt   a1\ndelivery  delivered (run r1)\nreplayed  true')
   })
 })
+
+function inlineText(text: string) {
+  return { kind: 'inline', text } as const
+}
 
 describe('progressFrame', () => {
   test('clears the line, then status, elapsed and the attempt once known', () => {

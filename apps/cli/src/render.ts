@@ -3,9 +3,12 @@ import type {
   AgentHistoryView,
   AnyAttemptView,
   ContinuationClaim,
-  ContinuationSettled,
+  ContinuationConclusion,
   DelegationAccepted,
+  DeliveredContent,
+  DeliveredResult,
   DeliveryView,
+  RunConsumption,
   RunView,
 } from '@baton/contracts'
 import { isTerminalView } from '@baton/contracts'
@@ -82,38 +85,66 @@ function deliveryLine(delivery: DeliveryView): string {
   return `${delivery.state}${suppressed}${run}`
 }
 
-export function renderRun(run: RunView): string {
-  return fields([
+/** A run; when it consumed results (an explicit run, a completion), each with its receipt. */
+export function renderRun(run: RunView | RunConsumption): string {
+  const rows: [string, string][] = [
     ['run', run.runId],
     ['session', run.sessionId],
     ['trigger', run.triggerType],
     ['status', run.status],
     ['cause', run.causeAttemptId ?? '-'],
     ['created', run.createdAt],
-    ['settled', run.settledAt ?? '-'],
-  ])
+    ['ended', run.settledAt ?? '-'],
+  ]
+  if (run.leaseExpiresAt !== null) rows.push(['lease until', run.leaseExpiresAt])
+  const consumed = 'consumed' in run ? run.consumed : []
+  return [fields(rows), ...consumed.map(renderDelivered)].join('\n\n')
 }
 
-/** A claimed continuation: what to send back to settle it, its receipt, and its input's start. */
+/** A claimed continuation: what to send back to conclude it, its receipt, and its content. */
 export function renderClaim(claim: ContinuationClaim): string {
-  const inputBytes = Buffer.byteLength(claim.input)
   return fields([
     ['run', claim.runId],
-    ['attempt', claim.attemptId],
     ['claim token', claim.claim.claimToken],
     ['generation', String(claim.claim.generation)],
     ['lease until', claim.claim.leaseExpiresAt],
-    ['receipt', claim.receipt],
-    ['input', outputPreview(claim.input, false, inputBytes)],
+  ]).concat('\n', renderDelivered(claim))
+}
+
+/** A delivered result: its attempt, receipt, and content (or what stands in for it). */
+function renderDelivered(delivered: DeliveredResult): string {
+  return fields([
+    ['attempt', delivered.attemptId],
+    ['receipt', delivered.receipt],
+    ['content', contentLine(delivered.content)],
   ])
 }
 
-export function renderSettled(settled: ContinuationSettled): string {
+function contentLine(content: DeliveredContent): string {
+  switch (content.kind) {
+    case 'inline':
+      return outputPreview(content.text, false, Buffer.byteLength(content.text))
+    case 'artifact':
+      return outputPreview(content.text, false, content.bytes)
+    case 'expired':
+      return `expired: ${content.bytes} bytes, ${content.digest} (artifact ${content.artifactId})`
+    case 'corrupt':
+      return `not served: the stored content does not match ${content.digest}`
+    case 'unavailable':
+      return outputPreview(content.preview, true, content.bytes)
+    default: {
+      const never: never = content
+      return JSON.stringify(never)
+    }
+  }
+}
+
+export function renderConclusion(conclusion: ContinuationConclusion): string {
   return fields([
-    ['run', settled.runId],
-    ['attempt', settled.attemptId],
-    ['delivery', deliveryLine(settled.delivery)],
-    ['replayed', String(settled.replayed)],
+    ['run', conclusion.runId],
+    ['attempt', conclusion.attemptId],
+    ['delivery', deliveryLine(conclusion.delivery)],
+    ['replayed', String(conclusion.replayed)],
   ])
 }
 

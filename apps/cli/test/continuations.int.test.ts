@@ -4,7 +4,7 @@ import { randomUUID } from 'node:crypto'
 import {
   continuationDigest,
   type ContinuationClaim,
-  type ContinuationSettled,
+  type ContinuationConclusion,
   type RunView,
   type TerminalAttemptView,
 } from '@baton/contracts'
@@ -88,7 +88,7 @@ describe('baton runs and continuations', () => {
       expect(renewed.code, renewed.stderr).toBe(0)
       expect(renewed.stdout).toMatch(new RegExp(`^runId +${claim.runId}\nleaseExpiresAt +\\S+\n$`))
 
-      const settled = await answer<ContinuationSettled>(
+      const settled = await answer<ContinuationConclusion>(
         stack.base,
         'continuations',
         'complete',
@@ -246,7 +246,7 @@ describe('baton runs and continuations', () => {
       await answer<RunView>(stack.base, 'runs', 'complete', parent.runId)
       const claim = await claimNext(stack.base, session)
       expect(claim.attemptId).toBe(attemptId)
-      const failed = await answer<ContinuationSettled>(
+      const failed = await answer<ContinuationConclusion>(
         stack.base,
         'continuations',
         'fail',

@@ -51,6 +51,7 @@ const configSchema = z
       .min(0)
       .default(1024 * MIB),
     ARTIFACT_RETENTION_MS: ms(7 * 24 * 60 * 60 * 1000),
+    CONTINUATION_UNCLAIMED_MS: ms(7 * 24 * 60 * 60 * 1000),
     WORKSPACE_DIR: z.string().min(1).default(process.cwd()),
     SUBAGENTS_DIR: z.string().min(1).optional(),
     SCRIPTED_ENABLED: z.enum(['true', 'false']).default('true'),
@@ -91,6 +92,8 @@ export interface WorkerConfig {
   readonly heartbeatIntervalMs: number
   readonly reconcileIntervalMs: number
   readonly requeueAfterMs: number
+  /** A continuation pending (nobody claimed it) this long is suppressed `unclaimed`. */
+  readonly continuationUnclaimedMs: number
   /** Each checked-shutdown try; on SIGTERM tries repeat until the drain completes. */
   readonly shutdownDeadlineMs: number
   /** When set, the drain is given up (exit 1) this long after the stop signal. */
@@ -148,6 +151,7 @@ export function loadConfig(env: Readonly<Record<string, string | undefined>>): W
     heartbeatIntervalMs: c.HEARTBEAT_INTERVAL_MS,
     reconcileIntervalMs: c.RECONCILE_INTERVAL_MS,
     requeueAfterMs: c.REQUEUE_AFTER_MS,
+    continuationUnclaimedMs: c.CONTINUATION_UNCLAIMED_MS,
     shutdownDeadlineMs: c.SHUTDOWN_DEADLINE_MS,
     shutdownHardDeadlineMs: c.SHUTDOWN_HARD_DEADLINE_MS,
     outputMemoryBudgetBytes: c.OUTPUT_MEMORY_BUDGET_BYTES,

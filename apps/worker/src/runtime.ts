@@ -129,6 +129,7 @@ export function createWorkerRuntime(
     publisher,
     intervalMs: config.reconcileIntervalMs,
     requeueAfterMs: config.requeueAfterMs,
+    unclaimedAfterMs: config.continuationUnclaimedMs,
     logger: log.child({ component: 'reconciler' }),
     metrics,
   })

@@ -13,9 +13,9 @@ import {
   claimContinuation,
   commitTerminal,
   createRun,
+  endRun,
   getAttempt,
   getContinuation,
-  settleRun,
   type Db,
 } from '@baton/store'
 import { describe, eventually, expect, startFaultProxy, test } from '@baton/testing'
@@ -25,13 +25,18 @@ import { witnessedChild, witnessedPrompt } from './support/witnessed-child.ts'
 const NS = 'default'
 const STALL_MS = 30_000
 
-/** A delegation of a session whose run already ended, claimed by `ownerId` for `leaseTtlMs`. */
+/** A delegation of a run that then ended, claimed by `ownerId` for `leaseTtlMs`. */
 async function delegation(db: Db, ownerId: string, leaseTtlMs: number) {
   const sessionId = `stall-${randomUUID()}`
   const runId = randomUUID()
-  const created = await createRun(db, { namespaceId: NS, sessionId, runId, consume: [] })
+  const created = await createRun(db, {
+    namespaceId: NS,
+    sessionId,
+    runId,
+    consume: [],
+    leaseMs: 60_000,
+  })
   if (created.kind !== 'created') throw new Error(created.kind)
-  await settleRun(db, { namespaceId: NS, runId, status: 'completed' })
   const attemptId = randomUUID()
   await acceptDelegations(db, [
     {
@@ -47,6 +52,8 @@ async function delegation(db: Db, ownerId: string, leaseTtlMs: number) {
   ])
   const claim = await claimAttempt(db, { attemptId, ownerId, leaseTtlMs })
   if (claim.kind !== 'claimed') throw new Error(claim.kind)
+  // The parent run ends before the result lands: the result is admitted as a continuation.
+  await endRun(db, { namespaceId: NS, runId, status: 'completed' })
   return { sessionId, attemptId, generation: claim.attempt.ownerGeneration }
 }
 
@@ -113,7 +120,7 @@ describe('a Redis that stalls for 30 s', () => {
         const consumer = await claimContinuation(db, {
           namespaceId: NS,
           sessionId: settled.sessionId,
-          ownerId: 'h1',
+          claimToken: 'h1',
           leaseMs: 60_000,
         })
         expect(consumer?.attemptId).toBe(settled.attemptId)

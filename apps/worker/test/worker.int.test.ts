@@ -2,7 +2,7 @@ import { Writable } from 'node:stream'
 import { sql } from 'kysely'
 import pg from 'pg'
 import { Queue } from 'bullmq'
-import { QueueName, type AttemptSettlement } from '@baton/contracts'
+import { QueueName, type ApiBell, type AttemptSettlement } from '@baton/contracts'
 import {
   createAttemptQueue,
   createSettlementListener,
@@ -83,7 +83,7 @@ describe('worker', () => {
     redisUrl,
     queuePrefix,
   }) => {
-    const heard: AttemptSettlement[] = []
+    const heard: ApiBell[] = []
     const listener = createSettlementListener({
       redisUrl,
       prefix: queuePrefix,
@@ -95,7 +95,11 @@ describe('worker', () => {
     try {
       const attemptId = await accept(ctx.db, '{"output":"carried"}')
       await enqueue(ctx, attemptId)
-      const settled = await eventually(async () => heard.find((e) => e.attemptId === attemptId))
+      const settled = await eventually(async () =>
+        heard.find(
+          (e): e is AttemptSettlement => e.eventName === 'settled' && e.attemptId === attemptId,
+        ),
+      )
       const record = await untilTerminal(ctx.db, attemptId)
       expect(settled.detail).toEqual({
         namespaceId: record.namespaceId,

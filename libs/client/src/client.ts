@@ -11,9 +11,11 @@ import type {
   BatchItem,
   ClaimFence,
   ContinuationClaim,
-  ContinuationSettled,
+  ContinuationConclusion,
   ErrorBody,
   Prompt,
+  RunConsumption,
+  RunLease,
   RunView,
 } from '@baton/contracts'
 
@@ -102,26 +104,36 @@ export interface BatonClient {
   ): Promise<{ attemptId: string; sequence: number }>
   /** The agent's durable history: only what its attempts' terminal commits appended. */
   getAgentHistory(agentId: string, options?: CallOptions): Promise<AgentHistoryView>
-  /** Start a run of a session; with `consume`, an explicit run of suppressed results. */
+  /**
+   * Start a run of a session; with `consume`, an explicit run of suppressed results (answered in
+   * `consumed` with their receipts: check each with `verifyDelivery`). It lives `leaseMs`
+   * (default 600000) unless renewed with `heartbeatRun`.
+   */
   createRun(
     sessionId: string,
-    input?: { readonly consume?: readonly string[] },
+    input?: { readonly consume?: readonly string[]; readonly leaseMs?: number },
     options?: CallOptions,
-  ): Promise<RunView>
+  ): Promise<RunConsumption>
   getRun(runId: string, options?: CallOptions): Promise<RunView>
-  /** Complete a run; `consumed` names results held for it that it consumed itself. */
+  /** Extend a run's lease by `leaseMs` from now. */
+  heartbeatRun(runId: string, leaseMs: number, options?: CallOptions): Promise<RunLease>
+  /**
+   * Complete a run; `consumed` names results held for it that it consumed itself, answered in
+   * `consumed` with their receipts.
+   */
   completeRun(
     runId: string,
     input?: { readonly consumed?: readonly string[] },
     options?: CallOptions,
-  ): Promise<RunView>
+  ): Promise<RunConsumption>
   failRun(runId: string, options?: CallOptions): Promise<RunView>
   cancelRun(runId: string, options?: CallOptions): Promise<RunView>
   /** The session's deletion fence: nothing new is admitted; the evidence stays. */
   deleteSession(sessionId: string, options?: CallOptions): Promise<void>
   /**
-   * One bounded wait for the session's next continuation: the claim, or `undefined` when none
-   * arrived within `timeoutMs`.
+   * One bounded wait for the session's next continuation: the claim (its receipt, input and
+   * content: check them with `verifyDelivery`), or `undefined` when none arrived within
+   * `timeoutMs`.
    */
   claimContinuation(
     sessionId: string,
@@ -133,18 +145,18 @@ export interface BatonClient {
     fence: ClaimFence,
     leaseMs: number,
     options?: CallOptions,
-  ): Promise<{ runId: string; leaseExpiresAt: string }>
-  /** Settle a claimed continuation; an exact retry answers the same receipt. */
+  ): Promise<RunLease>
+  /** Conclude a claimed continuation; an exact retry answers the same receipt. */
   completeContinuation(
     runId: string,
     fence: ClaimFence,
     options?: CallOptions,
-  ): Promise<ContinuationSettled>
+  ): Promise<ContinuationConclusion>
   failContinuation(
     runId: string,
     fence: ClaimFence,
     options?: CallOptions,
-  ): Promise<ContinuationSettled>
+  ): Promise<ContinuationConclusion>
   /**
    * An attempt's complete output (`view.artifact.artifactId`), verified against its digest here
    * too. `410 ARTIFACT_EXPIRED` once retention deleted it; `ARTIFACT_INTEGRITY` on a mismatch.
@@ -340,6 +352,8 @@ export function createBatonClient(options: CreateClientOptions): BatonClient {
     createRun: (sessionId, input = {}, o) =>
       call('POST', `${sessionPath(sessionId)}/runs`, input, o),
     getRun: (runId, o) => call('GET', runPath(runId), undefined, o),
+    heartbeatRun: (runId, leaseMs, o) =>
+      call('POST', `${runPath(runId)}/heartbeat`, { leaseMs }, o),
     completeRun: (runId, input = {}, o) => call('POST', `${runPath(runId)}/complete`, input, o),
     failRun: (runId, o) => call('POST', `${runPath(runId)}/fail`, {}, o),
     cancelRun: (runId, o) => call('POST', `${runPath(runId)}/cancel`, {}, o),

@@ -1,4 +1,6 @@
 export { BatonApiError, createBatonClient } from './client.ts'
+export { DeliveryVerificationError, verifyDelivery } from './verify-delivery.ts'
+export type { VerifiedDelivery } from './verify-delivery.ts'
 export type {
   BatonAdmin,
   Artifact,

@@ -73,6 +73,12 @@ export interface TerminalProjection {
    * fingerprints of commits without a delta are unchanged by this field's existence).
    */
   readonly context?: HistoryDeltaBinding
+  /**
+   * For a terminal that refused to store an output over an artifact limit (`quota_exceeded`):
+   * the size and digest of the output it refused, so only a retry of that same output is its
+   * exact replay. Absent otherwise.
+   */
+  readonly refusedOutput?: { readonly bytes: number; readonly digest: string }
 }
 
 /**

@@ -9,7 +9,11 @@ export const QueueName = {
   Attempts: 'attempts',
   /** Carries no jobs: its event stream carries commands from the API to workers. */
   WorkerCommands: 'worker-commands',
-  /** Carries no jobs: its event stream tells the API's bounded waits that an attempt settled. */
+  /**
+   * Carries no jobs: its event stream tells the API's bounded waits that an attempt settled
+   * (`settled`), and its bounded claims that a session's continuation may be claimable
+   * (`claimable`).
+   */
   AttemptSettlements: 'attempt-settlements',
 } as const
 export type QueueName = (typeof QueueName)[keyof typeof QueueName]
@@ -67,3 +71,27 @@ export const attemptSettlementSchema = z.object({
   detail: settledDetailSchema.optional(),
 })
 export type AttemptSettlement = z.infer<typeof attemptSettlementSchema>
+
+/** The session a continuation belongs to: whose bounded claims a `claimable` event wakes. */
+export const claimableDetailSchema = z.object({ namespaceId: z.string(), sessionId: z.string() })
+export type ClaimableDetail = z.infer<typeof claimableDetailSchema>
+
+/**
+ * Told to the API when a continuation of a session may have become claimable: admitted with a
+ * pending run, or released by reconciliation, or a result landed for a parent run of the session
+ * (it may have been admitted in that statement). Wakes only that session's bounded claims; a
+ * spurious ring costs those claims one statement each.
+ */
+export const continuationClaimableSchema = z.object({
+  eventName: z.literal('claimable'),
+  attemptId: z.uuid(),
+  detail: claimableDetailSchema,
+})
+export type ContinuationClaimable = z.infer<typeof continuationClaimableSchema>
+
+/** Everything the API hears on the `attempt-settlements` stream. */
+export const apiBellSchema = z.discriminatedUnion('eventName', [
+  attemptSettlementSchema,
+  continuationClaimableSchema,
+])
+export type ApiBell = z.infer<typeof apiBellSchema>

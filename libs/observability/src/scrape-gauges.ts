@@ -57,7 +57,7 @@ export function registerScrapeGauges(registry: Registry, sources: ScrapeSources)
   )
   const continuations = gauge(
     'baton_continuations',
-    'Continuations in the ledger by delivery state (held, pending, claimed, delivered, suppressed), read at scrape time.',
+    'Open continuations by delivery state (held, pending, claimed), read at scrape time.',
     'state',
     sources.continuations !== undefined,
   )

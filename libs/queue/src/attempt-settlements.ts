@@ -1,7 +1,8 @@
 import {
   QueueName,
-  attemptSettlementSchema,
-  type AttemptSettlement,
+  apiBellSchema,
+  type ApiBell,
+  type ClaimableDetail,
   type SettledDetail,
 } from '@baton/contracts'
 import {
@@ -11,17 +12,21 @@ import {
   type WarnLogger,
 } from './event-stream.ts'
 
-/** Published by whoever made an attempt terminal in the ledger; read by the API's waits. */
-const settlements = defineStream<AttemptSettlement>({
+/**
+ * The API's bells: `settled`, published by whoever made an attempt terminal in the ledger, read
+ * by the API's bounded waits; and `claimable`, published by whoever may have made a session's
+ * continuation claimable, read by that session's bounded claims.
+ */
+const settlements = defineStream<ApiBell>({
   name: QueueName.AttemptSettlements,
-  eventNames: ['settled'],
-  schema: attemptSettlementSchema,
+  eventNames: ['settled', 'claimable'],
+  schema: apiBellSchema,
   // An entry carries terminal views (a few hundred bytes to a few kilobytes each): keep what
   // covers a listener's lag, not an hour of them.
   maxEvents: 5_000,
 })
 
-export type SettlementPublisher = StreamPublisher<AttemptSettlement>
+export type SettlementPublisher = StreamPublisher<ApiBell>
 export const createSettlementPublisher = settlements.createPublisher
 export const createSettlementListener = settlements.createListener
 
@@ -37,9 +42,33 @@ export function announceSettled(
   logger: WarnLogger,
   detail?: SettledDetail,
 ): Promise<boolean> {
-  const event: AttemptSettlement =
+  const event: ApiBell =
     detail === undefined
       ? { eventName: 'settled', attemptId }
       : { eventName: 'settled', attemptId, detail }
   return publishAfterRecord(publisher, event, logger)
+}
+
+/**
+ * Rings the "continuation claimable" bell of a session after the ledger recorded what may have
+ * made one claimable: a result landing for one of its parent runs (admitted or held in the same
+ * statement), a run's end admitting what it held, a reconciliation that admitted or released a
+ * delivery. Only that session's bounded claims wake. Never rejects (see `publishAfterRecord`);
+ * resolves whether the bell rang.
+ */
+export function announceClaimable(
+  publisher: SettlementPublisher,
+  attemptId: string,
+  session: ClaimableDetail,
+  logger: WarnLogger,
+): Promise<boolean> {
+  return publishAfterRecord(
+    publisher,
+    {
+      eventName: 'claimable',
+      attemptId,
+      detail: { namespaceId: session.namespaceId, sessionId: session.sessionId },
+    },
+    logger,
+  )
 }

@@ -23,6 +23,7 @@ export {
 } from './worker-commands.ts'
 export type { WorkerCommandPublisher } from './worker-commands.ts'
 export {
+  announceClaimable,
   announceSettled,
   createSettlementListener,
   createSettlementPublisher,

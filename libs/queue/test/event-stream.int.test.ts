@@ -1,9 +1,13 @@
 import { randomUUID } from 'node:crypto'
 import { QueueEventsProducer } from 'bullmq'
 import { Redis } from 'ioredis'
-import { QueueName, type AttemptSettlement } from '@baton/contracts'
+import { QueueName, type ApiBell, type AttemptSettlement } from '@baton/contracts'
 import { describe, expect, test } from '@baton/testing'
-import { createSettlementListener, createSettlementPublisher } from '../src/attempt-settlements.ts'
+import {
+  announceClaimable,
+  createSettlementListener,
+  createSettlementPublisher,
+} from '../src/attempt-settlements.ts'
 import { createStreamPublisher } from '../src/event-stream.ts'
 
 describe('event streams', () => {
@@ -103,6 +107,34 @@ describe('event streams', () => {
       await raw.close()
       await listener.close()
       redis.disconnect()
+    }
+  })
+
+  test('a claimable bell reaches the listener with its session, beside settlements; one without its session is dropped', async ({
+    redisUrl,
+    queuePrefix,
+  }) => {
+    const { events, listener } = await hearSettlements(redisUrl, queuePrefix)
+    const publisher = createSettlementPublisher({ redisUrl, prefix: queuePrefix })
+    const raw = new QueueEventsProducer(QueueName.AttemptSettlements, {
+      connection: { url: redisUrl },
+      prefix: queuePrefix,
+    })
+    try {
+      const session = { namespaceId: 'default', sessionId: 's-1' }
+      const [settled, claimable, bare] = [randomUUID(), randomUUID(), randomUUID()]
+      await announceClaimable(publisher, claimable, session, { warn: () => {} })
+      await raw.publishEvent({ eventName: 'claimable', attemptIds: bare })
+      await publisher.publish({ eventName: 'settled', attemptId: settled })
+      await expect.poll(() => events.length, { timeout: 5_000 }).toBe(2)
+      expect(events).toEqual([
+        { eventName: 'claimable', attemptId: claimable, detail: session },
+        { eventName: 'settled', attemptId: settled },
+      ])
+    } finally {
+      await publisher.close()
+      await raw.close()
+      await listener.close()
     }
   })
 
@@ -229,7 +261,7 @@ describe('event streams', () => {
 /** A settlement listener that keeps the events it hears (and their attempt ids), in order. */
 async function hearSettlements(redisUrl: string, prefix: string) {
   const heard: string[] = []
-  const events: AttemptSettlement[] = []
+  const events: ApiBell[] = []
   const listener = createSettlementListener({
     redisUrl,
     prefix,

@@ -40,6 +40,7 @@ export type {
 export { requestCancel, requestCancels } from './attempts/request-cancel.ts'
 export type { RequestCancelInput, RequestCancelOutcome } from './attempts/request-cancel.ts'
 export { commitProcessLoss, findExpiredRunning } from './attempts/reconcile-process-loss.ts'
+export type { ProcessLoss } from './attempts/reconcile-process-loss.ts'
 export { findStaleAccepted } from './attempts/find-stale-accepted.ts'
 export { getAttempt, getAttempts, inScope } from './attempts/get-attempt.ts'
 export { toAttemptView, toDeliveryView } from './attempts/attempt-view.ts'
@@ -69,22 +70,34 @@ export {
 } from './tenants/api-keys.ts'
 export type { ApiKeyRecord, IssuedApiKey, NamespaceRecord } from './tenants/api-keys.ts'
 export { admitContinuations, durableResultInput } from './continuations/admit-continuation.ts'
-export { reconcileDeliveries } from './continuations/reconcile-deliveries.ts'
-export type { DeliveryAction, DeliveryScope } from './continuations/reconcile-deliveries.ts'
-export { claimContinuation, renewContinuationClaim } from './continuations/claim-continuation.ts'
+export {
+  claimableSessions,
+  movedDeliveries,
+  reconcileDeliveries,
+} from './continuations/reconcile-deliveries.ts'
+export type {
+  DeliveryAction,
+  DeliveryOutcome,
+  DeliveryScope,
+} from './continuations/reconcile-deliveries.ts'
+export { claimContinuation } from './continuations/claim-continuation.ts'
 export type {
   ClaimContinuationInput,
-  ClaimFence,
   ClaimedContinuation,
-  RenewClaimOutcome,
 } from './continuations/claim-continuation.ts'
+export { loadDeliveredResults } from './continuations/delivered-results.ts'
+export type { DeliveryRow } from './continuations/delivered-results.ts'
 export { getContinuation } from './continuations/get-continuation.ts'
 export type { ContinuationRecord } from './continuations/get-continuation.ts'
 export { deleteSession } from './continuations/delete-session.ts'
 export { createRun } from './runs/create-run.ts'
 export type { CreateRunInput, CreateRunOutcome } from './runs/create-run.ts'
-export { settleRun } from './runs/settle-run.ts'
-export type { RunSettlement, SettleRunInput, SettleRunOutcome } from './runs/settle-run.ts'
+export { endRun } from './runs/end-run.ts'
+export type { EndRunInput, EndRunOutcome, RunEnd } from './runs/end-run.ts'
+export { renewRunLease } from './runs/renew-run-lease.ts'
+export type { RenewRunLeaseOutcome } from './runs/renew-run-lease.ts'
+export { abandonExpiredRuns } from './runs/abandon-runs.ts'
+export type { AbandonedRuns } from './runs/abandon-runs.ts'
 export { getRun } from './runs/get-run.ts'
 export type { RunRecord } from './runs/get-run.ts'
 export type { DeliveryState, RunStatus, RunTrigger, SuppressionReason } from './schema.ts'
@@ -94,9 +107,10 @@ export { expireArtifacts } from './artifacts/expire-artifacts.ts'
 export type { ExpiryReport } from './artifacts/expire-artifacts.ts'
 export { loadArtifact } from './artifacts/load-artifact.ts'
 export type { ArtifactLoad, ArtifactRecord } from './artifacts/load-artifact.ts'
-export { loadAttemptResult } from './artifacts/load-attempt-result.ts'
+export { loadAttemptResult, loadAttemptResults } from './artifacts/load-attempt-result.ts'
 export { namespaceArtifactBytes } from './artifacts/namespace-artifact-bytes.ts'
 export { countContinuations } from './continuations/count-continuations.ts'
+export type { OpenDeliveryState } from './continuations/count-continuations.ts'
 export type { AttemptResultLoad } from './artifacts/load-attempt-result.ts'
 export { countAttemptStates } from './dashboard/count-attempt-states.ts'
 export type { AttemptStateCount } from './dashboard/count-attempt-states.ts'

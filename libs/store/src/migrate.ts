@@ -18,6 +18,9 @@ import * as m0009 from './migrations/0009-heartbeats.ts'
 import * as m0010 from './migrations/0010-attempt-statistics.ts'
 import * as m0011 from './migrations/0011-transition-audit.ts'
 import * as m0012 from './migrations/0012-terminal-time.ts'
+import * as m0013 from './migrations/0013-continuation-content-by-reference.ts'
+import * as m0014 from './migrations/0014-run-leases.ts'
+import * as m0015 from './migrations/0015-continuation-indexes.ts'
 
 /** Every migration, in order. Numbered and append-only. */
 const MIGRATIONS: Readonly<Record<string, Migration>> = {
@@ -33,6 +36,9 @@ const MIGRATIONS: Readonly<Record<string, Migration>> = {
   '0010-attempt-statistics': m0010,
   '0011-transition-audit': m0011,
   '0012-terminal-time': m0012,
+  '0013-continuation-content-by-reference': m0013,
+  '0014-run-leases': m0014,
+  '0015-continuation-indexes': m0015,
 }
 
 const provider: MigrationProvider = {

@@ -106,7 +106,7 @@ export interface AgentContextEventTable {
 }
 
 export type RunTrigger = 'user' | 'async_subagent_result' | 'explicit'
-export type RunStatus = 'pending' | 'active' | 'completed' | 'failed' | 'cancelled'
+export type RunStatus = 'pending' | 'active' | 'completed' | 'failed' | 'cancelled' | 'abandoned'
 
 export interface RunTable {
   id: string
@@ -119,15 +119,24 @@ export interface RunTable {
   owner_generation: Generated<number>
   lease_expires_at: Date | null
   created_at: CreatedAt
+  /** When the run ended (column named before runs had their own verb). */
   settled_at: Date | null
 }
 export type RunRow = Selectable<RunTable>
 
 export type DeliveryState = 'held' | 'pending' | 'claimed' | 'delivered' | 'suppressed'
 export type SuppressionReason =
-  'parent_cancelled' | 'session_deleted' | 'shutdown' | 'consumer_failed' | 'consumer_cancelled'
+  | 'parent_cancelled'
+  | 'session_deleted'
+  | 'shutdown'
+  | 'consumer_failed'
+  | 'consumer_cancelled'
+  | 'unclaimed'
 
-/** Written only by the admission and reconciliation functions of migration 0007 (and claims). */
+/**
+ * Written by the admission and reconciliation functions (migrations 0007, 0014), claims and
+ * consumptions.
+ */
 export interface ContinuationTable {
   attempt_id: string
   namespace_id: string
@@ -139,8 +148,12 @@ export interface ContinuationTable {
   claim_deadline: Date | null
   suppression_reason: SuppressionReason | null
   suppression_run_id: string | null
+  /** The canonical input; an artifact's content is referred to by id, size and digest (0013). */
   input: string
+  /** The digest the receipt binds: of the input as admitted. */
   input_digest: string
+  /** Admitted with the artifact's content in the input, before 0013 (see that migration). */
+  input_embedded_content: Generated<boolean>
   receipt: string
   admitted_at: CreatedAt
   delivered_at: Date | null

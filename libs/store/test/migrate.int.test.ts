@@ -1,8 +1,14 @@
 import { randomUUID } from 'node:crypto'
 import pg from 'pg'
 import { sql } from 'kysely'
-import { describe, expect, test } from '@baton/testing'
-import { createDb } from '../src/db.ts'
+import { continuationDigest, resultDigest } from '@baton/contracts'
+import { describe, expect, ledgerCopiesOf, test } from '@baton/testing'
+import { expireArtifacts } from '../src/artifacts/expire-artifacts.ts'
+import { artifactIdFor, buildTerminalProjection } from '../src/attempts/terminal-record.ts'
+import { admitContinuations, durableResultInput } from '../src/continuations/admit-continuation.ts'
+import { claimContinuation } from '../src/continuations/claim-continuation.ts'
+import { getContinuation } from '../src/continuations/get-continuation.ts'
+import { createDb, type Db } from '../src/db.ts'
 import { migrateTo, migrateToLatest, pendingMigrations } from '../src/migrate.ts'
 
 /** A fresh, empty database (not cloned from the template) for migration tests. */
@@ -44,6 +50,9 @@ describe('migrations', () => {
           '0010-attempt-statistics',
           '0011-transition-audit',
           '0012-terminal-time',
+          '0013-continuation-content-by-reference',
+          '0014-run-leases',
+          '0015-continuation-indexes',
         ])
         expect((await migrateToLatest(db)).applied).toEqual([
           '0001-ledger',
@@ -58,6 +67,9 @@ describe('migrations', () => {
           '0010-attempt-statistics',
           '0011-transition-audit',
           '0012-terminal-time',
+          '0013-continuation-content-by-reference',
+          '0014-run-leases',
+          '0015-continuation-indexes',
         ])
         const tables = await sql<{ table_name: string }>`
           select table_name from information_schema.tables where table_schema = 'public' order by 1
@@ -120,6 +132,9 @@ describe('migrations', () => {
           '0010-attempt-statistics',
           '0011-transition-audit',
           '0012-terminal-time',
+          '0013-continuation-content-by-reference',
+          '0014-run-leases',
+          '0015-continuation-indexes',
         ])
         const executed = await sql<{
           n: number
@@ -200,6 +215,9 @@ describe('migrations', () => {
           '0010-attempt-statistics',
           '0011-transition-audit',
           '0012-terminal-time',
+          '0013-continuation-content-by-reference',
+          '0014-run-leases',
+          '0015-continuation-indexes',
         ])
         const owners = await sql<{ namespace_id: string }>`
           select distinct namespace_id from attempts
@@ -212,3 +230,158 @@ describe('migrations', () => {
     })
   })
 })
+
+describe('0013: continuations admitted with their content in the input', () => {
+  test('are rewritten to the reference form with their receipts kept byte for byte; a delivery restores the admitted input while the content lasts, and after expiry no copy of it is left anywhere', async ({
+    databaseUrl,
+  }) => {
+    await withEmptyDatabase(databaseUrl, async (url) => {
+      const db = createDb({ connectionString: url, maxConnections: 2 })
+      try {
+        await migrateTo(db, '0012-terminal-time')
+        const legacy = {
+          pending: await legacyContinuation(db, 'pending'),
+          delivered: await legacyContinuation(db, 'delivered'),
+          lateClaim: await legacyContinuation(db, 'late'),
+        }
+        for (const row of Object.values(legacy)) {
+          expect(row.input).toContain('"base64":')
+          // The scan finds the copy the old admission made, next to the artifact's own.
+          expect(await ledgerCopiesOf(db, row.content)).toEqual([
+            'artifacts.content',
+            'continuations.input',
+          ])
+        }
+
+        await migrateToLatest(db)
+        for (const row of Object.values(legacy)) {
+          const stored = await getContinuation(db, NS, { attemptId: row.attemptId })
+          expect(stored?.receipt).toBe(row.receipt)
+          expect(stored?.inputDigest).toBe(row.inputDigest)
+          expect(stored?.input).toBe(await durableResultInput(db, row.attemptId))
+          expect(JSON.parse(stored?.input ?? '').result.content).toEqual({
+            artifactId: artifactIdFor(row.attemptId),
+            bytes: row.content.length,
+            digest: resultDigest(row.content),
+            kind: 'artifact',
+          })
+          expect(await admitContinuations(db, [row.attemptId])).toEqual([row.receipt])
+          expect(await ledgerCopiesOf(db, row.content)).toEqual(['artifacts.content'])
+        }
+
+        // Delivered while the content lasts: the input the receipt binds, restored exactly.
+        const claim = await claimContinuation(db, {
+          namespaceId: NS,
+          sessionId: legacy.pending.sessionId,
+          claimToken: 'host',
+          leaseMs: 60_000,
+        })
+        expect(claim?.input).toBe(legacy.pending.input)
+        expect(continuationDigest(claim?.input ?? '')).toBe(legacy.pending.inputDigest)
+        expect(claim?.content).toMatchObject({
+          kind: 'artifact',
+          text: legacy.pending.content.toString('utf8'),
+        })
+
+        // Two hours pass for the artifacts: their one-hour retention ends.
+        await sql`
+          update artifacts set created_at = created_at - interval '2 hours',
+                               expires_at = expires_at - interval '2 hours'
+        `.execute(db)
+        expect((await expireArtifacts(db, { limit: 10 })).expired).toBe(3)
+        for (const row of Object.values(legacy))
+          expect(await ledgerCopiesOf(db, row.content)).toEqual([])
+        // Past expiry only the reference and the summary remain (the receipt, as admitted,
+        // binds an input that held the content, which no longer exists anywhere).
+        const late = await claimContinuation(db, {
+          namespaceId: NS,
+          sessionId: legacy.lateClaim.sessionId,
+          claimToken: 'host',
+          leaseMs: 60_000,
+        })
+        expect(late?.receipt).toBe(legacy.lateClaim.receipt)
+        expect(late?.input).toBe(await durableResultInput(db, legacy.lateClaim.attemptId))
+        expect(late?.content).toEqual({
+          kind: 'expired',
+          artifactId: artifactIdFor(legacy.lateClaim.attemptId),
+          bytes: legacy.lateClaim.content.length,
+          digest: resultDigest(legacy.lateClaim.content),
+        })
+      } finally {
+        await db.destroy()
+      }
+    })
+  })
+})
+
+const NS = 'default'
+
+/**
+ * A result with an artifact admitted as a continuation by the schema of 0012, whose admission
+ * copied the content (base64) into the input: written the way a worker's commit wrote it then.
+ */
+async function legacyContinuation(db: Db, kind: 'pending' | 'delivered' | 'late') {
+  const sessionId = `legacy-${kind}`
+  const agentId = randomUUID()
+  const runId = randomUUID()
+  const attemptId = randomUUID()
+  for (const statement of [
+    sql`insert into sessions (namespace_id, id) values (${NS}, ${sessionId})`,
+    sql`insert into agents (id, namespace_id, session_id, name)
+        values (${agentId}, ${NS}, ${sessionId}, 'x')`,
+    sql`insert into runs (id, namespace_id, session_id, trigger_type, status, settled_at)
+        values (${runId}, ${NS}, ${sessionId}, 'user', 'completed', now())`,
+    sql`insert into attempts (id, namespace_id, agent_id, session_id, name, prompt, metadata,
+                              status, owner_id, owner_generation, lease_expires_at, parent_run_id)
+        values (${attemptId}, ${NS}, ${agentId}, ${sessionId}, 'x', '"p"', '{"traceId":"t"}',
+                'running', 'w', 1, now() + interval '1 minute', ${runId})`,
+  ])
+    await statement.execute(db)
+  const output = `${kind} output ${randomUUID()} `.repeat(20)
+  const built = buildTerminalProjection(
+    attemptId,
+    1,
+    { stopReason: 'completed', output, failureCategory: null },
+    { inlineBytes: 16, retentionMs: 3_600_000, traceId: 't' },
+  )
+  const { projection, fingerprint, content } = built
+  if (content === undefined || projection.artifact === undefined) throw new Error('no artifact')
+  await db.transaction().execute(async (trx) => {
+    await sql`
+      insert into artifacts (id, namespace_id, attempt_id, content, preview, bytes, digest, expires_at)
+      values (${projection.artifact?.artifactId}, ${NS}, ${attemptId}, ${content},
+              ${projection.outputPreview}, ${content.length}, ${projection.outputDigest},
+              now() + interval '3600000 milliseconds')
+    `.execute(trx)
+    await sql`
+      update attempts set status = 'terminal', stop_reason = 'completed',
+        output_preview = ${projection.outputPreview}, output_truncated = true,
+        output_bytes = ${projection.outputBytes}, output_digest = ${projection.outputDigest},
+        fingerprint = ${fingerprint}, artifact_id = ${projection.artifact?.artifactId},
+        terminal_at = now(), lease_expires_at = null
+      where id = ${attemptId}
+    `.execute(trx)
+  })
+  if (kind === 'delivered') {
+    await sql`
+      update runs set status = 'completed', settled_at = now() where cause_attempt_id = ${attemptId}
+    `.execute(db)
+    await sql`
+      update continuations set state = 'delivered', delivered_at = now()
+      where attempt_id = ${attemptId}
+    `.execute(db)
+  }
+  const stored = await sql<{ input: string; input_digest: string; receipt: string }>`
+    select input, input_digest, receipt from continuations where attempt_id = ${attemptId}
+  `.execute(db)
+  const row = stored.rows[0]
+  if (row === undefined) throw new Error('nothing admitted')
+  return {
+    sessionId,
+    attemptId,
+    content,
+    input: row.input,
+    inputDigest: row.input_digest,
+    receipt: row.receipt,
+  }
+}

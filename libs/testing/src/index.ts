@@ -46,6 +46,7 @@ export type {
   WitnessAudit,
   WitnessCheck,
 } from './ledger-audit.ts'
+export { ledgerCopiesOf } from './ledger-copies.ts'
 export { tenantKey } from './tenants.ts'
 export { freePort, parseExposition, promtoolCheck, sampleValue } from './prometheus.ts'
 export type { MetricSample } from './prometheus.ts'

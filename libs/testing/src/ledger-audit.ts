@@ -213,9 +213,16 @@ export async function auditExecutionWitness(
 /**
  * The continuation ledger, for the kill tests and chaos: over every terminal attempt whose parent
  * run has ended, how many continuations were admitted, delivered and suppressed, and the
- * violations — `duplicate`: attempts with more than one continuation run; `missing`: attempts with
- * neither a continuation nor a recorded suppression (no row, still held for an ended run, or a
- * suppression without its reason). Both must be 0.
+ * violations, each of which must be 0:
+ * - `duplicate`: attempts delivered more than once — more than one continuation row or run for
+ *   them, or more than one completed run that consumed them (a completed continuation run besides
+ *   the run the delivery names);
+ * - `missing`: attempts with neither a continuation nor a recorded suppression (no row, still held
+ *   for an ended run, or a suppression without its reason);
+ * - `expiredBytes`: attempts whose artifact expired while a continuation still holds a copy of its
+ *   content (an input embedding it as `base64`);
+ * - `unreceipted`: deliveries without a receipt that binds their input (the receipt's digest is not
+ *   the stored one, or the stored one is not the input's), or without a completed consumer.
  */
 export interface ContinuationAudit {
   readonly admitted: number
@@ -223,9 +230,14 @@ export interface ContinuationAudit {
   readonly suppressed: number
   readonly duplicate: number
   readonly missing: number
-  /** The offending attempt ids (duplicates first), at most ten. */
+  readonly expiredBytes: number
+  readonly unreceipted: number
+  /** The offending attempt ids (in the order above), at most ten. */
   readonly samples: readonly string[]
 }
+
+/** Run statuses after which a run holds nothing any more. */
+const ENDED = sql`('completed', 'failed', 'cancelled', 'abandoned')`
 
 export async function auditContinuations(
   db: Db,
@@ -239,7 +251,7 @@ export async function auditContinuations(
            count(*) filter (where c.state = 'delivered')::int as delivered,
            count(*) filter (where c.state = 'suppressed')::int as suppressed
     from attempts a
-    join runs p on p.id = a.parent_run_id and p.status in ('completed', 'failed', 'cancelled')
+    join runs p on p.id = a.parent_run_id and p.status in ${ENDED}
     join continuations c on c.attempt_id = a.id
     where a.status = 'terminal' and ${inScope(sql.ref('a.session_id'))}
   `.execute(db)
@@ -249,16 +261,21 @@ export async function auditContinuations(
       select cause_attempt_id as id from runs
       where cause_attempt_id is not null and ${inScope(sql.ref('session_id'))}
       group by cause_attempt_id having count(*) > 1
-      union all
+      union
       select attempt_id from continuations where ${inScope(sql.ref('session_id'))}
       group by attempt_id having count(*) > 1
+      union
+      select c.attempt_id from continuations c
+      join runs r on r.cause_attempt_id = c.attempt_id and r.status = 'completed'
+      where ${inScope(sql.ref('c.session_id'))}
+        and (c.state <> 'delivered' or c.consumer_run_id <> r.id)
     `,
   )
   const missing = await ids(
     db,
     sql`
       select a.id from attempts a
-      join runs p on p.id = a.parent_run_id and p.status in ('completed', 'failed', 'cancelled')
+      join runs p on p.id = a.parent_run_id and p.status in ${ENDED}
       left join continuations c on c.attempt_id = a.id
       where a.status = 'terminal' and ${inScope(sql.ref('a.session_id'))}
         and (c.attempt_id is null
@@ -266,12 +283,36 @@ export async function auditContinuations(
              or (c.state = 'suppressed' and c.suppression_reason is null))
     `,
   )
+  const expiredBytes = await ids(
+    db,
+    sql`
+      select c.attempt_id as id from continuations c
+      join attempts a on a.id = c.attempt_id
+      join artifacts ar on ar.id = a.artifact_id and ar.expired_at is not null
+      where ${inScope(sql.ref('c.session_id'))} and strpos(c.input, '"base64":') > 0
+    `,
+  )
+  const unreceipted = await ids(
+    db,
+    sql`
+      select c.attempt_id as id from continuations c
+      left join runs r on r.id = c.consumer_run_id
+      where c.state = 'delivered' and ${inScope(sql.ref('c.session_id'))}
+        and ((c.receipt::jsonb ->> 'attemptId') is distinct from c.attempt_id::text
+             or (c.receipt::jsonb ->> 'inputDigest') is distinct from c.input_digest
+             or (not c.input_embedded_content
+                 and c.input_digest <> baton_continuation_digest(c.input))
+             or r.status is distinct from 'completed')
+    `,
+  )
   const row = counts.rows[0] ?? { admitted: 0, delivered: 0, suppressed: 0 }
   return {
     ...row,
     duplicate: duplicate.length,
     missing: missing.length,
-    samples: [...duplicate, ...missing].slice(0, 10),
+    expiredBytes: expiredBytes.length,
+    unreceipted: unreceipted.length,
+    samples: [...duplicate, ...missing, ...expiredBytes, ...unreceipted].slice(0, 10),
   }
 }
 

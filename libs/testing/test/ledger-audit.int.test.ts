@@ -1,9 +1,17 @@
 import { randomUUID } from 'node:crypto'
 import { sql } from 'kysely'
-import { acceptDelegations, claimAttempt, commitTerminal, type Db } from '@baton/store'
+import {
+  acceptDelegations,
+  claimAttempt,
+  commitTerminal,
+  createRun,
+  endRun,
+  type Db,
+} from '@baton/store'
 import { describe, expect, test } from '../src/fixtures.ts'
 import {
   auditArtifacts,
+  auditContinuations,
   auditExecutionWitness,
   auditLedger,
   describeAttempts,
@@ -147,5 +155,87 @@ describe('execution witness', () => {
     expect(audit.violations.get('usage')).toBe(1)
     expect(audit.violations.get('binding')).toBe(1)
     expect(audit.bad).toBe(3)
+  })
+})
+
+describe('continuation audit', () => {
+  /** A session whose run delegated one result that has landed (held for the still-active run). */
+  async function heldResult(db: Db, sessionId: string, output = 'done') {
+    const runId = randomUUID()
+    const created = await createRun(db, {
+      namespaceId: 'default',
+      sessionId,
+      runId,
+      consume: [],
+      leaseMs: 60_000,
+    })
+    if (created.kind !== 'created') throw new Error(created.kind)
+    const attemptId = randomUUID()
+    const [accepted] = await acceptDelegations(db, [
+      {
+        namespaceId: 'default',
+        sessionId,
+        name: 'audit-continuations',
+        prompt: 'x',
+        metadata: {},
+        attemptId,
+        newAgentId: randomUUID(),
+        parentRunId: runId,
+      },
+    ])
+    if (accepted?.kind !== 'accepted') throw new Error(String(accepted?.kind))
+    await runToCompletion(db, attemptId, output)
+    return { runId, attemptId }
+  }
+
+  test('a result consumed by its run and again by a completed continuation run is a duplicate', async ({
+    db,
+  }) => {
+    const sessionId = 'audit-duplicate'
+    const { runId, attemptId } = await heldResult(db, sessionId)
+    await endRun(db, { namespaceId: 'default', runId, status: 'completed', consumed: [attemptId] })
+    expect(await auditContinuations(db, [sessionId])).toMatchObject({
+      admitted: 1,
+      delivered: 1,
+      duplicate: 0,
+      missing: 0,
+      unreceipted: 0,
+    })
+    // A second delivery of the same result, written behind the ledger's back: a continuation run
+    // that carried it to a consumer that completed. No constraint forbids it; the audit sees it.
+    await sql`
+      insert into runs (id, namespace_id, session_id, trigger_type, status, cause_attempt_id,
+                        settled_at)
+      values (${randomUUID()}, 'default', ${sessionId}, 'async_subagent_result', 'completed',
+              ${attemptId}, now())
+    `.execute(db)
+    const audit = await auditContinuations(db, [sessionId])
+    expect(audit).toMatchObject({ duplicate: 1, samples: [attemptId] })
+  })
+
+  test('a delivery whose receipt does not bind its input is unreceipted; a copy of expired content is expired bytes', async ({
+    db,
+  }) => {
+    const sessionId = 'audit-evidence'
+    const { runId, attemptId } = await heldResult(db, sessionId, 'a large output '.repeat(1000))
+    await endRun(db, { namespaceId: 'default', runId, status: 'completed', consumed: [attemptId] })
+    const clean = { duplicate: 0, missing: 0, expiredBytes: 0, unreceipted: 0 }
+    expect(await auditContinuations(db, [sessionId])).toMatchObject(clean)
+    await sql`
+      update continuations set input = replace(input, '"kind":"artifact"', '"kind":"artifact" ')
+      where attempt_id = ${attemptId}
+    `.execute(db)
+    expect(await auditContinuations(db, [sessionId])).toMatchObject({ unreceipted: 1 })
+    // The content copied into the input, as admission did before inputs referred to artifacts,
+    // and the artifact expired: the copy outlived it.
+    await sql`
+      update continuations
+      set input = replace(input, '"artifactId"', '"base64":"AAAA","artifactId"')
+      where attempt_id = ${attemptId}
+    `.execute(db)
+    await sql`
+      update artifacts set content = null, expired_at = now() where attempt_id = ${attemptId}
+    `.execute(db)
+    expect(await auditContinuations(db, [sessionId])).toMatchObject({ expiredBytes: 1 })
   })
 })

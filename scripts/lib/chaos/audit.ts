@@ -85,7 +85,10 @@ export interface Audit {
   readonly outcomes: ReadonlyMap<string, number>
   readonly byKind: ReadonlyMap<Kind, ReadonlyMap<string, number>>
   readonly mismatchedOutput: number
-  /** Results of delegations with a parent run: one continuation or a recorded suppression each. */
+  /**
+   * Results of delegations with a parent run: one continuation or a recorded suppression each,
+   * no expired bytes anywhere, every consumption with a receipt.
+   */
   readonly continuations: ContinuationAudit
 }
 

@@ -1,9 +1,13 @@
 // The continuation phase of `npm run chaos`: one delegation in four (of the kinds below) names a
 // parent run of its session — one user run per session, created on first use — so results land
 // while their parent is active (held) and, once the parents are completed after quiescence, as
-// admitted continuations, all under the same faults. A host then claims and completes every
-// continuation of those sessions; the audit (`auditContinuations`) checks that each result with an
-// ended parent has exactly one continuation or a recorded suppression.
+// admitted continuations, all under the same faults. The parents' host keeps their leases alive
+// (a parent whose lease lapses anyway is abandoned, which releases what it held as a completion
+// does). A host then claims, verifies (`verifyDelivery`) and completes every continuation of those
+// sessions; the audit (`auditContinuations`) checks that each result with an ended parent has
+// exactly one continuation or a recorded suppression, and every delivery its receipt.
+import { BatonApiError, verifyDelivery } from '@baton/client'
+import { ContinuationLimits, ErrorCode } from '@baton/contracts'
 import { GaveUp, retryCall } from './retry.ts'
 import { POST_TIMEOUT_MS, sessionOf, type ChaosRun, type Kind } from './run.ts'
 
@@ -13,9 +17,15 @@ const PARENTED: ReadonlySet<Kind> = new Set(['instant', 'slow', 'failing', 'hang
 export interface ParentRuns {
   /** The parent run for delegation `i` of `kind`, or `undefined` when it names none. */
   parentFor(i: number, kind: Kind): Promise<string | undefined>
-  /** Completes every parent run, then claims and completes each continuation of their sessions. */
+  /**
+   * Completes every parent run, then claims, verifies and completes each continuation of their
+   * sessions. A delivery whose receipt does not bind it is thrown (`DeliveryVerificationError`).
+   */
   finish(): Promise<{ readonly parents: number; readonly consumed: number }>
 }
+
+/** How often the parents' host renews their leases (well within one lease). */
+const PARENT_HEARTBEAT_MS = 60_000
 
 export function createParentRuns(run: ChaosRun): ParentRuns {
   const parents = new Map<string, Promise<string | undefined>>()
@@ -26,7 +36,12 @@ export function createParentRuns(run: ChaosRun): ParentRuns {
     let parent = parents.get(sessionId)
     if (parent === undefined) {
       parent = call(
-        () => run.client.createRun(sessionId, {}, { timeoutMs: POST_TIMEOUT_MS }),
+        () =>
+          run.client.createRun(
+            sessionId,
+            { leaseMs: ContinuationLimits.leaseMsMax },
+            { timeoutMs: POST_TIMEOUT_MS },
+          ),
         run.submitDeadline,
       ).then(
         (created) => created.runId,
@@ -42,15 +57,40 @@ export function createParentRuns(run: ChaosRun): ParentRuns {
     return parent
   }
 
+  // A heartbeat that fails (a fault, an API restarting) is tried again at the next beat.
+  const heartbeat = setInterval(() => {
+    for (const parent of parents.values()) {
+      void parent
+        .then((runId) =>
+          runId === undefined
+            ? undefined
+            : run.client.heartbeatRun(runId, ContinuationLimits.leaseMsMax, {
+                timeoutMs: POST_TIMEOUT_MS,
+              }),
+        )
+        .catch(() => undefined)
+    }
+  }, PARENT_HEARTBEAT_MS)
+  // The beat alone never keeps the script alive (a run that fails before `finish` still exits).
+  heartbeat.unref()
+
   return {
     parentFor: (i, kind) =>
       PARENTED.has(kind) && i % 4 === 0 ? parentOf(sessionOf(i)) : Promise.resolve(undefined),
     async finish() {
+      clearInterval(heartbeat)
       const signal = AbortSignal.timeout(120_000)
       const sessions = [...parents.keys()]
       const runIds = (await Promise.all(parents.values())).filter((id) => id !== undefined)
       for (const runId of runIds)
-        await call(() => run.client.completeRun(runId, {}, { timeoutMs: POST_TIMEOUT_MS }), signal)
+        await call(
+          () => run.client.completeRun(runId, {}, { timeoutMs: POST_TIMEOUT_MS }),
+          signal,
+        ).catch((error: unknown) => {
+          // Abandoned (its lease lapsed): what it held was released as a completion releases it.
+          if (!(error instanceof BatonApiError && error.code === ErrorCode.RunNotActive))
+            throw error
+        })
       let consumed = 0
       for (const sessionId of sessions) {
         for (;;) {
@@ -59,6 +99,7 @@ export function createParentRuns(run: ChaosRun): ParentRuns {
             signal,
           )
           if (claim === undefined) break
+          verifyDelivery(claim)
           await call(() => run.client.completeContinuation(claim.runId, claim.claim), signal)
           consumed += 1
         }

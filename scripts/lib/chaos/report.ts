@@ -23,6 +23,10 @@ export interface Summary {
     readonly suppressed: number
     readonly duplicate: number
     readonly missing: number
+    /** Results whose artifact expired while a continuation still held a copy of its bytes. */
+    readonly expiredBytes: number
+    /** Deliveries without a receipt binding their input, or without a completed consumer. */
+    readonly unreceipted: number
   }
   readonly artifacts: {
     readonly artifacts: number
@@ -49,6 +53,8 @@ export function summarize(run: ChaosRun, a: Audit): Summary {
       suppressed: a.continuations.suppressed,
       duplicate: a.continuations.duplicate,
       missing: a.continuations.missing,
+      expiredBytes: a.continuations.expiredBytes,
+      unreceipted: a.continuations.unreceipted,
     },
     artifacts: {
       artifacts: a.artifacts.artifacts,
@@ -74,7 +80,7 @@ export function failuresOf(run: ChaosRun, summary: Summary, crashes: readonly Cr
     failures.push(`only ${run.submitted.size} of ${run.options.count} accepted`)
   if (summary.context.bad !== 0) failures.push(`context bad = ${summary.context.bad}`)
   if (summary.witness.bad !== 0) failures.push(`witness bad = ${summary.witness.bad}`)
-  for (const key of ['duplicate', 'missing'] as const)
+  for (const key of ['duplicate', 'missing', 'expiredBytes', 'unreceipted'] as const)
     if (summary.continuations[key] !== 0)
       failures.push(`continuations ${key} = ${summary.continuations[key]}`)
   if (summary.artifacts.bad !== 0) failures.push(`artifacts bad = ${summary.artifacts.bad}`)
@@ -117,6 +123,8 @@ export function printTables(run: ChaosRun, summary: Summary, a: Audit, crashes: 
     ['artifacts bad', a.artifacts.bad],
     ['continuations duplicate', a.continuations.duplicate],
     ['continuations missing', a.continuations.missing],
+    ['continuations expired bytes', a.continuations.expiredBytes],
+    ['continuations unreceipted', a.continuations.unreceipted],
   ])
   table(run, 'continuations (results of parent runs)', [
     ['admitted', a.continuations.admitted],

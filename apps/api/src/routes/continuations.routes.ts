@@ -5,9 +5,9 @@ import {
   claimFenceSchema,
   claimRequestSchema,
   continuationClaimSchema,
-  continuationLeaseSchema,
-  continuationSettledSchema,
+  continuationConclusionSchema,
   heartbeatRequestSchema,
+  runLeaseSchema,
   sessionIdSchema,
   uuidSchema,
 } from '@baton/contracts'
@@ -23,7 +23,7 @@ const tags: readonly ApiTag[] = ['Continuations']
 
 /**
  * Host-side consumption of continuations: claim the next one of a session (one bounded wait),
- * keep its lease, and settle it — every call after the claim fenced by the claim it names.
+ * keep its lease, and conclude it — every call after the claim fenced by the claim it names.
  */
 export function continuationRoutes(deps: ApiDeps): FastifyPluginAsyncZod {
   return async (app) => {
@@ -36,8 +36,9 @@ export function continuationRoutes(deps: ApiDeps): FastifyPluginAsyncZod {
           summary: "Claim the session's next continuation",
           description:
             'One bounded wait of at most `timeoutMs` for the next continuation of the session: ' +
-            'its input, the receipt binding that input to its digest, and a claim whose lease ' +
-            'lasts `leaseMs`; `204` when none came. Every later call names the claim.',
+            'its input, the receipt binding that input to its digest, its content resolved now ' +
+            '(past its retention deadline, the expiry summary), and a claim whose lease lasts ' +
+            '`leaseMs`; `204` when none came. Every later call names the claim.',
           params: z.strictObject({ sessionId: sessionIdSchema }),
           body: claimRequestSchema,
           response: answers(
@@ -77,7 +78,7 @@ export function continuationRoutes(deps: ApiDeps): FastifyPluginAsyncZod {
           params: runParams,
           body: heartbeatRequestSchema,
           response: answers(
-            { 200: answer('The lease is extended', continuationLeaseSchema) },
+            { 200: answer('The lease is extended', runLeaseSchema) },
             Refusals.tenant,
             Refusals.params,
             Refusals.body,
@@ -103,7 +104,7 @@ export function continuationRoutes(deps: ApiDeps): FastifyPluginAsyncZod {
             tags,
             summary: `${status === 'completed' ? 'Complete' : 'Fail'} a continuation`,
             description:
-              `Settles the claimed continuation as ${status}` +
+              `Concludes the claimed continuation as ${status}` +
               (status === 'completed'
                 ? ': its result is delivered. '
                 : ': its result is suppressed (an explicit run may consume it). ') +
@@ -111,7 +112,9 @@ export function continuationRoutes(deps: ApiDeps): FastifyPluginAsyncZod {
             params: runParams,
             body: claimFenceSchema,
             response: answers(
-              { 200: answer('The receipt, and where delivery stands', continuationSettledSchema) },
+              {
+                200: answer('The receipt, and where delivery stands', continuationConclusionSchema),
+              },
               Refusals.tenant,
               Refusals.params,
               Refusals.body,
@@ -121,13 +124,13 @@ export function continuationRoutes(deps: ApiDeps): FastifyPluginAsyncZod {
         },
         async (request) =>
           unlessRefused(
-            await deps.runs.settleContinuation(
+            await deps.runs.concludeContinuation(
               callerNamespace(request),
               request.params.runId,
               request.body,
               status,
             ),
-          ).settled,
+          ).conclusion,
       )
     }
   }

@@ -29,6 +29,7 @@ const DELEGATION_REFUSALS = [
   ErrorCode.SubagentUnavailable,
   ErrorCode.AgentNotFound,
   ErrorCode.RunNotFound,
+  ErrorCode.RunNotActive,
   ErrorCode.AgentBusy,
   ErrorCode.IdempotencyKeyReused,
   ErrorCode.SessionDeleted,

@@ -4,6 +4,9 @@ import {
   ErrorCode,
   completeRunRequestSchema,
   createRunRequestSchema,
+  runConsumptionSchema,
+  runHeartbeatRequestSchema,
+  runLeaseSchema,
   runViewSchema,
   sessionIdSchema,
   uuidSchema,
@@ -14,8 +17,8 @@ import { unlessRefused } from '../http/refusals.ts'
 import type { ApiTag } from '../http/openapi.ts'
 import { Refusals, answer, answers, noContent } from '../http/route-answers.ts'
 
-/** What settling a run can be refused with (a claimed continuation run is settled by its claim). */
-const SETTLE_REFUSALS = [ErrorCode.RunNotFound, ErrorCode.RunNotActive, ErrorCode.StaleClaim]
+/** What ending a run can be refused with (a claimed continuation run is ended by its claim). */
+const END_REFUSALS = [ErrorCode.RunNotFound, ErrorCode.RunNotActive, ErrorCode.StaleClaim]
 
 const runParams = z.strictObject({ runId: uuidSchema })
 const sessionParams = z.strictObject({ sessionId: sessionIdSchema })
@@ -23,8 +26,8 @@ const tags: readonly ApiTag[] = ['Runs']
 
 /**
  * A session's parent runs, for hosts that keep their parent agent in their own application:
- * create (optionally consuming suppressed results: an explicit run), read, settle; and the
- * session's deletion fence.
+ * create (optionally consuming suppressed results: an explicit run), keep alive, read, end; and
+ * the session's deletion fence.
  */
 export function runRoutes(deps: ApiDeps): FastifyPluginAsyncZod {
   return async (app) => {
@@ -38,11 +41,18 @@ export function runRoutes(deps: ApiDeps): FastifyPluginAsyncZod {
           description:
             'Starts a parent run of the session (a `user` run): delegations that name it hand ' +
             'their results back to it, or to a continuation once it has ended. With `consume`, an ' +
-            '`explicit` run that consumes those suppressed results, once each.',
+            '`explicit` run that consumes those suppressed results, once each, answered with ' +
+            'their receipts and content. The run lives `leaseMs` (default 600000) unless its ' +
+            'host renews it (`heartbeat`); then it is `abandoned` and what it held is released.',
           params: sessionParams,
           body: createRunRequestSchema.nullish(),
           response: answers(
-            { 201: answer('The run, active', runViewSchema) },
+            {
+              201: answer(
+                'The run, active, and the results it consumed with their receipts',
+                runConsumptionSchema,
+              ),
+            },
             Refusals.tenant,
             Refusals.params,
             Refusals.body,
@@ -52,13 +62,12 @@ export function runRoutes(deps: ApiDeps): FastifyPluginAsyncZod {
       },
       async (request, reply) => {
         const outcome = unlessRefused(
-          await deps.runs.create(
-            callerNamespace(request),
-            request.params.sessionId,
-            request.body?.consume ?? [],
-          ),
+          await deps.runs.create(callerNamespace(request), request.params.sessionId, {
+            consume: request.body?.consume ?? [],
+            leaseMs: request.body?.leaseMs,
+          }),
         )
-        return reply.status(201).send(outcome.view)
+        return reply.status(201).send({ ...outcome.view, consumed: [...outcome.consumed] })
       },
     )
 
@@ -69,7 +78,9 @@ export function runRoutes(deps: ApiDeps): FastifyPluginAsyncZod {
           operationId: 'getRun',
           tags,
           summary: 'Read a run',
-          description: 'The run: its session, trigger, status, cause and when it was settled.',
+          description:
+            'The run: its session, trigger, status, cause, when it ended, and while it is ' +
+            'active when its lease ends.',
           params: runParams,
           response: answers(
             { 200: answer('The run', runViewSchema) },
@@ -91,30 +102,37 @@ export function runRoutes(deps: ApiDeps): FastifyPluginAsyncZod {
           tags,
           summary: 'Complete a run',
           description:
-            'Settles the run as completed. `consumed` names the results held for it that it ' +
-            'consumed itself; every other result held for it becomes a continuation. A repeat ' +
-            'answers the same.',
+            'Ends the run as completed. `consumed` names the results held for it that it ' +
+            'consumed itself, answered with their receipts and content; every other result held ' +
+            'for it becomes a continuation. A repeat answers the same.',
           params: runParams,
           body: completeRunRequestSchema.nullish(),
           response: answers(
-            { 200: answer('The run, completed (a repeat answers the same)', runViewSchema) },
+            {
+              200: answer(
+                'The run, completed, and the results it consumed (a repeat answers the same)',
+                runConsumptionSchema,
+              ),
+            },
             Refusals.tenant,
             Refusals.params,
             Refusals.body,
-            SETTLE_REFUSALS,
+            END_REFUSALS,
             [ErrorCode.ResultNotConsumable],
           ),
         },
       },
-      async (request) =>
-        unlessRefused(
-          await deps.runs.settle(
+      async (request) => {
+        const outcome = unlessRefused(
+          await deps.runs.end(
             callerNamespace(request),
             request.params.runId,
             'completed',
             request.body?.consumed,
           ),
-        ).view,
+        )
+        return { ...outcome.view, consumed: [...outcome.consumed] }
+      },
     )
 
     for (const status of ['failed', 'cancelled'] as const) {
@@ -126,7 +144,7 @@ export function runRoutes(deps: ApiDeps): FastifyPluginAsyncZod {
             tags,
             summary: `${status === 'failed' ? 'Fail' : 'Cancel'} a run`,
             description:
-              `Settles the run as ${status}. Results held for it are suppressed, keeping their ` +
+              `Ends the run as ${status}. Results held for it are suppressed, keeping their ` +
               'evidence (an explicit run may consume them). A repeat answers the same.',
             params: runParams,
             body: z.strictObject({}).nullish(),
@@ -135,16 +153,49 @@ export function runRoutes(deps: ApiDeps): FastifyPluginAsyncZod {
               Refusals.tenant,
               Refusals.params,
               Refusals.body,
-              SETTLE_REFUSALS,
+              END_REFUSALS,
             ),
           },
         },
         async (request) =>
-          unlessRefused(
-            await deps.runs.settle(callerNamespace(request), request.params.runId, status),
-          ).view,
+          unlessRefused(await deps.runs.end(callerNamespace(request), request.params.runId, status))
+            .view,
       )
     }
+
+    app.post(
+      '/v1/runs/:runId/heartbeat',
+      {
+        schema: {
+          operationId: 'heartbeatRun',
+          tags,
+          summary: "Extend a run's lease",
+          description:
+            "Extends the host run's lease by `leaseMs` from now (on the database clock). A run " +
+            'whose lease already expired is `abandoned` (`RUN_NOT_ACTIVE`): what it held was ' +
+            'released. A claimed continuation run is kept by its claim instead (`STALE_CLAIM`).',
+          params: runParams,
+          body: runHeartbeatRequestSchema,
+          response: answers(
+            { 200: answer('The lease is extended', runLeaseSchema) },
+            Refusals.tenant,
+            Refusals.params,
+            Refusals.body,
+            END_REFUSALS,
+          ),
+        },
+      },
+      async (request) => {
+        const outcome = unlessRefused(
+          await deps.runs.heartbeatRun(
+            callerNamespace(request),
+            request.params.runId,
+            request.body.leaseMs,
+          ),
+        )
+        return { runId: request.params.runId, leaseExpiresAt: outcome.leaseExpiresAt }
+      },
+    )
 
     app.delete(
       '/v1/sessions/:sessionId',

@@ -11,6 +11,7 @@ import {
 } from '@baton/contracts'
 import type { ApiMetrics, Logger } from '@baton/observability'
 import {
+  announceClaimable,
   announceSettled,
   sendWorkerCommand,
   type SettlementPublisher,
@@ -184,6 +185,12 @@ export function createAttemptCommands(deps: {
         return outcome
       case 'run_not_found':
         return { kind: 'run_not_found', runId: input.parentRunId ?? '' } as const
+      case 'run_not_active':
+        return {
+          kind: 'run_not_active',
+          runId: input.parentRunId ?? '',
+          status: outcome.status,
+        } as const
       case 'session_deleted':
         return { kind: 'session_deleted', sessionId: input.sessionId } as const
       case 'accepted':
@@ -284,8 +291,11 @@ export function createAttemptCommands(deps: {
       case 'terminal':
         return { kind: outcome.kind, attemptId }
       case 'cancelled_queued':
-        // Terminal now: waits on it may return at once.
+        // Terminal now: waits on it may return at once, and its parent session's claims may
+        // find it admitted.
         await announceSettled(deps.settlements, attemptId, log)
+        if (outcome.parentSession !== undefined)
+          await announceClaimable(deps.settlements, attemptId, outcome.parentSession, log)
         break
       case 'cancel_requested':
         await sendWorkerCommand(deps.workerCommands, { eventName: 'cancel', attemptId }, log)

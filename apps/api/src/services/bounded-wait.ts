@@ -8,38 +8,46 @@ import type { Db, ReadScope } from '@baton/store'
 import { readAttemptView as readView } from './attempt-view.ts'
 
 /**
- * The API's bounded wait, in one place: the in-process registry of callers waiting for attempts
- * to settle (rung by the settlement listener), the wait on an existing attempt, and submit-and-
- * wait. A wait reads the ledger at most three times and never polls: the bell or the bound ends it.
- * A bell that carries the terminal view as committed (see `SettledDetail`) spares the last read.
+ * The API's bounded wait, in one place: the in-process registry of callers waiting for a bell
+ * (attempts to settle, rung by the settlement listener; a session's continuations to become
+ * claimable, rung by the same listener), the wait on an existing attempt, and submit-and-wait. A
+ * wait reads the ledger at most three times and never polls: the bell or the bound ends it. A bell
+ * that carries the terminal view as committed (see `SettledDetail`) spares the last read.
  */
-export interface SettledDoorbell {
+export interface Doorbell<D> {
   /**
-   * Register interest; call `ring(id)` to wake every waiter for that attempt, with the settlement's
-   * detail when it has one.
+   * Register interest in a key; `ring(key)` wakes every waiter for that key (and no other), with
+   * the ring's detail when it has one.
    */
-  subscribe(attemptId: string): DoorbellSubscription
-  ring(attemptId: string, detail?: SettledDetail): void
+  subscribe(key: string): DoorbellSubscription<D>
+  ring(key: string, detail?: D): void
   readonly waiting: number
 }
 
-export interface DoorbellSubscription {
+/** The doorbell of attempts settling, keyed by attempt id. */
+export type SettledDoorbell = Doorbell<SettledDetail>
+
+export interface DoorbellSubscription<D = SettledDetail> {
   /** Resolves `'rang'` on a ring, `'timeout'` after `timeoutMs`, `'aborted'` when `signal` fires. */
   wait(timeoutMs: number, signal?: AbortSignal): Promise<'rang' | 'timeout' | 'aborted'>
   /** The detail of the ring that woke this subscription, if it carried one. */
-  readonly detail: SettledDetail | undefined
+  readonly detail: D | undefined
   cancel(): void
 }
 
 export function createSettledDoorbell(): SettledDoorbell {
-  const waiters = new Map<string, Set<(detail: SettledDetail | undefined) => void>>()
+  return createDoorbell<SettledDetail>()
+}
+
+export function createDoorbell<D>(): Doorbell<D> {
+  const waiters = new Map<string, Set<(detail: D | undefined) => void>>()
   let count = 0
 
-  function remove(attemptId: string, wake: (detail: SettledDetail | undefined) => void): void {
-    const set = waiters.get(attemptId)
+  function remove(key: string, wake: (detail: D | undefined) => void): void {
+    const set = waiters.get(key)
     if (set?.delete(wake) === true) {
       count -= 1
-      if (set.size === 0) waiters.delete(attemptId)
+      if (set.size === 0) waiters.delete(key)
     }
   }
 
@@ -47,48 +55,49 @@ export function createSettledDoorbell(): SettledDoorbell {
     get waiting() {
       return count
     },
-    ring(attemptId, detail) {
-      const set = waiters.get(attemptId)
+    ring(key, detail) {
+      const set = waiters.get(key)
       if (set === undefined) return
       for (const wake of [...set]) wake(detail)
     },
-    subscribe(attemptId) {
+    subscribe(key) {
       let rang = false
       let onRing: (() => void) | undefined
       // `detail` is a plain field, not a getter: an object literal with a getter gets a hidden
       // class of its own per object, which keeps it, and what its closures reach, alive through
       // every young-generation collection.
-      const subscription: { -readonly [K in keyof DoorbellSubscription]: DoorbellSubscription[K] } =
-        {
-          detail: undefined,
-          cancel: () => remove(attemptId, wake),
-          wait(timeoutMs, signal) {
-            if (rang) return Promise.resolve('rang')
-            return new Promise((resolve) => {
-              const finish = (result: 'rang' | 'timeout' | 'aborted'): void => {
-                clearTimeout(timer)
-                signal?.removeEventListener('abort', onAbort)
-                remove(attemptId, wake)
-                resolve(result)
-              }
-              const onAbort = (): void => finish('aborted')
-              const timer = setTimeout(() => finish('timeout'), timeoutMs)
-              onRing = () => finish('rang')
-              if (signal?.aborted === true) finish('aborted')
-              else signal?.addEventListener('abort', onAbort, { once: true })
-            })
-          },
-        }
-      const wake = (detail: SettledDetail | undefined): void => {
+      const subscription: {
+        -readonly [K in keyof DoorbellSubscription<D>]: DoorbellSubscription<D>[K]
+      } = {
+        detail: undefined,
+        cancel: () => remove(key, wake),
+        wait(timeoutMs, signal) {
+          if (rang) return Promise.resolve('rang')
+          return new Promise((resolve) => {
+            const finish = (result: 'rang' | 'timeout' | 'aborted'): void => {
+              clearTimeout(timer)
+              signal?.removeEventListener('abort', onAbort)
+              remove(key, wake)
+              resolve(result)
+            }
+            const onAbort = (): void => finish('aborted')
+            const timer = setTimeout(() => finish('timeout'), timeoutMs)
+            onRing = () => finish('rang')
+            if (signal?.aborted === true) finish('aborted')
+            else signal?.addEventListener('abort', onAbort, { once: true })
+          })
+        },
+      }
+      const wake = (detail: D | undefined): void => {
         rang = true
         subscription.detail = detail
-        remove(attemptId, wake)
+        remove(key, wake)
         onRing?.()
       }
-      let set = waiters.get(attemptId)
+      let set = waiters.get(key)
       if (set === undefined) {
         set = new Set()
-        waiters.set(attemptId, set)
+        waiters.set(key, set)
       }
       set.add(wake)
       count += 1
@@ -159,7 +168,7 @@ export async function awaitEnqueued(
  */
 function rungView(
   woken: 'rang' | 'timeout' | 'aborted',
-  subscription: DoorbellSubscription,
+  subscription: DoorbellSubscription<SettledDetail>,
   attemptId: string,
   scope: ReadScope,
 ): AnyAttemptView | undefined {

@@ -1,51 +1,72 @@
 import { randomUUID } from 'node:crypto'
-import type { ClaimFence, ContinuationClaim, ContinuationSettled, RunView } from '@baton/contracts'
+import {
+  ContinuationLimits,
+  type ClaimFence,
+  type ContinuationClaim,
+  type ContinuationConclusion,
+  type DeliveredResult,
+  type RunView,
+} from '@baton/contracts'
 import type { ApiMetrics, Logger } from '@baton/observability'
-import { announceSettled, type SettlementPublisher } from '@baton/queue'
+import { announceClaimable, type SettlementPublisher } from '@baton/queue'
 import {
   claimContinuation,
+  claimableSessions,
   createRun,
   deleteSession,
+  endRun,
   getContinuation,
   getRun,
-  renewContinuationClaim,
-  settleRun,
+  renewRunLease,
   toDeliveryView,
   type ClaimedContinuation,
   type Db,
+  type DeliveryOutcome,
+  type EndRunOutcome,
+  type RunEnd,
   type RunRecord,
-  type SettleRunOutcome,
 } from '@baton/store'
 import type { Refusal } from '../http/refusals.ts'
-import type { SettledDoorbell } from './bounded-wait.ts'
+import type { Doorbell } from './bounded-wait.ts'
 import { countDeliveries } from './service-metrics.ts'
 
-/** The doorbell key every claim waits on: any settlement may have made a continuation claimable. */
-export const CLAIMABLE = 'continuations'
+/** The key of a session's claim bell: a `claimable` ring wakes only the claims of its session. */
+export function claimKey(namespaceId: string, sessionId: string): string {
+  return JSON.stringify([namespaceId, sessionId])
+}
 
-export type RunOutcome = { readonly kind: 'run'; readonly view: RunView } | Refusal
+/** A run, and the results it consumed with their receipts (empty but for a consumption). */
+export type RunOutcome =
+  | { readonly kind: 'run'; readonly view: RunView; readonly consumed: readonly DeliveredResult[] }
+  | Refusal
 export type ClaimOutcome =
   { readonly kind: 'claimed'; readonly claim: ContinuationClaim } | { readonly kind: 'none' }
 export type HeartbeatOutcome =
   { readonly kind: 'renewed'; readonly leaseExpiresAt: string } | Refusal
-export type ContinuationOutcome =
-  { readonly kind: 'settled'; readonly settled: ContinuationSettled } | Refusal
+export type ConclusionOutcome =
+  { readonly kind: 'concluded'; readonly conclusion: ContinuationConclusion } | Refusal
 
 /**
  * The commands on runs and continuations, scoped by the caller's namespace: decide and record in
- * the ledger, then ring. A run's settlement reconciles the deliveries it held in the same
- * transaction (the store's `settleRun`); any that became claimable ring the settlement bell of
- * their attempt, which wakes bounded claims in every API process.
+ * the ledger, then ring. A run's end reconciles the deliveries it held in the same transaction
+ * (the store's `endRun`); when that admitted any, the session's claim bell rings (`claimable`),
+ * which wakes that session's bounded claims in every API process and no others.
  */
 export interface RunCommands {
-  create(namespaceId: string, sessionId: string, consume: readonly string[]): Promise<RunOutcome>
+  create(
+    namespaceId: string,
+    sessionId: string,
+    input: { readonly consume: readonly string[]; readonly leaseMs?: number | undefined },
+  ): Promise<RunOutcome>
   read(namespaceId: string, runId: string): Promise<RunOutcome>
-  settle(
+  end(
     namespaceId: string,
     runId: string,
-    status: 'completed' | 'failed' | 'cancelled',
+    status: RunEnd,
     consumed?: readonly string[],
   ): Promise<RunOutcome>
+  /** Extends a host run's lease. */
+  heartbeatRun(namespaceId: string, runId: string, leaseMs: number): Promise<HeartbeatOutcome>
   deleteSession(
     namespaceId: string,
     sessionId: string,
@@ -58,51 +79,71 @@ export interface RunCommands {
     readonly leaseMs: number
     readonly signal: AbortSignal
   }): Promise<ClaimOutcome>
+  /** Extends a claimed continuation's lease. */
   heartbeat(
     namespaceId: string,
     runId: string,
     fence: ClaimFence,
     leaseMs: number,
   ): Promise<HeartbeatOutcome>
-  settleContinuation(
+  /** Completes or fails a claimed continuation: it is delivered, or suppressed. */
+  concludeContinuation(
     namespaceId: string,
     runId: string,
     fence: ClaimFence,
     status: 'completed' | 'failed',
-  ): Promise<ContinuationOutcome>
+  ): Promise<ConclusionOutcome>
 }
 
 export function createRunCommands(deps: {
   readonly db: Db
-  readonly claimBell: SettledDoorbell
+  /** The claim bell, keyed by `claimKey`, rung by the settlement listener's `claimable` events. */
+  readonly claimBell: Doorbell<unknown>
   readonly settlements: SettlementPublisher
   readonly logger: Logger
   readonly metrics?: ApiMetrics
 }): RunCommands {
   const log = deps.logger.child({ component: 'run-commands' })
 
-  /** Rings for every delivery a settlement made claimable (here and in other API processes). */
-  async function announce(outcome: SettleRunOutcome): Promise<void> {
-    countDeliveries(deps.metrics, outcome)
-    if (outcome.kind !== 'settled') return
-    const claimable = outcome.deliveries.filter((d) => d.action === 'admitted')
-    for (const { attemptId } of claimable) {
-      deps.claimBell.ring(CLAIMABLE)
-      await announceSettled(deps.settlements, attemptId, log)
-    }
+  /**
+   * Rings the claim bell of every session whose deliveries became claimable. Every API process
+   * (this one too) hears it from the stream and wakes that session's claims there.
+   */
+  async function announce(deliveries: readonly DeliveryOutcome[]): Promise<void> {
+    for (const d of claimableSessions(deliveries))
+      await announceClaimable(deps.settlements, d.attemptId, d, log)
   }
 
-  function settled(
-    outcome: SettleRunOutcome,
+  /** After a run was abandoned (its lease expired): what it held may be claimable now. */
+  async function announceAbandoned(namespaceId: string, run: RunRecord): Promise<void> {
+    if (run.status !== 'abandoned') return
+    const session = { namespaceId, sessionId: run.sessionId }
+    await announceClaimable(deps.settlements, run.id, session, log)
+  }
+
+  async function ended(
+    namespaceId: string,
+    outcome: EndRunOutcome,
     runId: string,
-  ): { readonly kind: 'settled' | 'replayed'; readonly run: RunRecord } | Refusal {
+  ): Promise<
+    | {
+        readonly kind: 'ended' | 'replayed'
+        readonly run: RunRecord
+        readonly consumed: readonly DeliveredResult[]
+      }
+    | Refusal
+  > {
+    countDeliveries(deps.metrics, outcome)
     switch (outcome.kind) {
-      case 'settled':
+      case 'ended':
+        await announce(outcome.deliveries)
+        return outcome
       case 'replayed':
         return outcome
       case 'missing':
         return { kind: 'run_not_found', runId }
       case 'not_active':
+        await announceAbandoned(namespaceId, outcome.run)
         return { kind: 'run_not_active', runId, status: outcome.run.status }
       case 'stale_claim':
         return { kind: 'stale_claim', runId }
@@ -117,27 +158,59 @@ export function createRunCommands(deps: {
 
   async function claimOnce(
     input: Parameters<RunCommands['claim']>[0],
+    releaseLapsed: boolean,
   ): Promise<ClaimedContinuation | undefined> {
     return claimContinuation(deps.db, {
       namespaceId: input.namespaceId,
       sessionId: input.sessionId,
-      ownerId: randomUUID(),
+      claimToken: randomUUID(),
       leaseMs: input.leaseMs,
+      releaseLapsed,
     })
   }
 
+  async function renewed(
+    namespaceId: string,
+    runId: string,
+    fence: ClaimFence | undefined,
+    leaseMs: number,
+  ): Promise<HeartbeatOutcome> {
+    const outcome = await renewRunLease(deps.db, {
+      namespaceId,
+      runId,
+      leaseMs,
+      ...(fence === undefined ? {} : { fence }),
+    })
+    switch (outcome.kind) {
+      case 'renewed':
+        return { kind: 'renewed', leaseExpiresAt: outcome.leaseExpiresAt.toISOString() }
+      case 'stale_claim':
+        return { kind: 'stale_claim', runId }
+      case 'not_active':
+        await announceAbandoned(namespaceId, outcome.run)
+        return { kind: 'run_not_active', runId, status: outcome.run.status }
+      case 'missing':
+        return { kind: 'run_not_found', runId }
+      default: {
+        const unexpected: never = outcome
+        throw new Error(`unexpected outcome ${JSON.stringify(unexpected)}`)
+      }
+    }
+  }
+
   return {
-    async create(namespaceId, sessionId, consume) {
+    async create(namespaceId, sessionId, input) {
       const outcome = await createRun(deps.db, {
         namespaceId,
         sessionId,
         runId: randomUUID(),
-        consume,
+        consume: input.consume,
+        leaseMs: input.leaseMs ?? ContinuationLimits.runLeaseMsDefault,
       })
       switch (outcome.kind) {
         case 'created':
           log.debug({ runId: outcome.run.id, sessionId }, 'run created')
-          return { kind: 'run', view: toRunView(outcome.run) }
+          return { kind: 'run', view: toRunView(outcome.run), consumed: outcome.consumed }
         case 'session_deleted':
           return { kind: 'session_deleted', sessionId }
         case 'not_consumable':
@@ -153,20 +226,23 @@ export function createRunCommands(deps: {
       const run = await getRun(deps.db, namespaceId, runId)
       return run === undefined
         ? { kind: 'run_not_found', runId }
-        : { kind: 'run', view: toRunView(run) }
+        : { kind: 'run', view: toRunView(run), consumed: [] }
     },
 
-    async settle(namespaceId, runId, status, consumed) {
-      const outcome = await settleRun(deps.db, {
+    async end(namespaceId, runId, status, consumed) {
+      const outcome = await endRun(deps.db, {
         namespaceId,
         runId,
         status,
         ...(consumed === undefined ? {} : { consumed }),
       })
-      await announce(outcome)
-      const answer = settled(outcome, runId)
-      return 'run' in answer ? { kind: 'run', view: toRunView(answer.run) } : answer
+      const answer = await ended(namespaceId, outcome, runId)
+      return 'run' in answer
+        ? { kind: 'run', view: toRunView(answer.run), consumed: answer.consumed }
+        : answer
     },
+
+    heartbeatRun: (namespaceId, runId, leaseMs) => renewed(namespaceId, runId, undefined, leaseMs),
 
     async deleteSession(namespaceId, sessionId) {
       const outcome = await deleteSession(deps.db, { namespaceId, sessionId })
@@ -176,12 +252,15 @@ export function createRunCommands(deps: {
     },
 
     async claim(input) {
-      // Waits for a bell, never for a clock: subscribe, then read, then wait, until the bound.
+      // Waits for the session's bell, never for a clock: subscribe, then claim, then wait, until
+      // the bound. Only the first try releases the session's lapsed claims; a ring means whoever
+      // rang already made something claimable.
       const deadline = Date.now() + input.timeoutMs
-      for (;;) {
-        const subscription = deps.claimBell.subscribe(CLAIMABLE)
+      const key = claimKey(input.namespaceId, input.sessionId)
+      for (let first = true; ; first = false) {
+        const subscription = deps.claimBell.subscribe(key)
         try {
-          const claimed = await claimOnce(input)
+          const claimed = await claimOnce(input, first)
           if (claimed !== undefined) {
             deps.metrics?.continuationClaims.inc()
             return { kind: 'claimed', claim: toClaim(claimed) }
@@ -195,44 +274,19 @@ export function createRunCommands(deps: {
       }
     },
 
-    async heartbeat(namespaceId, runId, fence, leaseMs) {
-      const outcome = await renewContinuationClaim(deps.db, {
-        namespaceId,
-        runId,
-        fence: { ownerId: fence.claimToken, generation: fence.generation },
-        leaseMs,
-      })
-      switch (outcome.kind) {
-        case 'renewed':
-          return { kind: 'renewed', leaseExpiresAt: outcome.leaseExpiresAt.toISOString() }
-        case 'stale_claim':
-          return { kind: 'stale_claim', runId }
-        case 'missing':
-          return { kind: 'run_not_found', runId }
-        default: {
-          const unexpected: never = outcome
-          throw new Error(`unexpected outcome ${JSON.stringify(unexpected)}`)
-        }
-      }
-    },
+    heartbeat: (namespaceId, runId, fence, leaseMs) => renewed(namespaceId, runId, fence, leaseMs),
 
-    async settleContinuation(namespaceId, runId, fence, status) {
-      const outcome = await settleRun(deps.db, {
-        namespaceId,
-        runId,
-        status,
-        fence: { ownerId: fence.claimToken, generation: fence.generation },
-      })
-      countDeliveries(deps.metrics, outcome)
-      const answer = settled(outcome, runId)
+    async concludeContinuation(namespaceId, runId, fence, status) {
+      const outcome = await endRun(deps.db, { namespaceId, runId, status, fence })
+      const answer = await ended(namespaceId, outcome, runId)
       if (!('run' in answer)) return answer
-      // The settlement reconciled the delivery; reload it for the answer.
+      // Its end reconciled the delivery; reload it for the answer.
       const continuation = await getContinuation(deps.db, namespaceId, { runId })
       if (continuation === undefined) return { kind: 'run_not_found', runId }
-      log.info({ runId, attemptId: continuation.attemptId, status }, 'continuation settled')
+      log.info({ runId, attemptId: continuation.attemptId, status }, 'continuation concluded')
       return {
-        kind: 'settled',
-        settled: {
+        kind: 'concluded',
+        conclusion: {
           runId,
           attemptId: continuation.attemptId,
           receipt: continuation.receipt,
@@ -252,7 +306,8 @@ export function toRunView(run: RunRecord): RunView {
     status: run.status,
     causeAttemptId: run.causeAttemptId,
     createdAt: run.createdAt.toISOString(),
-    settledAt: run.settledAt?.toISOString() ?? null,
+    settledAt: run.endedAt?.toISOString() ?? null,
+    leaseExpiresAt: run.status === 'active' ? (run.leaseExpiresAt?.toISOString() ?? null) : null,
   }
 }
 
@@ -262,9 +317,10 @@ function toClaim(claimed: ClaimedContinuation): ContinuationClaim {
     attemptId: claimed.attemptId,
     receipt: claimed.receipt,
     input: claimed.input,
+    content: claimed.content,
     claim: {
-      claimToken: claimed.ownerId,
-      generation: claimed.generation,
+      claimToken: claimed.fence.claimToken,
+      generation: claimed.fence.generation,
       leaseExpiresAt: claimed.leaseExpiresAt.toISOString(),
     },
   }

@@ -1,6 +1,11 @@
 import { FailureCategory, isTerminalView, type AnyAttemptView } from '@baton/contracts'
 import type { ApiMetrics } from '@baton/observability'
-import type { AcceptDelegationOutcome, RequestCancelOutcome, SettleRunOutcome } from '@baton/store'
+import {
+  movedDeliveries,
+  type AcceptDelegationOutcome,
+  type EndRunOutcome,
+  type RequestCancelOutcome,
+} from '@baton/store'
 
 /**
  * What the command services' ledger answers mean for the API's metrics, in one place. Each is
@@ -28,13 +33,11 @@ export function countQueuedCancels(
     )
 }
 
-/** A run's settlement: the deliveries its reconciliation moved, by action. */
-export function countDeliveries(metrics: ApiMetrics | undefined, outcome: SettleRunOutcome): void {
-  if (metrics === undefined || outcome.kind !== 'settled') return
-  for (const { action } of outcome.deliveries) {
-    if (action !== 'retained' && action !== 'busy' && action !== 'settled' && action !== 'missing')
-      metrics.continuationDeliveries.inc({ action })
-  }
+/** A run's end: the deliveries its reconciliation moved, by action. */
+export function countDeliveries(metrics: ApiMetrics | undefined, outcome: EndRunOutcome): void {
+  if (metrics === undefined || outcome.kind !== 'ended') return
+  for (const { action } of movedDeliveries(outcome.deliveries))
+    metrics.continuationDeliveries.inc({ action })
 }
 
 /** Starts timing a submit-and-wait; the returned function records it with the answer it gave. */

@@ -1,8 +1,8 @@
-// Host-side consumption of continuations: claim (one bounded wait), keep the lease, settle.
-import type { ClaimFence, ContinuationSettled } from '@baton/contracts'
+// Host-side consumption of continuations: claim (one bounded wait), keep the lease, conclude.
+import type { ClaimFence, ContinuationConclusion } from '@baton/contracts'
 import { ANSWER_GRACE_MS, type CommandContext } from '../command-context.ts'
 import { ExitCode } from '../exit-codes.ts'
-import { renderAnswer, renderClaim, renderSettled } from '../render.ts'
+import { renderAnswer, renderClaim, renderConclusion } from '../render.ts'
 
 const call = { timeoutMs: ANSWER_GRACE_MS }
 
@@ -39,17 +39,17 @@ export async function heartbeatContinuation(
   return ExitCode.Ok
 }
 
-async function printSettled(
+async function printConclusion(
   ctx: CommandContext,
-  answer: Promise<ContinuationSettled>,
+  answer: Promise<ContinuationConclusion>,
 ): Promise<ExitCode> {
-  const settled = await answer
-  ctx.print(settled, () => renderSettled(settled))
+  const conclusion = await answer
+  ctx.print(conclusion, () => renderConclusion(conclusion))
   return ExitCode.Ok
 }
 
 export const completeContinuation = (ctx: CommandContext, runId: string, fence: ClaimFence) =>
-  printSettled(ctx, ctx.client.completeContinuation(runId, fence, call))
+  printConclusion(ctx, ctx.client.completeContinuation(runId, fence, call))
 
 export const failContinuation = (ctx: CommandContext, runId: string, fence: ClaimFence) =>
-  printSettled(ctx, ctx.client.failContinuation(runId, fence, call))
+  printConclusion(ctx, ctx.client.failContinuation(runId, fence, call))

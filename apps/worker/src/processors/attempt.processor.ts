@@ -1,13 +1,13 @@
 import { setTimeout as sleep } from 'node:timers/promises'
 import { WaitingError, type Job } from 'bullmq'
-import { FailureCategory, type AttemptJob } from '@baton/contracts'
+import { FailureCategory, type AttemptJob, type ClaimableDetail } from '@baton/contracts'
 import {
   DISABLED_TRACING,
   type Logger,
   type Tracing,
   type WorkerMetrics,
 } from '@baton/observability'
-import { announceSettled, type SettlementPublisher } from '@baton/queue'
+import { announceClaimable, announceSettled, type SettlementPublisher } from '@baton/queue'
 import type { SubagentHistoryEvent } from '@baton/subagents'
 import {
   commitProcessLoss,
@@ -147,9 +147,10 @@ async function claimAndRun(
         { attemptId, ownerGeneration: claim.ownerGeneration },
       ])
       countProcessLoss(deps.metrics, made.length)
-      if (made.length > 0) {
+      const [lost] = made
+      if (lost !== undefined) {
         log.warn('owner vanished mid-run; recorded process loss')
-        ringTerminal(deps, attemptId, log)
+        ringTerminal(deps, attemptId, log, undefined, lost.parentSession)
       }
       return undefined
     }
@@ -248,7 +249,7 @@ async function claimAndRun(
     // Terminal now: stop heartbeating it at once, so no renewal reports the finished lease lost.
     deps.leaseKeeper.release(attemptId)
     if (answer.outcome === 'committed' || answer.outcome === 'replayed') {
-      ringTerminal(deps, attemptId, log, answer.record)
+      ringTerminal(deps, attemptId, log, answer.record, answer.parentSession)
     }
     return undefined
   } finally {
@@ -475,7 +476,9 @@ async function commitWithRetry(
 
 /**
  * Rings the settlement's bell; with the attempt as the commit left it, the bell carries its
- * terminal view, and a caller waiting on it is answered without reading it back.
+ * terminal view, and a caller waiting on it is answered without reading it back. With a parent
+ * session (the commit admitted or held the result's continuation), also that session's claim
+ * bell.
  *
  * Not awaited: the bell is written at once on the publisher's connection, and the job is
  * acknowledged without waiting for Redis to answer it, so a Redis slow to answer a bell holds no
@@ -487,12 +490,15 @@ function ringTerminal(
   attemptId: string,
   log: Logger,
   record?: AttemptRecord,
+  parentSession?: ClaimableDetail,
 ): void {
   const detail =
     record === undefined
       ? undefined
       : { namespaceId: record.namespaceId, view: toAttemptView(record) }
   void announceSettled(deps.publisher, attemptId, log, detail)
+  if (parentSession !== undefined)
+    void announceClaimable(deps.publisher, attemptId, parentSession, log)
 }
 
 function assertNever(value: never): never {

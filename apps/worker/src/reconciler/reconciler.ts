@@ -1,18 +1,23 @@
 import type { Logger, WorkerMetrics } from '@baton/observability'
 import {
+  announceClaimable,
   announceSettled,
   ensureAttemptsEnqueued,
   type AttemptQueue,
   type SettlementPublisher,
 } from '@baton/queue'
+import type { ClaimableDetail } from '@baton/contracts'
 import {
+  abandonExpiredRuns,
+  claimableSessions,
   commitProcessLoss,
   expireArtifacts,
   findExpiredRunning,
   findStaleAccepted,
+  movedDeliveries,
   reconcileDeliveries,
   type Db,
-  type DeliveryAction,
+  type DeliveryOutcome,
 } from '@baton/store'
 import { observeReconcilePass } from '../ledger-metrics.ts'
 
@@ -21,6 +26,8 @@ export interface ReconcileReport {
   readonly requeued: number
   /** Continuation deliveries acknowledged, released, admitted or suppressed by this pass. */
   readonly deliveries: number
+  /** Host runs whose lease expired, ended `abandoned` by this pass. */
+  readonly abandoned: number
   /** Artifacts whose retention ended and whose content this pass deleted. */
   readonly expired: number
 }
@@ -35,10 +42,6 @@ export interface Reconciler {
 const BATCH = 500
 /** Artifacts expired per pass: their content is large, so fewer per transaction. */
 const EXPIRY_BATCH = 100
-
-/** Reconciliation answers that changed nothing (another reconciler may have decided instead). */
-const UNMOVED: ReadonlySet<DeliveryAction> = new Set(['retained', 'busy', 'settled', 'missing'])
-
 /** Most bells a reconciler keeps for Redis while it does not answer (the oldest go first). */
 const MAX_PENDING_BELLS = 10_000
 
@@ -46,9 +49,12 @@ const MAX_PENDING_BELLS = 10_000
  * Finishes what crashes and Redis losses leave behind, from the ledger's point of view:
  * - running attempts whose lease expired (owner dead) get the process-loss terminal outcome;
  * - accepted attempts older than `requeueAfterMs` whose job is gone are enqueued again;
- * - continuation deliveries with something due are retained, acknowledged, released, admitted or
- *   suppressed (`reconcileDeliveries`); one that became claimable rings its attempt's bell, which
- *   wakes the API's bounded claims.
+ * - host runs whose lease expired end `abandoned`, releasing what they held
+ *   (`abandonExpiredRuns`);
+ * - continuation deliveries with something due, oldest first, are acknowledged, released,
+ *   admitted or suppressed (`reconcileDeliveries`), and those pending longer than
+ *   `unclaimedAfterMs` suppressed (`unclaimed`); each session where one became claimable gets its
+ *   claim bell rung, which wakes that session's bounded claims in the API.
  * - one batch of artifacts past their retention deadline has its content deleted (see
  *   `expireArtifacts`: runners in many workers take disjoint batches).
  *
@@ -64,51 +70,64 @@ export function createReconciler(deps: {
   publisher: SettlementPublisher
   intervalMs: number
   requeueAfterMs: number
+  /** How long a continuation may stay pending before it is suppressed `unclaimed`. */
+  unclaimedAfterMs: number
   logger: Logger
   metrics?: WorkerMetrics
 }): Reconciler {
   let timer: NodeJS.Timeout | undefined
   let inFlight: Promise<LedgerReport> | undefined
   let redisInFlight: Promise<number> | undefined
-  /** Attempts whose bell is still to ring, and the stale accepted attempts the last pass found. */
-  const bells = new Set<string>()
+  /** Bells still to ring (settled, or claimable for a session), by attempt and kind. */
+  const bells = new Map<string, () => Promise<boolean>>()
+  /** The stale accepted attempts the last pass found. */
   let stale: readonly string[] = []
 
-  function ring(attemptId: string): void {
-    bells.add(attemptId)
+  function ring(key: string, bell: () => Promise<boolean>): void {
+    bells.set(key, bell)
     if (bells.size > MAX_PENDING_BELLS) {
-      const [oldest] = bells
+      const [oldest] = bells.keys()
       if (oldest !== undefined) bells.delete(oldest)
     }
   }
+  const ringSettled = (attemptId: string): void =>
+    ring(`settled:${attemptId}`, () => announceSettled(deps.publisher, attemptId, deps.logger))
+  const ringClaimable = (attemptId: string, session: ClaimableDetail): void =>
+    ring(`claimable:${attemptId}`, () =>
+      announceClaimable(deps.publisher, attemptId, session, deps.logger),
+    )
 
   async function ledgerPass(): Promise<LedgerReport> {
     const expired = await findExpiredRunning(deps.db, { limit: BATCH })
     const lost = await commitProcessLoss(deps.db, expired)
-    for (const attemptId of lost) {
+    for (const { attemptId, parentSession } of lost) {
       deps.logger.warn({ attemptId }, 'lease expired with its owner gone; recorded process loss')
-      ring(attemptId)
+      ringSettled(attemptId)
+      if (parentSession !== undefined) ringClaimable(attemptId, parentSession)
     }
     stale = await findStaleAccepted(deps.db, { olderThanMs: deps.requeueAfterMs, limit: BATCH })
     const expiry = await expireArtifacts(deps.db, { limit: EXPIRY_BATCH })
     if (expiry.expired > 0) deps.logger.info(expiry, 'artifact retention ended; content deleted')
-    const moved = await reconcileContinuations()
-    observeReconcilePass(deps.metrics, {
-      processLost: lost.length,
-      requeued: 0,
-      expired: expiry.expired,
-      moved,
+    const abandoned = await abandonExpiredRuns(deps.db, { limit: BATCH })
+    for (const run of abandoned.runs)
+      deps.logger.warn({ runId: run.id }, "run's lease expired; abandoned, what it held released")
+    const swept = await reconcileDeliveries(deps.db, {
+      due: true,
+      limit: BATCH,
+      unclaimedAfterMs: deps.unclaimedAfterMs,
     })
-    return { processLost: lost.length, expired: expiry.expired, deliveries: moved.length }
+    const moved = announceMoved([...abandoned.deliveries, ...swept])
+    const report = { processLost: lost.length, expired: expiry.expired }
+    observeReconcilePass(deps.metrics, { ...report, requeued: 0, moved })
+    return { ...report, deliveries: moved.length, abandoned: abandoned.runs.length }
   }
 
-  async function reconcileContinuations(): Promise<{ action: DeliveryAction }[]> {
-    const actions = await reconcileDeliveries(deps.db, { due: true, limit: BATCH })
-    const moved = actions.filter((a) => !UNMOVED.has(a.action))
-    for (const { attemptId, action } of moved) {
+  /** Logs the deliveries that moved; rings the claim bell of each session they made claimable. */
+  function announceMoved(outcomes: readonly DeliveryOutcome[]): DeliveryOutcome[] {
+    const moved = movedDeliveries(outcomes)
+    for (const { attemptId, action } of moved)
       deps.logger.info({ attemptId, action }, 'continuation delivery reconciled')
-      if (action === 'released' || action === 'admitted') ring(attemptId)
-    }
+    for (const d of claimableSessions(moved)) ringClaimable(d.attemptId, d)
     return moved
   }
 
@@ -116,8 +135,8 @@ export function createReconciler(deps: {
   async function redisPass(): Promise<number> {
     // Together, so that the publisher puts them in a few entries; one Redis refused stays kept.
     await Promise.all(
-      [...bells].map(async (attemptId) => {
-        if (await announceSettled(deps.publisher, attemptId, deps.logger)) bells.delete(attemptId)
+      [...bells].map(async ([key, bell]) => {
+        if (await bell()) bells.delete(key)
       }),
     )
     const waiting = stale
@@ -172,8 +191,4 @@ export function createReconciler(deps: {
   }
 }
 
-interface LedgerReport {
-  readonly processLost: number
-  readonly deliveries: number
-  readonly expired: number
-}
+type LedgerReport = Omit<ReconcileReport, 'requeued'>

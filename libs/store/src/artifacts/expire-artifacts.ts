@@ -1,7 +1,11 @@
 import { sql } from 'kysely'
-import { resultDigest, terminalFingerprint, type TerminalProjection } from '@baton/contracts'
+import { resultDigest, terminalFingerprint } from '@baton/contracts'
 import type { Db } from '../db.ts'
-import type { FailureCategory } from '@baton/contracts'
+import {
+  STORED_ARTIFACT_TERMINAL_COLUMNS,
+  storedArtifactProjection,
+  type StoredArtifactTerminal,
+} from '../attempts/terminal-record.ts'
 
 export interface ExpiryReport {
   /** Artifacts whose content this batch deleted. */
@@ -66,23 +70,7 @@ export async function expireArtifacts(
   })
 }
 
-interface ProjectionRow {
-  readonly id: string
-  readonly owner_generation: number
-  readonly stop_reason: string
-  readonly output_preview: string
-  readonly output_truncated: boolean
-  readonly output_bytes: number
-  readonly output_digest: string
-  readonly failure_category: FailureCategory | null
-  readonly trace_id: string | null
-  readonly context_base: number | null
-  readonly context_event_count: number | null
-  readonly context_digest: string | null
-  readonly artifact_id: string
-  readonly artifact_bytes: string
-  readonly artifact_digest: string
-  readonly retention_ms: number
+interface ProjectionRow extends StoredArtifactTerminal {
   readonly content: Buffer
 }
 
@@ -94,12 +82,7 @@ interface ProjectionRow {
 async function backfillFingerprints(trx: Db, attemptIds: readonly string[]): Promise<number> {
   if (attemptIds.length === 0) return 0
   const rows = await sql<ProjectionRow>`
-    select a.id, a.owner_generation, a.stop_reason, a.output_preview, a.output_truncated,
-           a.output_bytes, a.output_digest, a.failure_category, a.metadata->>'traceId' as trace_id,
-           a.context_base, a.context_event_count, a.context_digest,
-           ar.id as artifact_id, ar.bytes as artifact_bytes, ar.digest as artifact_digest,
-           (extract(epoch from ar.expires_at - ar.created_at) * 1000)::float8 as retention_ms,
-           ar.content
+    select ${STORED_ARTIFACT_TERMINAL_COLUMNS}, ar.content
     from attempts a join artifacts ar on ar.id = a.artifact_id
     where a.id = any(${attemptIds}::uuid[]) and a.status = 'terminal' and a.fingerprint is null
       and ar.content is not null
@@ -116,31 +99,5 @@ async function backfillFingerprints(trx: Db, attemptIds: readonly string[]): Pro
 }
 
 function fingerprintOf(row: ProjectionRow): string {
-  const projection: TerminalProjection = {
-    attemptId: row.id,
-    ownerGeneration: row.owner_generation,
-    stopReason: row.stop_reason,
-    outputPreview: row.output_preview,
-    outputTruncated: row.output_truncated,
-    outputBytes: row.output_bytes,
-    outputDigest: row.output_digest,
-    failureCategory: row.failure_category,
-    ...(row.trace_id === null ? {} : { traceId: row.trace_id }),
-    artifact: {
-      artifactId: row.artifact_id,
-      bytes: Number(row.artifact_bytes),
-      digest: row.artifact_digest,
-      retentionMs: Math.round(row.retention_ms),
-    },
-    ...(row.context_base === null || row.context_event_count === null || row.context_digest === null
-      ? {}
-      : {
-          context: {
-            baseSeq: row.context_base,
-            eventCount: row.context_event_count,
-            digest: row.context_digest,
-          },
-        }),
-  }
-  return terminalFingerprint(projection)
+  return terminalFingerprint(storedArtifactProjection(row))
 }

@@ -33,6 +33,8 @@ export type AcceptDelegationOutcome =
   | { readonly kind: 'agent_busy' }
   /** No run with that id in this session. Nothing written. */
   | { readonly kind: 'run_not_found' }
+  /** The parent run is not active (not started, or ended). Nothing written. */
+  | { readonly kind: 'run_not_active'; readonly status: string }
   /** The session is behind its deletion fence. Nothing written. */
   | { readonly kind: 'session_deleted' }
 
@@ -42,13 +44,17 @@ export type AcceptDelegationOutcome =
  * optionally the agent it continues, optionally an idempotency key and request digest.
  * The attempt insert is arbitrated by the unique indexes: (namespace, session, key) for keyed inputs and
  * `attempts_one_active_per_agent` for continuations; a continuation is inserted only if its agent
- * exists in its session under its name, one naming a parent run only if that run is of its session, and
- * none into a deleted session (both checked in the same statement). The session, agent (new delegations only) and audit rows
- * are written for the attempts actually inserted. An input that was not inserted — its key taken
+ * exists in its session under its name, one naming a parent run only if that run is of its session
+ * and active, and none into a deleted session (all checked in the same statement). The deletion
+ * fence is read under a share lock on the session's row: a concurrent delete waits for this
+ * statement's transaction, or this statement waits for the delete and reads the fence it set, so
+ * no attempt is ever accepted after the fence. The session, agent (new delegations only) and audit
+ * rows are written for the attempts actually inserted. An input that was not inserted — its key taken
  * (by an earlier request, a concurrent one whose commit the insert waited for, or an earlier input
  * of the same batch), its agent busy or missing — writes nothing and is classified by a second
  * statement on a fresh snapshot; a batch in which everything was inserted is one statement.
- * Outcomes per input: accepted | replayed | key_reused | agent_not_found | agent_busy.
+ * Outcomes per input: accepted | replayed | key_reused | agent_not_found | agent_busy |
+ * run_not_found | run_not_active | session_deleted.
  * Retry safety: a keyed retry after a lost answer is `replayed`; an unkeyed retry is a new
  * delegation (callers mint fresh ids).
  */
@@ -77,6 +83,12 @@ export async function acceptDelegations(
         ${inputs.map((i) => i.parentRunId ?? null)}::uuid[]
       ) with ordinality as i(attempt_id, new_agent_id, continued_agent_id, namespace_id, session_id, name,
                              prompt, metadata, idempotency_key, request_digest, parent_run_id, ord)
+    ), fence as (
+      -- Locked, not only read: a session deleted concurrently is seen as deleted (the lock waits
+      -- for the delete, and reads the row as it left it), or its delete waits for this accept.
+      select s.namespace_id, s.id, s.deleted_at from sessions s
+      where (s.namespace_id, s.id) in (select namespace_id, session_id from input)
+      for share
     ), ins as (
       insert into attempts (id, namespace_id, agent_id, session_id, name, prompt, metadata, status,
                             idempotency_key, request_digest, parent_run_id)
@@ -91,10 +103,10 @@ export async function acceptDelegations(
         and (i.parent_run_id is null
              or exists (select 1 from runs r
                         where r.id = i.parent_run_id and r.namespace_id = i.namespace_id
-                          and r.session_id = i.session_id))
-        and not exists (select 1 from sessions s
-                        where s.namespace_id = i.namespace_id and s.id = i.session_id
-                          and s.deleted_at is not null)
+                          and r.session_id = i.session_id and r.status = 'active'))
+        and not exists (select 1 from fence f
+                        where f.namespace_id = i.namespace_id and f.id = i.session_id
+                          and f.deleted_at is not null)
       order by i.ord
       on conflict do nothing
       returning id
@@ -134,8 +146,11 @@ export async function acceptDelegations(
     }
     const fenced = refusedBySession(input, why)
     if (fenced !== undefined) return fenced
-    if (input.agentId === undefined)
+    if (input.agentId === undefined) {
+      // A pending continuation run named as parent, claimed (active) since the insert's snapshot.
+      if (input.parentRunId !== undefined) return { kind: 'run_not_active', status: 'pending' }
       throw new Error('accept: a new delegation was neither inserted nor refused by its key')
+    }
     // The agent exists in this session under this name, so only its active attempt stood in the way.
     return why.agents.has(agentKeyOf(input.namespaceId, input.sessionId, input.name, input.agentId))
       ? { kind: 'agent_busy' }
@@ -146,28 +161,32 @@ export async function acceptDelegations(
 interface Findings {
   readonly keyOwners: Map<string, { id: string; agent_id: string; request_digest: string | null }>
   readonly agents: Set<string>
-  /** Runs named as parents, and sessions behind their deletion fence. */
-  readonly runs: Set<string>
+  /** Runs named as parents (with their status), and sessions behind their deletion fence. */
+  readonly runs: Map<string, string>
   readonly deletedSessions: Set<string>
 }
 
 function emptyFindings(): Findings {
-  return { keyOwners: new Map(), agents: new Set(), runs: new Set(), deletedSessions: new Set() }
+  return { keyOwners: new Map(), agents: new Set(), runs: new Map(), deletedSessions: new Set() }
 }
 
-/** A refusal by the session's deletion fence or a parent run outside the session, if either. */
+/**
+ * A refusal by the session's deletion fence, or by a parent run outside the session or not
+ * active, if any.
+ */
 function refusedBySession(
   input: AcceptDelegationInput,
   why: Findings,
-): { readonly kind: 'run_not_found' | 'session_deleted' } | undefined {
+):
+  | { readonly kind: 'run_not_found' | 'session_deleted' }
+  | { readonly kind: 'run_not_active'; readonly status: string }
+  | undefined {
   if (why.deletedSessions.has(JSON.stringify([input.namespaceId, input.sessionId])))
     return { kind: 'session_deleted' }
-  if (
-    input.parentRunId !== undefined &&
-    !why.runs.has(agentKeyOf(input.namespaceId, input.sessionId, '', input.parentRunId))
-  )
-    return { kind: 'run_not_found' }
-  return undefined
+  if (input.parentRunId === undefined) return undefined
+  const status = why.runs.get(agentKeyOf(input.namespaceId, input.sessionId, '', input.parentRunId))
+  if (status === undefined) return { kind: 'run_not_found' }
+  return status === 'active' ? undefined : { kind: 'run_not_active', status }
 }
 
 /**
@@ -208,7 +227,7 @@ async function classifyRefused(
       on ag.id = k.agent_id and ag.namespace_id = k.namespace_id
          and ag.session_id = k.session_id and ag.name = k.name
     union all
-    select 'run', r.namespace_id, r.session_id, '', r.id, r.id, null
+    select 'run', r.namespace_id, r.session_id, r.status, r.id, r.id, null
     from runs r join k
       on r.id = k.parent_run_id and r.namespace_id = k.namespace_id and r.session_id = k.session_id
     union all
@@ -223,7 +242,7 @@ async function classifyRefused(
     else if (row.kind === 'deleted')
       findings.deletedSessions.add(JSON.stringify([row.namespace_id, row.session_id]))
     else if (row.kind === 'run')
-      findings.runs.add(agentKeyOf(row.namespace_id, row.session_id, '', row.id))
+      findings.runs.set(agentKeyOf(row.namespace_id, row.session_id, '', row.id), row.lookup)
     else findings.agents.add(agentKeyOf(row.namespace_id, row.session_id, row.lookup, row.agent_id))
   }
   return findings

@@ -1,4 +1,5 @@
 import { sql } from 'kysely'
+import type { ClaimableDetail } from '@baton/contracts'
 import type { Db } from '../db.ts'
 import { reserveArtifactBytes } from '../artifacts/reserve-artifact-bytes.ts'
 import { DEFAULT_RESULT_POLICY, type ResultPolicy } from '../artifacts/result-policy.ts'
@@ -54,6 +55,12 @@ export interface CommittedTerminal {
    * With a parent run, the delivery a trigger of that statement records is not visible to it.
    */
   readonly record?: AttemptRecord
+  /**
+   * The session of the parent run the result goes back to, when the commit applied and the
+   * delegation named one: the statement admitted (or held) its continuation, so that session's
+   * claims may have something to take.
+   */
+  readonly parentSession?: ClaimableDetail
 }
 
 interface AttemptState {
@@ -136,11 +143,16 @@ export async function commitTerminal(
   return outcome
 }
 
-function candidate(input: CommitTerminalInput, policy: ResultPolicy): Candidate {
+function candidate(
+  input: CommitTerminalInput,
+  policy: ResultPolicy,
+  refusedOutput?: { readonly bytes: number; readonly digest: string },
+): Candidate {
   const options = {
     inlineBytes: policy.inlineBytes,
     retentionMs: policy.retentionMs,
     traceId: input.traceId,
+    refusedOutput,
   }
   const built = buildTerminalProjection(
     input.attemptId,
@@ -148,18 +160,23 @@ function candidate(input: CommitTerminalInput, policy: ResultPolicy): Candidate 
     input.result,
     options,
   )
+  // The `quota_exceeded` terminal this commit becomes over quota binds this output's size and
+  // digest, so a different oversized output is never taken for its retry.
   const fallback =
-    built.content === undefined
-      ? []
-      : [
-          buildTerminalProjection(
-            input.attemptId,
-            input.ownerGeneration,
-            quotaExceededResult(),
-            options,
-          ).fingerprint,
-        ]
+    built.content === undefined ? [] : [overQuota(input, policy, built.projection).fingerprint]
   return { ...built, input, replayFingerprints: [built.fingerprint, ...fallback] }
+}
+
+/** The `quota_exceeded` commit an over-quota `input` becomes (its projection: `refused`). */
+function overQuota(
+  input: CommitTerminalInput,
+  policy: ResultPolicy,
+  refused: { readonly outputBytes: number; readonly outputDigest: string },
+): Candidate {
+  return candidate({ ...input, result: quotaExceededResult() }, policy, {
+    bytes: refused.outputBytes,
+    digest: refused.outputDigest,
+  })
 }
 
 /** Inline results: one statement for all, then one read to classify those that did not apply. */
@@ -229,7 +246,7 @@ async function commitWithArtifact(
                 now() + ${artifact.retentionMs} * interval '1 millisecond')
       `.execute(trx)
     }
-    const chosen = admitted ? row : candidate({ ...input, result: quotaExceededResult() }, policy)
+    const chosen = admitted ? row : overQuota(input, policy, projection)
     const applied = await applyTerminals(trx, [chosen])
     if (!applied.has(input.attemptId)) {
       throw new Error('a terminal commit did not apply under its own row lock')
@@ -239,9 +256,13 @@ async function commitWithArtifact(
 }
 
 function committedAnswer(row: AttemptReadRow | undefined): CommittedTerminal {
-  return row === undefined || row.parent_run_id !== null
-    ? { outcome: 'committed' }
-    : { outcome: 'committed', record: toAttemptRecord(row) }
+  if (row === undefined) return { outcome: 'committed' }
+  return row.parent_run_id === null
+    ? { outcome: 'committed', record: toAttemptRecord(row) }
+    : {
+        outcome: 'committed',
+        parentSession: { namespaceId: row.namespace_id, sessionId: row.session_id },
+      }
 }
 
 const STATE_COLUMNS = sql`

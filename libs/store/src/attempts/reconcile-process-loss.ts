@@ -1,4 +1,5 @@
 import { sql } from 'kysely'
+import type { ClaimableDetail } from '@baton/contracts'
 import type { Db } from '../db.ts'
 import { SET_TERMINAL_FROM_INPUT, processLossProjection, terminalInput } from './terminal-record.ts'
 
@@ -19,18 +20,25 @@ export async function findExpiredRunning(
   return result.rows.map((r) => ({ attemptId: r.id, ownerGeneration: r.owner_generation }))
 }
 
+/** An attempt a process-loss commit made terminal. */
+export interface ProcessLoss {
+  readonly attemptId: string
+  /** With a parent run, the session its result goes back to (see `CommittedTerminal`). */
+  readonly parentSession?: ClaimableDetail
+}
+
 /**
  * Process-loss terminal commit, batched. Inputs: (attempt id, owner generation) pairs observed
  * expired. Applies only while each attempt is still `running` at that generation with an expired
  * lease, so a renewal that won the race, or another reconciler that got there first, makes it a
  * no-op. The projection and fingerprint (trace id included) follow the same rules as a normal commit, so a late
  * result from the old owner is refused (`stale_fence`/`refused`), never merged.
- * Outcome: the attempt ids this call made terminal. Retry safety: a repeat applies to nothing.
+ * Outcome: the attempts this call made terminal. Retry safety: a repeat applies to nothing.
  */
 export async function commitProcessLoss(
   db: Db,
   expired: readonly { readonly attemptId: string; readonly ownerGeneration: number }[],
-): Promise<string[]> {
+): Promise<ProcessLoss[]> {
   if (expired.length === 0) return []
   // The fingerprint binds each attempt's trace id, as a worker's commit does.
   const traced = await sql<{ id: string; trace_id: string | null }>`
@@ -42,7 +50,12 @@ export async function commitProcessLoss(
     ...processLossProjection(e.attemptId, e.ownerGeneration, traceIds.get(e.attemptId)),
     ownerId: null,
   }))
-  const result = await sql<{ id: string }>`
+  const result = await sql<{
+    id: string
+    namespace_id: string
+    session_id: string
+    has_parent: boolean
+  }>`
     with i as (${terminalInput(rows)}),
     c as (
       update attempts a
@@ -52,12 +65,16 @@ export async function commitProcessLoss(
         and a.owner_generation = i.generation
         and a.status = 'running'
         and a.lease_expires_at <= now()
-      returning a.id, a.owner_id, a.owner_generation
+      returning a.id, a.owner_id, a.owner_generation, a.namespace_id, a.session_id, a.parent_run_id
     ), t as (
       insert into attempt_transitions (attempt_id, from_status, to_status, event, owner_id, owner_generation)
       select id, 'running', 'terminal', 'process_lost', owner_id, owner_generation from c
     )
-    select id from c
+    select id, namespace_id, session_id, parent_run_id is not null as has_parent from c
   `.execute(db)
-  return result.rows.map((r) => r.id)
+  return result.rows.map((r) =>
+    r.has_parent
+      ? { attemptId: r.id, parentSession: { namespaceId: r.namespace_id, sessionId: r.session_id } }
+      : { attemptId: r.id },
+  )
 }

@@ -1,4 +1,4 @@
-import { FailureCategory } from '@baton/contracts'
+import { FailureCategory, type ClaimableDetail } from '@baton/contracts'
 import { sql } from 'kysely'
 import type { Db } from '../db.ts'
 import {
@@ -15,8 +15,11 @@ export interface RequestCancelInput {
 }
 
 export type RequestCancelOutcome =
-  /** The attempt was still queued: it is now terminal `aborted` and will never run. */
-  | { readonly kind: 'cancelled_queued' }
+  /**
+   * The attempt was still queued: it is now terminal `aborted` and will never run. With a parent
+   * run, the session its result goes back to (the statement admitted or held it).
+   */
+  | { readonly kind: 'cancelled_queued'; readonly parentSession?: ClaimableDetail }
   /** The attempt is running: the request is recorded; its owner aborts the child. */
   | { readonly kind: 'cancel_requested' }
   /** Already terminal before this request. Nothing written. */
@@ -33,7 +36,9 @@ const MAX_ROUNDS = 3
  * queued (`accepted`) attempt straight to terminal `aborted` (generation 0, nobody owns it) or
  * flags a running one, and appends the audit row. A claim racing with it serialises on the row
  * lock; when a row changed under the statement's snapshot neither branch applies to it, and the
- * statement is run again for those ids only, on a fresh snapshot.
+ * statement is run again for those ids only, on a fresh snapshot. A queued attempt's terminal
+ * fingerprint binds its trace id, as a worker's commit and a process loss do: each round first
+ * reads the trace ids of its attempts.
  * Outcomes per id: cancelled_queued | cancel_requested | terminal | missing.
  * Retry safety: repeating a request keeps the first request time and reason.
  */
@@ -51,12 +56,14 @@ export async function requestCancels(
   let open = [...requests.values()]
   for (let round = 0; round < MAX_ROUNDS && open.length > 0; round += 1) {
     const ids = [...new Set(open.map((r) => r.attemptId))]
+    const traceIds = await traceIdsOf(db, ids)
     const rows = ids.map((attemptId) => {
-      const { projection, fingerprint } = buildTerminalProjection(attemptId, 0, {
-        stopReason: 'aborted',
-        output: '',
-        failureCategory: FailureCategory.Cancelled,
-      })
+      const { projection, fingerprint } = buildTerminalProjection(
+        attemptId,
+        0,
+        { stopReason: 'aborted', output: '', failureCategory: FailureCategory.Cancelled },
+        { traceId: traceIds.get(attemptId) },
+      )
       return { projection, fingerprint, ownerId: null }
     })
     const result = await sql<{
@@ -64,6 +71,8 @@ export async function requestCancels(
       queued: boolean | null
       running: boolean | null
       status: string | null
+      parent_session: string | null
+      namespace_id: string | null
     }>`
       with i as (${terminalInput(rows)}),
       x as (
@@ -80,7 +89,7 @@ export async function requestCancels(
         from i join x on x.id = i.id
         where a.id = i.id and a.status = 'accepted'
           and (x.namespace_id is null or a.namespace_id = x.namespace_id)
-        returning a.id
+        returning a.id, a.parent_run_id
       ), r as (
         update attempts a
         set cancel_requested_at = coalesce(a.cancel_requested_at, now()),
@@ -98,7 +107,10 @@ export async function requestCancels(
       select x.ord,
              a.id in (select id from q) as queued,
              a.id in (select id from r) as running,
-             a.status
+             a.status,
+             a.namespace_id,
+             case when a.id in (select id from q where parent_run_id is not null)
+               then a.session_id end as parent_session
       from x left join attempts a
         on a.id = x.id and (x.namespace_id is null or a.namespace_id = x.namespace_id)
       order by x.ord
@@ -108,7 +120,16 @@ export async function requestCancels(
       const request = open[Number(row.ord) - 1]
       if (request === undefined) throw new Error('requestCancels: an answer for no request')
       const key = requestKey(request)
-      if (row.queued === true) decided.set(key, { kind: 'cancelled_queued' })
+      if (row.queued === true)
+        decided.set(
+          key,
+          row.parent_session === null || row.namespace_id === null
+            ? { kind: 'cancelled_queued' }
+            : {
+                kind: 'cancelled_queued',
+                parentSession: { namespaceId: row.namespace_id, sessionId: row.parent_session },
+              },
+        )
       else if (row.running === true) decided.set(key, { kind: 'cancel_requested' })
       else if (row.status === null) decided.set(key, { kind: 'missing' })
       else if (row.status === 'terminal') decided.set(key, { kind: 'terminal' })
@@ -132,6 +153,15 @@ export async function requestCancels(
     // A repeated request for a queued attempt finds it terminal, as it would one after another.
     return repeat && outcome.kind === 'cancelled_queued' ? { kind: 'terminal' } : outcome
   })
+}
+
+/** The delegations' `metadata.traceId`s, by attempt (attempts without one are absent). */
+async function traceIdsOf(db: Db, attemptIds: readonly string[]): Promise<Map<string, string>> {
+  const traced = await sql<{ id: string; trace_id: string | null }>`
+    select id, metadata->>'traceId' as trace_id from attempts
+    where id = any(${attemptIds}::uuid[]) and metadata ? 'traceId'
+  `.execute(db)
+  return new Map(traced.rows.flatMap((r) => (r.trace_id === null ? [] : [[r.id, r.trace_id]])))
 }
 
 function requestKey(input: RequestCancelInput): string {

@@ -33,6 +33,8 @@ export interface ProjectionOptions {
   readonly inlineBytes?: number
   readonly retentionMs?: number
   readonly traceId?: string | undefined
+  /** The output a `quota_exceeded` terminal refused (see `TerminalProjection.refusedOutput`). */
+  readonly refusedOutput?: { readonly bytes: number; readonly digest: string } | undefined
 }
 
 export interface BuiltTerminal {
@@ -74,6 +76,7 @@ export function buildTerminalProjection(
     outputDigest,
     failureCategory: result.failureCategory,
     ...(options.traceId === undefined ? {} : { traceId: options.traceId }),
+    ...(options.refusedOutput === undefined ? {} : { refusedOutput: options.refusedOutput }),
     ...(content === undefined
       ? {}
       : {
@@ -112,10 +115,83 @@ export function artifactIdFor(attemptId: string): string {
   return `${hex.slice(0, 8)}-${hex.slice(8, 12)}-${hex.slice(12, 16)}-${hex.slice(16, 20)}-${hex.slice(20)}`
 }
 
-/** The result a commit over quota records instead: nothing of the output or its history is kept. */
+/**
+ * The result a commit over quota records instead: nothing of the output or its history is kept.
+ * Its projection binds the refused output's size and digest (`refusedOutput`).
+ */
 export function quotaExceededResult(): TerminalResultInput {
   return { stopReason: 'error', output: '', failureCategory: FailureCategory.QuotaExceeded }
 }
+
+/**
+ * The terminal columns of an attempt whose output is in an artifact, with that artifact's binding
+ * as stored: what `storedArtifactProjection` rebuilds its projection from.
+ */
+export interface StoredArtifactTerminal {
+  readonly id: string
+  readonly owner_generation: number
+  readonly stop_reason: string
+  readonly output_preview: string
+  readonly output_truncated: boolean
+  readonly output_bytes: number
+  readonly output_digest: string
+  readonly failure_category: string | null
+  readonly trace_id: string | null
+  readonly context_base: number | null
+  readonly context_event_count: number | null
+  readonly context_digest: string | null
+  readonly artifact_id: string
+  /** bigint: pg returns it as a string. */
+  readonly artifact_bytes: string | number
+  readonly artifact_digest: string
+  /** The artifact's deadline less its creation time: the retention the commit bound. */
+  readonly retention_ms: number
+}
+
+/**
+ * The terminal projection an attempt with an artifact committed, rebuilt from its stored columns
+ * (an artifact is only ever bound by a worker's commit, whose projection has no `refusedOutput`).
+ * Its fingerprint equals the stored one exactly when neither the attempt's terminal columns nor
+ * its artifact binding changed since the commit: the one check that the digest a reader verifies
+ * content against is the digest the commit bound.
+ */
+export function storedArtifactProjection(row: StoredArtifactTerminal): TerminalProjection {
+  return {
+    attemptId: row.id,
+    ownerGeneration: row.owner_generation,
+    stopReason: row.stop_reason,
+    outputPreview: row.output_preview,
+    outputTruncated: row.output_truncated,
+    outputBytes: row.output_bytes,
+    outputDigest: row.output_digest,
+    failureCategory: row.failure_category,
+    ...(row.trace_id === null ? {} : { traceId: row.trace_id }),
+    artifact: {
+      artifactId: row.artifact_id,
+      bytes: Number(row.artifact_bytes),
+      digest: row.artifact_digest,
+      retentionMs: Math.round(row.retention_ms),
+    },
+    ...(row.context_base === null || row.context_event_count === null || row.context_digest === null
+      ? {}
+      : {
+          context: {
+            baseSeq: row.context_base,
+            eventCount: row.context_event_count,
+            digest: row.context_digest,
+          },
+        }),
+  }
+}
+
+/** The columns `StoredArtifactTerminal` names, over an attempt `a` joined to its artifact `ar`. */
+export const STORED_ARTIFACT_TERMINAL_COLUMNS = sql`
+  a.id, a.owner_generation, a.stop_reason, a.output_preview, a.output_truncated, a.output_bytes,
+  a.output_digest, a.failure_category, a.metadata->>'traceId' as trace_id, a.context_base,
+  a.context_event_count, a.context_digest, ar.id as artifact_id, ar.bytes as artifact_bytes,
+  ar.digest as artifact_digest,
+  (extract(epoch from ar.expires_at - ar.created_at) * 1000)::float8 as retention_ms
+`
 
 export function processLossProjection(
   attemptId: string,

@@ -1,7 +1,7 @@
 import type { Db } from '../db.ts'
 import type { RunRow, RunStatus, RunTrigger } from '../schema.ts'
 
-/** One run as the ledger holds it, without its lease fields. */
+/** One run as the ledger holds it, without its owner fields. */
 export interface RunRecord {
   readonly id: string
   readonly sessionId: string
@@ -10,7 +10,10 @@ export interface RunRecord {
   /** For a continuation run: the attempt whose result it carries. */
   readonly causeAttemptId: string | null
   readonly createdAt: Date
-  readonly settledAt: Date | null
+  /** When it ended (completed, failed, cancelled or abandoned). */
+  readonly endedAt: Date | null
+  /** While active: when its lease (a host's, or a claim's) ends unless renewed. */
+  readonly leaseExpiresAt: Date | null
 }
 
 /** Reads one run of a namespace, or `undefined` (a run of another namespace is missing too). */
@@ -36,6 +39,7 @@ export function toRunRecord(row: RunRow): RunRecord {
     status: row.status,
     causeAttemptId: row.cause_attempt_id,
     createdAt: row.created_at,
-    settledAt: row.settled_at,
+    endedAt: row.settled_at,
+    leaseExpiresAt: row.lease_expires_at,
   }
 }

@@ -8,7 +8,11 @@ import { claimAttempt } from '../../src/attempts/claim-attempt.ts'
 import { commitTerminal, commitTerminals } from '../../src/attempts/commit-terminal.ts'
 import { getAttempt } from '../../src/attempts/get-attempt.ts'
 import { commitProcessLoss } from '../../src/attempts/reconcile-process-loss.ts'
-import { processLossProjection } from '../../src/attempts/terminal-record.ts'
+import {
+  buildTerminalProjection,
+  processLossProjection,
+} from '../../src/attempts/terminal-record.ts'
+import { requestCancel } from '../../src/attempts/request-cancel.ts'
 import { acceptDelegations } from '../../src/attempts/accept-delegations.ts'
 import { expireArtifacts } from '../../src/artifacts/expire-artifacts.ts'
 import { loadArtifact } from '../../src/artifacts/load-artifact.ts'
@@ -108,6 +112,7 @@ describe('artifacts: results above the inline bound', () => {
       output,
       bytes,
       digest: resultDigest(output),
+      artifactId: record?.artifact?.artifactId,
     })
     expect(await usage(db, ns)).toBe(bytes)
   })
@@ -179,9 +184,16 @@ describe('artifact quotas', () => {
     const rows = await sql`select id from artifacts where namespace_id = ${ns}`.execute(db)
     expect(rows.rows).toEqual([])
     expect(await usage(db, ns)).toBe(0)
-    // The retry after a lost answer is recognised by the stored fingerprint.
+    // The retry after a lost answer is recognised by the stored fingerprint, which binds the
+    // refused output's size and digest: another oversized output is not its retry.
     expect(await commitTerminal(db, { ...fence, result }, limits)).toBe('replayed')
     expect(await commitTerminal(db, { ...fence, result: completed('other') }, limits)).toBe(
+      'refused',
+    )
+    expect(await commitTerminal(db, { ...fence, result: completed('z'.repeat(11)) }, limits)).toBe(
+      'refused',
+    )
+    expect(await commitTerminal(db, { ...fence, result: completed('x'.repeat(12)) }, limits)).toBe(
       'refused',
     )
   })
@@ -385,21 +397,48 @@ describe('artifact retention', () => {
     await commitTerminal(db, { ...late, result }, limits)
     const original = await fingerprintOf(db, legacy.attemptId)
     // Baton's own ledger requires a fingerprint of every terminal attempt; evidence written
-    // without one (by a store that did not) is simulated by lifting that constraint.
+    // without one (by a store that did not) is simulated by lifting that constraint, restored
+    // (validated) before the test ends, so the file's later tests run under it.
+    const constraint = await constraintDefinition(db, 'attempts_terminal_complete')
+    const lateFingerprint = await fingerprintOf(db, late.attemptId)
     await sql`alter table attempts drop constraint attempts_terminal_complete`.execute(db)
-    await sql`update attempts set fingerprint = null where id = ${legacy.attemptId}`.execute(db)
-    const expiry = await expireArtifacts(db, { limit: 10 })
-    expect(expiry).toEqual({ expired: 2, backfilled: 1 })
-    expect(await fingerprintOf(db, legacy.attemptId)).toBe(original)
-    expect(await commitTerminal(db, { ...legacy, result }, limits)).toBe('replayed')
+    try {
+      await sql`update attempts set fingerprint = null where id = ${legacy.attemptId}`.execute(db)
+      const expiry = await expireArtifacts(db, { limit: 10 })
+      expect(expiry).toEqual({ expired: 2, backfilled: 1 })
+      expect(await fingerprintOf(db, legacy.attemptId)).toBe(original)
+      expect(await commitTerminal(db, { ...legacy, result }, limits)).toBe('replayed')
 
-    // Already expired and without a fingerprint: nothing can prove a replay exact.
-    await sql`update attempts set fingerprint = null where id = ${late.attemptId}`.execute(db)
-    expect(await expireArtifacts(db, { limit: 10 })).toEqual({ expired: 0, backfilled: 0 })
-    expect(await fingerprintOf(db, late.attemptId)).toBeNull()
-    expect(await commitTerminal(db, { ...late, result }, limits)).toBe('refused')
+      // Already expired and without a fingerprint: nothing can prove a replay exact.
+      await sql`update attempts set fingerprint = null where id = ${late.attemptId}`.execute(db)
+      expect(await expireArtifacts(db, { limit: 10 })).toEqual({ expired: 0, backfilled: 0 })
+      expect(await fingerprintOf(db, late.attemptId)).toBeNull()
+      expect(await commitTerminal(db, { ...late, result }, limits)).toBe('refused')
+    } finally {
+      for (const [attemptId, fingerprint] of [
+        [legacy.attemptId, original],
+        [late.attemptId, lateFingerprint],
+      ] as const) {
+        await sql`update attempts set fingerprint = coalesce(fingerprint, ${fingerprint})
+                  where id = ${attemptId}`.execute(db)
+      }
+      await sql`alter table attempts add constraint attempts_terminal_complete ${sql.raw(constraint)}`.execute(
+        db,
+      )
+    }
+    expect(await constraintDefinition(db, 'attempts_terminal_complete')).toBe(constraint)
   })
 })
+
+async function constraintDefinition(db: Db, name: string): Promise<string> {
+  const r = await sql<{ definition: string }>`
+    select pg_get_constraintdef(oid) as definition from pg_constraint
+    where conrelid = 'attempts'::regclass and conname = ${name} and convalidated
+  `.execute(db)
+  const definition = r.rows[0]?.definition
+  if (definition === undefined) throw new Error(`no validated constraint ${name}`)
+  return definition
+}
 
 async function fingerprintOf(db: Db, attemptId: string): Promise<string | null> {
   const r = await sql<{ fingerprint: string | null }>`
@@ -452,6 +491,91 @@ describe('the terminal fingerprint', () => {
     )
     expect(await fingerprintOf(db, attemptId)).not.toBe(
       processLossProjection(attemptId, 1).fingerprint,
+    )
+  })
+})
+
+describe('evidence a read checks', () => {
+  test("an artifact is checked against the digest the attempt's fingerprint binds, not only its own stored digest", async ({
+    db,
+  }) => {
+    const ns = 'ns-bound'
+    const fence = await running(db, ns)
+    const output = 'the true output, in an artifact'
+    await commitTerminal(db, { ...fence, result: completed(output) }, policy())
+    const artifactId = (await getAttempt(db, fence.attemptId))?.artifact?.artifactId ?? ''
+    expect((await loadAttemptResult(db, ns, fence.attemptId)).kind).toBe('complete')
+    // Content and the artifact's own digest replaced together: consistent with each other, so the
+    // artifact's own check passes, but not what the terminal commit bound.
+    const forged = 'a forged output, self-consistent'
+    await sql`
+      update artifacts set content = ${Buffer.from(forged)}, digest = ${resultDigest(forged)},
+                           bytes = ${Buffer.byteLength(forged)}
+      where id = ${artifactId}
+    `.execute(db)
+    expect((await loadArtifact(db, ns, artifactId)).kind).toBe('content')
+    expect(await loadAttemptResult(db, ns, fence.attemptId)).toEqual({
+      kind: 'corrupt',
+      artifactId,
+      bytes: Buffer.byteLength(output),
+      digest: resultDigest(output),
+    })
+    // The attempt's digest moved with them: its fingerprint no longer matches what is stored.
+    await sql`
+      update attempts set output_digest = ${resultDigest(forged)},
+                          output_bytes = ${Buffer.byteLength(forged)}
+      where id = ${fence.attemptId}
+    `.execute(db)
+    expect((await loadAttemptResult(db, ns, fence.attemptId)).kind).toBe('corrupt')
+  })
+
+  test('an inline output is re-verified against its digest when it is read', async ({ db }) => {
+    const ns = 'ns-inline'
+    const fence = await running(db, ns)
+    await commitTerminal(db, { ...fence, result: completed('short') }, policy())
+    expect(await loadAttemptResult(db, ns, fence.attemptId)).toEqual({
+      kind: 'complete',
+      output: 'short',
+      bytes: 5,
+      digest: resultDigest('short'),
+      artifactId: null,
+    })
+    await sql`update attempts set output_preview = 'shirt' where id = ${fence.attemptId}`.execute(
+      db,
+    )
+    expect(await loadAttemptResult(db, ns, fence.attemptId)).toEqual({
+      kind: 'corrupt',
+      artifactId: null,
+      bytes: 5,
+      digest: resultDigest('short'),
+    })
+  })
+
+  test("a queued cancel's fingerprint binds the delegation's trace id, as commits and process loss do", async ({
+    db,
+  }) => {
+    const attemptId = randomUUID()
+    const [accepted] = await acceptDelegations(db, [
+      {
+        namespaceId: 'default',
+        sessionId: 'cancelled',
+        name: 'scripted',
+        prompt: 'x',
+        metadata: { traceId: 'trace-cancelled' },
+        attemptId,
+        newAgentId: randomUUID(),
+      },
+    ])
+    if (accepted?.kind !== 'accepted') throw new Error(String(accepted?.kind))
+    expect(await requestCancel(db, { attemptId, reason: null })).toEqual({
+      kind: 'cancelled_queued',
+    })
+    const cancelled = { stopReason: 'aborted', output: '', failureCategory: 'cancelled' } as const
+    expect(await fingerprintOf(db, attemptId)).toBe(
+      buildTerminalProjection(attemptId, 0, cancelled, { traceId: 'trace-cancelled' }).fingerprint,
+    )
+    expect(await fingerprintOf(db, attemptId)).not.toBe(
+      buildTerminalProjection(attemptId, 0, cancelled).fingerprint,
     )
   })
 })

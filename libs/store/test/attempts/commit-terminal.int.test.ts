@@ -53,7 +53,7 @@ describe('commitTerminal / commitTerminals', () => {
     expect(await transitions(db, a.attemptId)).toEqual(['accepted@0', 'claimed@1', 'committed@1'])
   })
 
-  test('a commit answers each attempt as it left it, the record a read returns; none with a parent run or when it did not apply', async ({
+  test('a commit answers each attempt as it left it, the record a read returns; none with a parent run (its parent session instead) or when it did not apply', async ({
     db,
   }) => {
     const inline = await accept(db)
@@ -64,7 +64,8 @@ describe('commitTerminal / commitTerminals', () => {
       attemptIds: [inline.attemptId, large.attemptId],
     })
     if (ci?.kind !== 'claimed' || cl?.kind !== 'claimed') throw new Error('not claimed')
-    const parented = await delegateFrom(db, await sessionWithRun(db))
+    const parent = await sessionWithRun(db)
+    const parented = await delegateFrom(db, parent)
     const fence = { ownerId: 'w1', ownerGeneration: 1 }
     const answers = await commitTerminalsReturning(db, [
       { ...fence, attemptId: inline.attemptId, result: done },
@@ -89,7 +90,11 @@ describe('commitTerminal / commitTerminals', () => {
     expect(answers[1]?.record?.artifact).not.toBeNull()
     // Its delivery is written by a trigger of the commit, which the commit's own read cannot see.
     expect((await getAttempt(db, parented.attemptId))?.delivery).not.toBeNull()
-    expect(answers[2]).toEqual({ outcome: 'committed' })
+    // Instead it names the session whose claims may now have something to take.
+    expect(answers[2]).toEqual({
+      outcome: 'committed',
+      parentSession: { namespaceId: 'default', sessionId: parent.sessionId },
+    })
     expect(answers[3]).toEqual({ outcome: 'missing' })
     // A retry after a lost answer is replayed and reads nothing back.
     expect(

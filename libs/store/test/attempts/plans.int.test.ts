@@ -1,5 +1,5 @@
 import { randomUUID } from 'node:crypto'
-import { sql } from 'kysely'
+import { sql, type RawBuilder } from 'kysely'
 import { describe, expect, test } from '@baton/testing'
 import { createDb, type Db } from '../../src/db.ts'
 import { readAttemptActivity } from '../../src/dashboard/attempt-activity.ts'
@@ -7,7 +7,11 @@ import { acceptDelegations } from '../../src/attempts/accept-delegations.ts'
 import { claimAttempt, claimAttempts } from '../../src/attempts/claim-attempt.ts'
 import { commitTerminal, commitTerminals } from '../../src/attempts/commit-terminal.ts'
 import { getAttempts } from '../../src/attempts/get-attempt.ts'
+import { claimContinuation } from '../../src/continuations/claim-continuation.ts'
+import { countContinuations } from '../../src/continuations/count-continuations.ts'
+import { reconcileDeliveries } from '../../src/continuations/reconcile-deliveries.ts'
 import { accept, done, scriptedDelegation } from '../support/attempts.ts'
+import { NS, pendingContinuation } from '../support/continuations.ts'
 
 /**
  * How Postgres planned the statements prepared on this one-connection pool whose text contains
@@ -186,3 +190,110 @@ describe('the dashboard reads the last hour by time, not by history', () => {
     expect(plan).not.toMatch(/Seq Scan on attempts/)
   })
 })
+
+describe('continuation statements read indexes, not the delivered history', () => {
+  test("a claim takes the session's next continuation through its indexes; the claim's release of lapsed claims, the sweep and the open-state count too", async ({
+    db,
+    databaseUrl,
+  }) => {
+    await deliveredHistory(db, { sessions: 200, perSession: 50 })
+    const { parent, child } = await pendingContinuation(db)
+    await sql`analyze continuations`.execute(db)
+    await sql`analyze runs`.execute(db)
+    const statements: string[] = []
+    const pool = createDb({
+      connectionString: databaseUrl,
+      maxConnections: 1,
+      onQuery: (text) => statements.push(text),
+    })
+    try {
+      // The plan a hot statement keeps: the generic one, whatever the values.
+      await sql`set plan_cache_mode = force_generic_plan`.execute(pool)
+      const claim = await claimContinuation(pool, {
+        namespaceId: NS,
+        sessionId: parent.sessionId,
+        claimToken: 'planner',
+        leaseMs: 60_000,
+        releaseLapsed: true,
+      })
+      expect(claim?.attemptId).toBe(child.attemptId)
+      const claimPlan = (await cachedPlan(pool, "set state = 'claimed'")).generic
+      expect(claimPlan).toContain('continuations_pending_idx')
+      expect(claimPlan).toContain('runs_pkey')
+      expect(claimPlan).toContain('continuations_pkey')
+      expect(claimPlan).not.toMatch(/Seq Scan on (continuations|runs)/)
+      expect(claimPlan).not.toMatch(/Sort/)
+      const lapsedPlan = (await cachedPlan(pool, "state = 'claimed' and claim_deadline <= now()"))
+        .generic
+      expect(lapsedPlan).toContain('continuations_session_claimed_idx')
+
+      await reconcileDeliveries(pool, { due: true, limit: 500, unclaimedAfterMs: 3_600_000 })
+      const sweepPlan = (await cachedPlan(pool, 'order by min(due_at)')).generic
+      // Claims from an index of claims (by deadline), pending ones from their own; never the table.
+      expect(sweepPlan).toMatch(/Scan using continuations_(claim_deadline|session_claimed)_idx/)
+      expect(sweepPlan).toContain('continuations_unclaimed_idx')
+      expect(sweepPlan).not.toMatch(/Seq Scan on continuations/)
+
+      await countContinuations(pool)
+      const count = statements.find((s) =>
+        s.includes("where state in ('held', 'pending', 'claimed')"),
+      )
+      if (count === undefined) throw new Error('the open-state count ran no statement')
+      const countPlan = await sql<{ 'QUERY PLAN': string }>`explain ${sql.raw(count)}`.execute(pool)
+      expect(countPlan.rows.map((r) => r['QUERY PLAN']).join('\n')).toMatch(
+        /Index Only Scan using continuations_open_state_idx/,
+      )
+    } finally {
+      await pool.destroy()
+    }
+  })
+})
+
+/**
+ * `perSession` delivered continuations in each of `sessions` sessions, written straight into the
+ * tables (a long history, as the planner sees it; nothing here is ever claimed again).
+ */
+async function deliveredHistory(
+  db: Db,
+  size: { readonly sessions: number; readonly perSession: number },
+): Promise<void> {
+  const sessions = sql`generate_series(1, ${size.sessions}) s`
+  const each = sql`generate_series(1, ${size.sessions}) s, generate_series(1, ${size.perSession}) i`
+  const id = (prefix: string, ...parts: RawBuilder<unknown>[]) =>
+    sql`md5(${prefix} || ${sql.join(parts, sql` || '-' || `)})::uuid`
+  const [s, i] = [sql.ref('s'), sql.ref('i')]
+  await sql`
+    insert into sessions (namespace_id, id) select 'default', 'history-' || s from ${sessions}
+  `.execute(db)
+  await sql`
+    insert into agents (id, namespace_id, session_id, name)
+    select ${id('agent', s)}, 'default', 'history-' || s, 'x' from ${sessions}
+  `.execute(db)
+  await sql`
+    insert into runs (id, namespace_id, session_id, trigger_type, status, settled_at)
+    select ${id('parent', s)}, 'default', 'history-' || s, 'user', 'completed', now()
+    from ${sessions}
+  `.execute(db)
+  await sql`
+    insert into attempts (id, namespace_id, agent_id, session_id, name, prompt, status, stop_reason,
+                          output_preview, output_truncated, output_bytes, output_digest,
+                          fingerprint, terminal_at, parent_run_id)
+    select ${id('attempt', s, i)}, 'default', ${id('agent', s)}, 'history-' || s, 'x', '"p"',
+           'terminal', 'completed', '', false, 0, 'd', 'f', now(), ${id('parent', s)}
+    from ${each}
+  `.execute(db)
+  await sql`
+    insert into runs (id, namespace_id, session_id, trigger_type, status, cause_attempt_id,
+                      settled_at)
+    select ${id('carrier', s, i)}, 'default', 'history-' || s, 'async_subagent_result',
+           'completed', ${id('attempt', s, i)}, now()
+    from ${each}
+  `.execute(db)
+  await sql`
+    insert into continuations (attempt_id, namespace_id, session_id, parent_run_id, state,
+                               consumer_run_id, input, input_digest, receipt, delivered_at)
+    select ${id('attempt', s, i)}, 'default', 'history-' || s, ${id('parent', s)}, 'delivered',
+           ${id('carrier', s, i)}, '{}', 'd', '{}', now()
+    from ${each}
+  `.execute(db)
+}

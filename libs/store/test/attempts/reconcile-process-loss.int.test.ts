@@ -21,7 +21,7 @@ describe('findExpiredRunning / commitProcessLoss', () => {
       commitProcessLoss(db, expired),
       commitProcessLoss(db, expired),
     ])
-    expect([...(first ?? []), ...(second ?? [])]).toEqual([attemptId])
+    expect([...(first ?? []), ...(second ?? [])]).toEqual([{ attemptId }])
     expect(await getAttempt(db, attemptId)).toMatchObject({
       status: 'terminal',
       stopReason: 'error',

@@ -1,41 +1,45 @@
 import { randomUUID } from 'node:crypto'
 import { sql } from 'kysely'
-import { canonicalJson, continuationDigest, FailureCategory } from '@baton/contracts'
+import { FailureCategory, canonicalJson, continuationDigest, resultDigest } from '@baton/contracts'
 import { describe, expect, test } from '@baton/testing'
 import { acceptDelegations } from '../../src/attempts/accept-delegations.ts'
 import { commitProcessLoss } from '../../src/attempts/reconcile-process-loss.ts'
 import { requestCancel } from '../../src/attempts/request-cancel.ts'
+import { artifactIdFor } from '../../src/attempts/terminal-record.ts'
 import { createRun } from '../../src/runs/create-run.ts'
 import { getRun } from '../../src/runs/get-run.ts'
-import { settleRun } from '../../src/runs/settle-run.ts'
+import { endRun } from '../../src/runs/end-run.ts'
+import { renewRunLease } from '../../src/runs/renew-run-lease.ts'
 import {
   admitContinuations,
   durableResultInput,
 } from '../../src/continuations/admit-continuation.ts'
-import {
-  claimContinuation,
-  renewContinuationClaim,
-} from '../../src/continuations/claim-continuation.ts'
+import { claimContinuation } from '../../src/continuations/claim-continuation.ts'
 import { deleteSession } from '../../src/continuations/delete-session.ts'
 import { getContinuation } from '../../src/continuations/get-continuation.ts'
-import { reconcileDeliveries } from '../../src/continuations/reconcile-deliveries.ts'
+import {
+  reconcileDeliveries,
+  type DeliveryScope,
+} from '../../src/continuations/reconcile-deliveries.ts'
+import type { Db } from '../../src/db.ts'
 import {
   NS,
   continuationRows,
   delegateFrom,
   expireClaim,
   finish,
+  pendingContinuation,
   runsOf,
   sessionWithRun,
 } from '../support/continuations.ts'
 
 describe('continuation admission', () => {
-  test('an output kept in an artifact enters the canonical input whole: its exact bytes (U+0000 included), size and digest', async ({
+  test('an output kept in an artifact is referred to by the canonical input (id, size, digest; no byte of it), and a claim delivers its exact bytes, U+0000 included', async ({
     db,
   }) => {
     const parent = await sessionWithRun(db)
     const child = await delegateFrom(db, parent)
-    await settleRun(db, { namespaceId: NS, runId: parent.runId, status: 'completed' })
+    await endRun(db, { namespaceId: NS, runId: parent.runId, status: 'completed' })
     const output = `${'report line ✓\n'.repeat(2000)}\u0000 the end`
     expect(
       await finish(db, child, { stopReason: 'completed', output, failureCategory: null }),
@@ -43,14 +47,25 @@ describe('continuation admission', () => {
     const record = await getContinuation(db, NS, { attemptId: child.attemptId })
     const input = record?.input ?? ''
     expect(canonicalJson(JSON.parse(input))).toBe(input)
-    const content = JSON.parse(input).result.content
-    expect(content).toMatchObject({
-      kind: 'artifact',
+    const artifactId = artifactIdFor(child.attemptId)
+    const reference = {
+      artifactId,
       bytes: Buffer.byteLength(output),
-      digest: expect.stringMatching(/^baton\.result\.v1:sha256:/),
-    })
-    expect(Buffer.from(content.base64, 'base64').toString('utf8')).toBe(output)
+      digest: resultDigest(output),
+      kind: 'artifact',
+    }
+    expect(JSON.parse(input).result.content).toEqual(reference)
+    expect(input).not.toContain(Buffer.from(output).toString('base64').slice(0, 64))
     expect(record?.inputDigest).toBe(continuationDigest(input))
+
+    const claim = await claimContinuation(db, {
+      namespaceId: NS,
+      sessionId: parent.sessionId,
+      claimToken: 'h1',
+      leaseMs: 60_000,
+    })
+    expect(claim).toMatchObject({ attemptId: child.attemptId, input, receipt: record?.receipt })
+    expect(claim?.content).toEqual({ ...reference, text: output })
   })
 
   test('a result landing after its parent run completed admits exactly one continuation run, bound to the ledger-derived input; the parent run is unchanged', async ({
@@ -59,8 +74,8 @@ describe('continuation admission', () => {
     const parent = await sessionWithRun(db)
     const child = await delegateFrom(db, parent)
     expect(
-      (await settleRun(db, { namespaceId: NS, runId: parent.runId, status: 'completed' })).kind,
-    ).toBe('settled')
+      (await endRun(db, { namespaceId: NS, runId: parent.runId, status: 'completed' })).kind,
+    ).toBe('ended')
     const [parentBefore] = await runsOf(db, parent.sessionId)
 
     const output = 'tricky "quotes" \\ \n\t\u0001 ünïcode 🎉 \u2028 end'
@@ -129,8 +144,8 @@ describe('continuation admission', () => {
     db,
   }) => {
     const parent = await sessionWithRun(db)
-    await settleRun(db, { namespaceId: NS, runId: parent.runId, status: 'completed' })
     const child = await delegateFrom(db, parent)
+    await endRun(db, { namespaceId: NS, runId: parent.runId, status: 'completed' })
     const commits = await Promise.all([finish(db, child), finish(db, child), finish(db, child)])
     expect(commits.sort()).toEqual(['committed', 'replayed', 'replayed'])
     const receipts = await Promise.all(
@@ -149,9 +164,10 @@ describe('continuation admission', () => {
     ).rejects.toMatchObject({ code: '23505' })
   })
 
-  test('every terminal path admits: a queued cancel and a process loss', async ({ db }) => {
+  test('every terminal path admits: a queued cancel and a process loss; each names the session whose claims it wakes', async ({
+    db,
+  }) => {
     const parent = await sessionWithRun(db)
-    await settleRun(db, { namespaceId: NS, runId: parent.runId, status: 'completed' })
     const queuedId = randomUUID()
     await acceptDelegations(db, [
       {
@@ -165,8 +181,13 @@ describe('continuation admission', () => {
         parentRunId: parent.runId,
       },
     ])
-    await requestCancel(db, { attemptId: queuedId, reason: null })
     const lost = await delegateFrom(db, parent)
+    await endRun(db, { namespaceId: NS, runId: parent.runId, status: 'completed' })
+    const session = { namespaceId: NS, sessionId: parent.sessionId }
+    expect(await requestCancel(db, { attemptId: queuedId, reason: null })).toEqual({
+      kind: 'cancelled_queued',
+      parentSession: session,
+    })
     await sql`update attempts set lease_expires_at = now() - interval '1 second' where id = ${lost.attemptId}::uuid`.execute(
       db,
     )
@@ -174,7 +195,7 @@ describe('continuation admission', () => {
       await commitProcessLoss(db, [
         { attemptId: lost.attemptId, ownerGeneration: lost.generation },
       ]),
-    ).toEqual([lost.attemptId])
+    ).toEqual([{ attemptId: lost.attemptId, parentSession: session }])
     for (const attemptId of [queuedId, lost.attemptId])
       expect(await getContinuation(db, NS, { attemptId })).toMatchObject({ state: 'pending' })
   })
@@ -220,14 +241,14 @@ describe('held results', () => {
       })
     expect(
       (
-        await settleRun(db, {
+        await endRun(db, {
           namespaceId: NS,
           runId: parent.runId,
           status: 'completed',
           consumed: [consumed.attemptId],
         })
       ).kind,
-    ).toBe('settled')
+    ).toBe('ended')
     expect(await getContinuation(db, NS, { attemptId: consumed.attemptId })).toMatchObject({
       state: 'delivered',
       consumerRunId: parent.runId,
@@ -248,12 +269,12 @@ describe('suppression', () => {
   }) => {
     const cancelled = await sessionWithRun(db)
     const cancelledChild = await delegateFrom(db, cancelled)
-    await settleRun(db, { namespaceId: NS, runId: cancelled.runId, status: 'cancelled' })
+    await endRun(db, { namespaceId: NS, runId: cancelled.runId, status: 'cancelled' })
     await finish(db, cancelledChild)
 
     const deleted = await sessionWithRun(db)
     const deletedChild = await delegateFrom(db, deleted)
-    await settleRun(db, { namespaceId: NS, runId: deleted.runId, status: 'completed' })
+    await endRun(db, { namespaceId: NS, runId: deleted.runId, status: 'completed' })
     expect(await deleteSession(db, { namespaceId: NS, sessionId: deleted.sessionId })).toBe(
       'deleted',
     )
@@ -261,7 +282,7 @@ describe('suppression', () => {
 
     const shutdown = await sessionWithRun(db)
     const shutdownChild = await delegateFrom(db, shutdown)
-    await settleRun(db, { namespaceId: NS, runId: shutdown.runId, status: 'completed' })
+    await endRun(db, { namespaceId: NS, runId: shutdown.runId, status: 'completed' })
     await finish(db, shutdownChild, {
       stopReason: 'aborted',
       output: '',
@@ -288,7 +309,7 @@ describe('suppression', () => {
   }) => {
     const parent = await sessionWithRun(db)
     const child = await delegateFrom(db, parent)
-    await settleRun(db, { namespaceId: NS, runId: parent.runId, status: 'completed' })
+    await endRun(db, { namespaceId: NS, runId: parent.runId, status: 'completed' })
     await finish(db, child)
     expect(await getContinuation(db, NS, { attemptId: child.attemptId })).toMatchObject({
       state: 'pending',
@@ -300,7 +321,7 @@ describe('suppression', () => {
       await claimContinuation(db, {
         namespaceId: NS,
         sessionId: parent.sessionId,
-        ownerId: 'h',
+        claimToken: 'h',
         leaseMs: 1000,
       }),
     ).toBeUndefined()
@@ -322,20 +343,21 @@ describe('suppression', () => {
         sessionId: parent.sessionId,
         runId: randomUUID(),
         consume: [],
+        leaseMs: 60_000,
       }),
     ).toEqual({ kind: 'session_deleted' })
   })
 })
 
-describe('delivery claims', () => {
-  async function pendingContinuation(db: Parameters<typeof sessionWithRun>[0]) {
-    const parent = await sessionWithRun(db)
-    await settleRun(db, { namespaceId: NS, runId: parent.runId, status: 'completed' })
-    const child = await delegateFrom(db, parent)
-    await finish(db, child)
-    return { parent, child }
-  }
+/** The reconciler's sweep (or another scope), as attempt and action only. */
+async function sweep(db: Db, scope: DeliveryScope = { due: true, limit: 100 }) {
+  return (await reconcileDeliveries(db, scope)).map(({ attemptId, action }) => ({
+    attemptId,
+    action,
+  }))
+}
 
+describe('delivery claims', () => {
   test('a failed consumer is suppressed with its run, gets no automatic replacement, and one explicit run consumes the result once', async ({
     db,
   }) => {
@@ -343,18 +365,18 @@ describe('delivery claims', () => {
     const claim = await claimContinuation(db, {
       namespaceId: NS,
       sessionId: parent.sessionId,
-      ownerId: 'h1',
+      claimToken: 'h1',
       leaseMs: 60_000,
     })
     expect(claim?.attemptId).toBe(child.attemptId)
-    const fence = { ownerId: 'h1', generation: claim?.generation ?? -1 }
-    const failed = await settleRun(db, {
+    const fence = { claimToken: 'h1', generation: claim?.fence.generation ?? -1 }
+    const failed = await endRun(db, {
       namespaceId: NS,
       runId: claim?.runId ?? '',
       status: 'failed',
       fence,
     })
-    expect(failed.kind).toBe('settled')
+    expect(failed.kind).toBe('ended')
     expect(await getContinuation(db, NS, { attemptId: child.attemptId })).toMatchObject({
       state: 'suppressed',
       suppressionReason: 'consumer_failed',
@@ -365,7 +387,7 @@ describe('delivery claims', () => {
       await claimContinuation(db, {
         namespaceId: NS,
         sessionId: parent.sessionId,
-        ownerId: 'h2',
+        claimToken: 'h2',
         leaseMs: 1000,
       }),
     ).toBeUndefined()
@@ -382,20 +404,22 @@ describe('delivery claims', () => {
         sessionId: parent.sessionId,
         runId: explicit,
         consume: [child.attemptId],
+        leaseMs: 60_000,
       }),
       createRun(db, {
         namespaceId: NS,
         sessionId: parent.sessionId,
         runId: randomUUID(),
         consume: [child.attemptId],
+        leaseMs: 60_000,
       }),
     ])
     expect([first.kind, second.kind].sort()).toEqual(['created', 'not_consumable'])
     const winner =
       first.kind === 'created' ? first.run.id : second.kind === 'created' ? second.run.id : ''
-    expect(
-      (await settleRun(db, { namespaceId: NS, runId: winner, status: 'completed' })).kind,
-    ).toBe('settled')
+    expect((await endRun(db, { namespaceId: NS, runId: winner, status: 'completed' })).kind).toBe(
+      'ended',
+    )
     expect(await getContinuation(db, NS, { attemptId: child.attemptId })).toMatchObject({
       state: 'delivered',
       consumerRunId: winner,
@@ -406,6 +430,7 @@ describe('delivery claims', () => {
         sessionId: parent.sessionId,
         runId: randomUUID(),
         consume: [child.attemptId],
+        leaseMs: 60_000,
       }),
     ).toEqual({ kind: 'not_consumable', attemptIds: [child.attemptId] })
   })
@@ -414,37 +439,38 @@ describe('delivery claims', () => {
     db,
   }) => {
     const { parent, child } = await pendingContinuation(db)
-    const scope = { namespaceId: NS, sessionId: parent.sessionId }
-    const first = await claimContinuation(db, { ...scope, ownerId: 'h1', leaseMs: 60_000 })
+    // A claim first releases its session's lapsed claims, as the API's first try does.
+    const scope = { namespaceId: NS, sessionId: parent.sessionId, releaseLapsed: true }
+    const first = await claimContinuation(db, { ...scope, claimToken: 'h1', leaseMs: 60_000 })
     expect(
-      await claimContinuation(db, { ...scope, ownerId: 'h2', leaseMs: 60_000 }),
+      await claimContinuation(db, { ...scope, claimToken: 'h2', leaseMs: 60_000 }),
     ).toBeUndefined()
     await expireClaim(db, first?.runId ?? '')
-    const second = await claimContinuation(db, { ...scope, ownerId: 'h2', leaseMs: 60_000 })
+    const second = await claimContinuation(db, { ...scope, claimToken: 'h2', leaseMs: 60_000 })
     expect(second).toMatchObject({
       runId: first?.runId,
       attemptId: child.attemptId,
       receipt: first?.receipt,
     })
-    expect(second?.generation).toBe((first?.generation ?? 0) + 1)
-    const stale = { ownerId: 'h1', generation: first?.generation ?? -1 }
-    const current = { ownerId: 'h2', generation: second?.generation ?? -1 }
+    expect(second?.fence.generation).toBe((first?.fence.generation ?? 0) + 1)
+    const stale = { claimToken: 'h1', generation: first?.fence.generation ?? -1 }
+    const current = { claimToken: 'h2', generation: second?.fence.generation ?? -1 }
     const runId = second?.runId ?? ''
     expect(
-      await renewContinuationClaim(db, { namespaceId: NS, runId, fence: stale, leaseMs: 1000 }),
+      await renewRunLease(db, { namespaceId: NS, runId, fence: stale, leaseMs: 1000 }),
     ).toEqual({ kind: 'stale_claim' })
+    expect(await endRun(db, { namespaceId: NS, runId, status: 'completed', fence: stale })).toEqual(
+      { kind: 'stale_claim' },
+    )
     expect(
-      await settleRun(db, { namespaceId: NS, runId, status: 'completed', fence: stale }),
-    ).toEqual({ kind: 'stale_claim' })
+      (await endRun(db, { namespaceId: NS, runId, status: 'completed', fence: current })).kind,
+    ).toBe('ended')
     expect(
-      (await settleRun(db, { namespaceId: NS, runId, status: 'completed', fence: current })).kind,
-    ).toBe('settled')
-    expect(
-      (await settleRun(db, { namespaceId: NS, runId, status: 'completed', fence: current })).kind,
+      (await endRun(db, { namespaceId: NS, runId, status: 'completed', fence: current })).kind,
     ).toBe('replayed')
-    expect(
-      await settleRun(db, { namespaceId: NS, runId, status: 'completed', fence: stale }),
-    ).toEqual({ kind: 'stale_claim' })
+    expect(await endRun(db, { namespaceId: NS, runId, status: 'completed', fence: stale })).toEqual(
+      { kind: 'stale_claim' },
+    )
     expect(await getContinuation(db, NS, { attemptId: child.attemptId })).toMatchObject({
       state: 'delivered',
       consumerRunId: runId,
@@ -456,28 +482,27 @@ describe('delivery claims', () => {
   }) => {
     const { parent, child } = await pendingContinuation(db)
     const scope = { namespaceId: NS, sessionId: parent.sessionId }
-    const claim = await claimContinuation(db, { ...scope, ownerId: 'h1', leaseMs: 60_000 })
+    const claim = await claimContinuation(db, { ...scope, claimToken: 'h1', leaseMs: 60_000 })
     const runId = claim?.runId ?? ''
     await sql`update continuations set claim_deadline = now() - interval '1 second' where attempt_id = ${child.attemptId}::uuid`.execute(
       db,
     )
-    expect(await reconcileDeliveries(db, { due: true, limit: 100 })).toEqual([
+    // Under a live lease of its generation the claim is retained: the sweep does not even take
+    // it (so retained claims never fill a batch), and its own run's reconciliation retains it.
+    expect(await sweep(db)).toEqual([])
+    expect(await sweep(db, { consumerRunIds: [runId] })).toEqual([
       { attemptId: child.attemptId, action: 'retained' },
     ])
     await expireClaim(db, runId)
-    expect(await reconcileDeliveries(db, { due: true, limit: 100 })).toEqual([
-      { attemptId: child.attemptId, action: 'released' },
-    ])
-    const again = await claimContinuation(db, { ...scope, ownerId: 'h2', leaseMs: 60_000 })
+    expect(await sweep(db)).toEqual([{ attemptId: child.attemptId, action: 'released' }])
+    const again = await claimContinuation(db, { ...scope, claimToken: 'h2', leaseMs: 60_000 })
     // The consumer completed, but the claim was not acknowledged yet (a crash in between).
     await sql`update runs set status = 'completed', settled_at = now() where id = ${runId}::uuid`.execute(
       db,
     )
     expect(again?.runId).toBe(runId)
-    expect(await reconcileDeliveries(db, { due: true, limit: 100 })).toEqual([
-      { attemptId: child.attemptId, action: 'acknowledged' },
-    ])
-    expect(await reconcileDeliveries(db, { due: true, limit: 100 })).toEqual([])
+    expect(await sweep(db)).toEqual([{ attemptId: child.attemptId, action: 'acknowledged' }])
+    expect(await sweep(db)).toEqual([])
   })
 })
 
@@ -486,22 +511,22 @@ describe('namespaces', () => {
     db,
   }) => {
     const parent = await sessionWithRun(db)
-    await settleRun(db, { namespaceId: NS, runId: parent.runId, status: 'completed' })
     const child = await delegateFrom(db, parent)
+    await endRun(db, { namespaceId: NS, runId: parent.runId, status: 'completed' })
     await finish(db, child)
     const other = 'another-namespace'
     expect(await getRun(db, other, parent.runId)).toBeUndefined()
     expect(await getContinuation(db, other, { attemptId: child.attemptId })).toBeUndefined()
-    expect(
-      await settleRun(db, { namespaceId: other, runId: parent.runId, status: 'failed' }),
-    ).toEqual({
-      kind: 'missing',
-    })
+    expect(await endRun(db, { namespaceId: other, runId: parent.runId, status: 'failed' })).toEqual(
+      {
+        kind: 'missing',
+      },
+    )
     expect(
       await claimContinuation(db, {
         namespaceId: other,
         sessionId: parent.sessionId,
-        ownerId: 'h',
+        claimToken: 'h',
         leaseMs: 1000,
       }),
     ).toBeUndefined()

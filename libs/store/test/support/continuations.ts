@@ -7,6 +7,7 @@ import { claimAttempt } from '../../src/attempts/claim-attempt.ts'
 import { commitTerminal } from '../../src/attempts/commit-terminal.ts'
 import type { TerminalResultInput } from '../../src/attempts/terminal-record.ts'
 import { createRun } from '../../src/runs/create-run.ts'
+import { endRun } from '../../src/runs/end-run.ts'
 
 export const NS = 'default'
 
@@ -14,7 +15,13 @@ export const NS = 'default'
 export async function sessionWithRun(db: Db): Promise<{ sessionId: string; runId: string }> {
   const sessionId = `s-${randomUUID()}`
   const runId = randomUUID()
-  const created = await createRun(db, { namespaceId: NS, sessionId, runId, consume: [] })
+  const created = await createRun(db, {
+    namespaceId: NS,
+    sessionId,
+    runId,
+    consume: [],
+    leaseMs: 60_000,
+  })
   if (created.kind !== 'created') throw new Error(`run not created: ${created.kind}`)
   return { sessionId, runId }
 }
@@ -24,7 +31,7 @@ export async function delegateFrom(
   db: Db,
   parent: { sessionId: string; runId: string },
   metadata: Record<string, unknown> = { traceId: 'trace-1' },
-): Promise<{ attemptId: string; agentId: string; generation: number }> {
+): Promise<{ attemptId: string; agentId: string; generation: number; traceId?: string }> {
   const attemptId = randomUUID()
   const agentId = randomUUID()
   const [outcome] = await acceptDelegations(db, [
@@ -42,13 +49,16 @@ export async function delegateFrom(
   if (outcome?.kind !== 'accepted') throw new Error(`not accepted: ${outcome?.kind}`)
   const claim = await claimAttempt(db, { attemptId, ownerId: 'worker', leaseTtlMs: 60_000 })
   if (claim.kind !== 'claimed') throw new Error(`not claimed: ${claim.kind}`)
-  return { attemptId, agentId, generation: claim.attempt.ownerGeneration }
+  const generation = claim.attempt.ownerGeneration
+  return typeof metadata.traceId === 'string'
+    ? { attemptId, agentId, generation, traceId: metadata.traceId }
+    : { attemptId, agentId, generation }
 }
 
-/** The worker's terminal commit of a claimed attempt. */
+/** The worker's terminal commit of a claimed attempt (binding its trace id, as a worker does). */
 export function finish(
   db: Db,
-  attempt: { attemptId: string; generation: number },
+  attempt: { attemptId: string; generation: number; traceId?: string },
   result: TerminalResultInput = {
     stopReason: 'completed',
     output: 'result',
@@ -60,6 +70,7 @@ export function finish(
     ownerId: 'worker',
     ownerGeneration: attempt.generation,
     result,
+    traceId: attempt.traceId,
   })
 }
 
@@ -87,4 +98,24 @@ export async function expireClaim(db: Db, runId: string): Promise<void> {
     update continuations set claim_deadline = now() - interval '1 second'
     where consumer_run_id = ${runId}::uuid
   `.execute(db)
+}
+
+/** A result admitted as a continuation: its run ended before it landed; pending, unclaimed. */
+export async function pendingContinuation(db: Db) {
+  const parent = await sessionWithRun(db)
+  const child = await delegateFrom(db, parent)
+  await endRun(db, { namespaceId: NS, runId: parent.runId, status: 'completed' })
+  await finish(db, child)
+  return { parent, child }
+}
+
+/** An explicit run of `sessionId` that consumes `attemptIds` (a minute's lease). */
+export function explicitRun(db: Db, sessionId: string, attemptIds: readonly string[]) {
+  return createRun(db, {
+    namespaceId: NS,
+    sessionId,
+    runId: randomUUID(),
+    consume: attemptIds,
+    leaseMs: 60_000,
+  })
 }

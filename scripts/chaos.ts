@@ -7,7 +7,9 @@
 // and of the `witnessed` ACP subagent (whose child records each start outside the ledger) from
 // many concurrent HTTP clients, and meanwhile injects faults at random intervals: SIGKILL a worker
 // (and start a replacement), restart the API, FLUSHDB the chaos Redis database, terminate the
-// chaos database's Postgres backends. Then it waits for quiescence and audits the ledger:
+// chaos database's Postgres backends; and through fault proxies between the fleet and the real
+// Postgres and Redis: stall Postgres, reset its connections, stall Redis; hold locks on hot ledger
+// rows; restart every worker one by one. Then it waits for quiescence and audits the ledger:
 //   lost                 attempts the clients got a 202 for (continuations too), not terminal
 //   stuck                attempts in the ledger that are not terminal after the wait
 //   duplicate_terminal   attempts with more than one transition to `terminal`
@@ -32,6 +34,7 @@ import { Redis } from 'ioredis'
 import { createDb } from '@baton/store'
 import { audit, waitForQuiescence } from './lib/chaos/audit.ts'
 import { REMEMBERER, writeRemembererDirs } from './lib/chaos/history.ts'
+import { startFaultProxy } from '@baton/testing/fault-proxy'
 import { faultLoop } from './lib/chaos/faults.ts'
 import { Fleet } from './lib/chaos/fleet.ts'
 import { failuresOf, printDetails, printTables, summarize } from './lib/chaos/report.ts'
@@ -115,10 +118,16 @@ async function main(): Promise<number> {
   // The subagents' specs, script and workspace, and the witness file, next to the process logs.
   const subagentDirs = await writeRemembererDirs(join(run.logDir, REMEMBERER))
   const witnessFile = await writeWitnessSpec(subagentDirs.SUBAGENTS_DIR, run.logDir)
+  // Every process of the fleet reaches Postgres and Redis through a fault proxy; this script's own
+  // clients (audit, faults) reach them directly.
+  const proxies = {
+    pg: await startFaultProxy(run.databaseUrl),
+    redis: await startFaultProxy(run.redisUrl),
+  }
   const env = {
     ...subagentDirs,
-    DATABASE_URL: run.databaseUrl,
-    REDIS_URL: run.redisUrl,
+    DATABASE_URL: proxies.pg.url,
+    REDIS_URL: proxies.redis.url,
     QUEUE_PREFIX: run.prefix,
     LOG_LEVEL: 'info',
     HOST: '127.0.0.1',
@@ -170,7 +179,7 @@ async function main(): Promise<number> {
           `connection errors ${run.stats.postConnectionErrors}, faults ${JSON.stringify(run.faults)}`,
       )
     }, 5_000)
-    const faultsDone = faultLoop(run, fleet, redis, () => submissionDone)
+    const faultsDone = faultLoop(run, fleet, redis, proxies, () => submissionDone)
     const parents = createParentRuns(run)
     await submitWorkload(run, parents)
     submissionDone = true
@@ -207,7 +216,11 @@ async function main(): Promise<number> {
     if (options.json) console.log(JSON.stringify(summary))
     return failures.length === 0 ? 0 : 1
   } finally {
+    proxies.pg.resume()
+    proxies.redis.resume()
     await fleet.stopAll().catch(() => undefined)
+    await proxies.pg.close()
+    await proxies.redis.close()
     await redis.flushdb().catch(() => undefined)
     redis.disconnect()
     await db.destroy().catch(() => undefined)

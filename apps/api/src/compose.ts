@@ -70,19 +70,26 @@ export async function composeApi(
     maxConnections: config.dbPoolSize,
     preparedStatements: config.dbPreparedStatements,
     applicationName: 'baton-api',
+    timeouts: config.timeouts.ledger,
     onConnectionError: (error) =>
       logger.warn({ err: error }, 'postgres connection lost; reconnecting'),
     onQuery: options.onQuery,
   })
-  const redis = createRedisConnection(config.redisUrl, 'baton-api', { autoPipelining: true })
+  const redisTimeouts = config.timeouts.redis
+  const redis = createRedisConnection(config.redisUrl, 'baton-api', {
+    autoPipelining: true,
+    timeouts: redisTimeouts,
+  })
   const queue = createAttemptQueue({ connection: redis, prefix: config.queuePrefix })
   const workerCommands = createWorkerCommandPublisher({
     redisUrl: config.redisUrl,
     prefix: config.queuePrefix,
+    timeouts: redisTimeouts,
   })
   const settlements = createSettlementPublisher({
     redisUrl: config.redisUrl,
     prefix: config.queuePrefix,
+    timeouts: redisTimeouts,
   })
   const doorbell = createSettledDoorbell()
   // A session's bounded claims wait on its own key: a `claimable` ring wakes no other session's.
@@ -90,6 +97,7 @@ export async function composeApi(
   const listener = createSettlementListener({
     redisUrl: config.redisUrl,
     prefix: config.queuePrefix,
+    timeouts: redisTimeouts,
     onEvent: (bell) => {
       if (bell.eventName === 'settled') doorbell.ring(bell.attemptId, bell.detail)
       else claimBell.ring(claimKey(bell.detail.namespaceId, bell.detail.sessionId))

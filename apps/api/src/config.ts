@@ -1,3 +1,8 @@
+import {
+  dependencyTimeouts,
+  dependencyTimeoutsEnvShape,
+  type DependencyTimeouts,
+} from '@baton/contracts'
 import { tracingConfig, tracingEnvShape, type TracingConfig } from '@baton/observability'
 import { z } from 'zod'
 
@@ -32,6 +37,7 @@ const configSchema = z.object({
   API_KEY_CACHE_MS: z.coerce.number().int().min(0).max(300_000).default(5000),
   RATE_LIMIT_MAX: z.coerce.number().int().min(0).max(1_000_000).default(0),
   RATE_LIMIT_WINDOW_MS: z.coerce.number().int().min(100).max(86_400_000).default(60_000),
+  ...dependencyTimeoutsEnvShape,
   ...tracingEnvShape,
 })
 
@@ -62,6 +68,8 @@ export interface ApiConfig {
   /** Requests one key may make per window; 0 turns rate limiting off. */
   readonly rateLimitMax: number
   readonly rateLimitWindowMs: number
+  /** How long a call to Postgres or Redis may take (`DB_*_TIMEOUT_MS`, `REDIS_*_TIMEOUT_MS`). */
+  readonly timeouts: DependencyTimeouts
   /** Where spans go (`OTEL_*`); off unless an OTLP endpoint is set. */
   readonly tracing: TracingConfig
 }
@@ -91,6 +99,7 @@ export function loadConfig(env: Readonly<Record<string, string | undefined>>): A
     apiKeyCacheMs: c.API_KEY_CACHE_MS,
     rateLimitMax: c.RATE_LIMIT_MAX,
     rateLimitWindowMs: c.RATE_LIMIT_WINDOW_MS,
+    timeouts: dependencyTimeouts(c),
     tracing: tracingConfig(c),
   })
 }

@@ -1,5 +1,5 @@
 import { sql } from 'kysely'
-import { describe, expect, test, transitionEvents } from '@baton/testing'
+import { describe, eventually, expect, test, transitionEvents } from '@baton/testing'
 
 describe('faults against real processes', () => {
   test('a worker whose event loop stalls past its lease: process loss is recorded, the stale owner writes nothing', async ({
@@ -19,10 +19,13 @@ describe('faults against real processes', () => {
       failureCategory: 'process_lost',
     })
     stalled.kill('SIGCONT')
-    // Past the child's own delay: the revived owner learns of its loss and must not commit.
-    await new Promise((r) => setTimeout(r, 3000))
+    // The revived owner learns of its loss from the ledger (its renewal, or its commit refused),
+    // and has written nothing.
+    await eventually(
+      async () => (/lease lost|terminal commit refused/.test(stalled.output()) ? true : undefined),
+      { timeoutMs: 30_000, what: 'the revived owner to learn of its loss' },
+    )
     expect(await transitionEvents(db, attemptId)).toEqual(['accepted', 'claimed', 'process_lost'])
-    expect(stalled.output()).toContain('lease lost')
   })
 
   test('Postgres backends terminated mid-run: owners keep their leases and the commit still lands', async ({

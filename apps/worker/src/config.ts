@@ -1,6 +1,11 @@
 import { hostname } from 'node:os'
 import { randomUUID } from 'node:crypto'
 import { z } from 'zod'
+import {
+  dependencyTimeouts,
+  dependencyTimeoutsEnvShape,
+  type DependencyTimeouts,
+} from '@baton/contracts'
 import { tracingConfig, tracingEnvShape, type TracingConfig } from '@baton/observability'
 import type { ResultPolicy } from '@baton/store'
 
@@ -62,6 +67,7 @@ const configSchema = z
       .default('info'),
     METRICS_HOST: z.string().min(1).default('127.0.0.1'),
     METRICS_PORT: z.coerce.number().int().min(0).max(65_535).default(9464),
+    ...dependencyTimeoutsEnvShape,
     ...tracingEnvShape,
   })
   .refine((c) => c.HEARTBEAT_INTERVAL_MS * 2 <= c.LEASE_TTL_MS, {
@@ -110,6 +116,11 @@ export interface WorkerConfig {
   readonly metricsHost: string
   /** Port of `GET /metrics`; 0 serves none. */
   readonly metricsPort: number
+  /**
+   * How long a call to Postgres or Redis may take (`DB_*_TIMEOUT_MS`, `REDIS_*_TIMEOUT_MS`). Lease
+   * renewals are bounded by the heartbeat interval instead (see `leaseLedgerTimeouts`).
+   */
+  readonly timeouts: DependencyTimeouts
   /** Where spans go (`OTEL_*`); off unless an OTLP endpoint is set. */
   readonly tracing: TracingConfig
 }
@@ -179,6 +190,7 @@ export function loadConfig(env: Readonly<Record<string, string | undefined>>): W
     logLevel: c.LOG_LEVEL,
     metricsHost: c.METRICS_HOST,
     metricsPort: c.METRICS_PORT,
+    timeouts: dependencyTimeouts(c),
     tracing: tracingConfig(c),
   })
 }

@@ -4,6 +4,7 @@ import {
   commitTerminalsReturning,
   createGroupBatcher,
   isolateUnexpected,
+  isTransientStoreError,
   type ClaimAttemptOutcome,
   type CommitTerminalInput,
   type CommittedTerminal,
@@ -21,24 +22,56 @@ import { observeClaims, observeCommits, type ExecutionTiming } from './ledger-me
  */
 export const LEDGER_BATCH = { maxBatch: 500, maxInFlight: 1 } as const
 
+/** One claim of a claim group: `adopt` when an earlier claim of it went unanswered. */
+interface ClaimRequest {
+  readonly attemptId: string
+  readonly adopt: boolean
+}
+
 /**
  * Concurrent claims of this worker, batched into one fenced claim statement per group. A job's
  * attempt id is validated before it gets here (see `readAttemptJob`); isolation is the defence in
  * depth for anything else Postgres refuses.
+ *
+ * A claim that failed transiently may have been applied with its answer lost (a group of them, a
+ * connection reset after the commit): its attempt is remembered, and the next claim of it (the
+ * job's own retry, or a redelivery to this worker) adopts the claim it finds this owner holding,
+ * unless an execution of it runs here (`runsHere`). So it runs, once, instead of being
+ * acknowledged as `held` and ending as process loss a lease later.
  */
 export function createClaimBatcher(
   db: Db,
   owner: { readonly ownerId: string; readonly leaseTtlMs: number },
-  metrics?: WorkerMetrics,
-): GroupBatcher<string, ClaimAttemptOutcome> {
-  return createGroupBatcher<string, ClaimAttemptOutcome>(
-    async (attemptIds) => {
-      const outcomes = await claimAttempts(db, { ...owner, attemptIds })
-      if (metrics !== undefined) observeClaims(metrics, outcomes)
+  options: {
+    readonly metrics?: WorkerMetrics
+    readonly runsHere?: (attemptId: string) => boolean
+  } = {},
+): { submit(attemptId: string): Promise<ClaimAttemptOutcome> } {
+  const batcher = createGroupBatcher<ClaimRequest, ClaimAttemptOutcome>(
+    async (requests) => {
+      const outcomes = await claimAttempts(db, {
+        ...owner,
+        attemptIds: requests.map((r) => r.attemptId),
+        adopt: requests.filter((r) => r.adopt).map((r) => r.attemptId),
+      })
+      if (options.metrics !== undefined) observeClaims(options.metrics, outcomes)
       return outcomes
     },
     { ...LEDGER_BATCH, isolate: isolateUnexpected },
   )
+  const unanswered = new Set<string>()
+  return {
+    async submit(attemptId) {
+      // Taken out before the claim is sent: of two jobs of one attempt, one adopts it.
+      const adopt = unanswered.delete(attemptId) && options.runsHere?.(attemptId) !== true
+      try {
+        return await batcher.submit({ attemptId, adopt })
+      } catch (error) {
+        if (isTransientStoreError(error)) unanswered.add(attemptId)
+        throw error
+      }
+    },
+  }
 }
 
 /**

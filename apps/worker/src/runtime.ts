@@ -18,11 +18,12 @@ import {
 } from '@baton/queue'
 import { createDb, ledgerMaintenanceGaps, type CreateDbOptions, type Db } from '@baton/store'
 import type { WorkerConfig } from './config.ts'
-import { createLeaseKeeper } from './lease/lease-keeper.ts'
+import { RENEWAL_POOL_SIZE, createLeaseKeeper, renewalTimeouts } from './lease/lease-keeper.ts'
 import { createClaimBatcher, createCommitBatcher } from './ledger-batchers.ts'
 import { serveWorkerMetrics } from './metrics-endpoint.ts'
 import { createSteeringDelivery } from './steering/steering-delivery.ts'
 import { createOutputBudget } from './output-budget.ts'
+import { createActiveJobs } from './processors/active-jobs.ts'
 import { createAttemptProcessor } from './processors/attempt.processor.ts'
 import { traceAttemptJobs, traceLedgerCalls } from './processors/attempt-tracing.ts'
 import { createReconciler, type Reconciler } from './reconciler/reconciler.ts'
@@ -68,22 +69,41 @@ export function createWorkerRuntime(
   const tracing =
     options.tracing ??
     createTracing({ service: 'baton-worker', config: config.tracing, logger: log })
+  const onConnectionError = (error: Error): void =>
+    log.warn({ err: error }, 'postgres connection lost; reconnecting')
   const db = createDb({
     connectionString: config.databaseUrl,
     maxConnections: config.dbPoolSize,
     preparedStatements: config.dbPreparedStatements,
     applicationName: `baton-worker:${config.workerId}`,
-    onConnectionError: (error) =>
-      log.warn({ err: error }, 'postgres connection lost; reconnecting'),
+    timeouts: config.timeouts.ledger,
+    onConnectionError,
     onQuery: options.onQuery,
   })
+  // Lease renewals run on a pool of their own, bounded by the heartbeat interval: neither a pool
+  // busy with claims and commits nor a connection that stopped answering can hold a renewal back.
+  const leaseDb = createDb({
+    connectionString: config.databaseUrl,
+    maxConnections: RENEWAL_POOL_SIZE,
+    preparedStatements: config.dbPreparedStatements,
+    applicationName: `baton-worker:${config.workerId}:leases`,
+    timeouts: renewalTimeouts(
+      config.heartbeatIntervalMs,
+      config.timeouts.ledger.idleInTransactionTimeoutMs,
+    ),
+    onConnectionError,
+    onQuery: options.onQuery,
+  })
+  const redisTimeouts = config.timeouts.redis
   const connection = createRedisConnection(config.redisUrl, `baton-worker:${config.workerId}`, {
     autoPipelining: true,
+    timeouts: redisTimeouts,
   })
   const queue = createAttemptQueue({ connection, prefix: config.queuePrefix })
   const publisher = createSettlementPublisher({
     redisUrl: config.redisUrl,
     prefix: config.queuePrefix,
+    timeouts: redisTimeouts,
   })
   const metrics = createWorkerMetrics({
     queueJobs: () => queue.getJobCounts(),
@@ -96,7 +116,7 @@ export function createWorkerRuntime(
   })
   const leaseKeeper = createLeaseKeeper({
     onSteeringPending: (attemptId) => void steering.deliver(attemptId),
-    db,
+    db: leaseDb,
     ownerId: config.workerId,
     leaseTtlMs: config.leaseTtlMs,
     heartbeatIntervalMs: config.heartbeatIntervalMs,
@@ -118,7 +138,7 @@ export function createWorkerRuntime(
   const claims = createClaimBatcher(
     db,
     { ownerId: config.workerId, leaseTtlMs: config.leaseTtlMs },
-    metrics,
+    { metrics, runsHere: (attemptId) => leaseKeeper.get(attemptId) !== undefined },
   )
   const commits = createCommitBatcher(db, config.results, {
     metrics,
@@ -128,12 +148,15 @@ export function createWorkerRuntime(
     claim: (attemptId) => claims.submit(attemptId),
     commit: (input) => commits.submit(input),
   })
+  const activeJobs = createActiveJobs()
   const processor = createAttemptProcessor({
     db,
     ownerId: config.workerId,
     claim: ledger.claim,
     commit: ledger.commit,
     heartbeatIntervalMs: config.heartbeatIntervalMs,
+    leaseTtlMs: config.leaseTtlMs,
+    activeJobs,
     outputBudget: createOutputBudget(config.outputMemoryBudgetBytes),
     workspaceDir: config.workspaceDir,
     leaseKeeper,
@@ -167,32 +190,56 @@ export function createWorkerRuntime(
   let listener: StreamListener | undefined
   let metricsServer: MetricsServer | undefined
   let stopped = false
+  let starting: Promise<void> | undefined
+  /** Set by the first shutdown call: a start still under way stops where it is. */
+  const stopRequested = new AbortController()
 
-  async function closeAll(): Promise<void> {
-    await metricsServer?.close()
-    await reconciler.stop()
-    await leaseKeeper.stop()
-    await listener?.close()
+  /**
+   * Closes everything, each part in turn, none waited for past `deadline`: a part still closing
+   * then (a connection to a dependency that stopped answering) is left behind, and named.
+   */
+  async function closeAll(deadline: AbortSignal): Promise<string[]> {
+    const left: string[] = []
+    const close = async (part: string, closing: () => Promise<unknown> | undefined) => {
+      const done = Promise.resolve()
+        .then(closing)
+        .then(
+          () => true,
+          (error: unknown) => {
+            log.warn({ err: error, part }, 'closing failed')
+            return true
+          },
+        )
+      if (!(await untilAborted(done, deadline))) left.push(part)
+    }
+    await close('metrics endpoint', () => metricsServer?.close())
+    await close('reconciler', () => reconciler.stop())
+    await close('lease keeper', () => leaseKeeper.stop())
+    await close('worker-command listener', () => listener?.close())
     // Heartbeats and steer events (both closed now) started deliveries without waiting for them.
-    await steering.drain()
-    await queue.close()
-    await publisher.close()
-    await worker.close(true)
-    await db.destroy()
+    await close('steering marks', () => steering.drain())
+    await close('attempt queue', () => queue.close())
+    await close('settlement publisher', () => publisher.close())
+    await close('queue worker', () => worker.close(true))
+    await close('ledger pools', () => Promise.all([db.destroy(), leaseDb.destroy()]))
     connection.disconnect()
     // Last: the spans of the attempts drained above are exported before the process exits.
-    if (options.tracing === undefined) await tracing.shutdown()
+    if (options.tracing === undefined) await close('tracing', () => tracing.shutdown())
     stopped = true
+    return left
   }
 
-  const shutdownChecked = createCheckedShutdown({
-    stopAdmission: () => worker.close(), // stops fetching; resolves when active jobs finish
+  const checkedShutdown = createCheckedShutdown({
+    // Stops fetching; drained once every job ended or only waits for a child whose lease was
+    // confirmed lost (such a job keeps its slot; force-closing the worker leaves it behind).
+    stopAdmission: () => Promise.race([worker.close(), activeJobs.drained()]),
     abortOwned() {
       // Abort owned children with the shutdown cause first (first abort wins), then the jobs.
       leaseKeeper.abortAll('shutdown')
       worker.cancelAllJobs('shutdown')
     },
     owned: () => leaseKeeper.size,
+    ownedAttempts: () => leaseKeeper.ownedAttempts(),
     reconcileOnce: () => reconciler.runOnce(),
     closeAll,
     logger: log,
@@ -203,31 +250,61 @@ export function createWorkerRuntime(
     db,
     reconciler,
     metrics,
-    async start() {
-      metricsServer = await serveWorkerMetrics(config, metrics, log)
-      listener = createWorkerCommandListener({
-        redisUrl: config.redisUrl,
-        prefix: config.queuePrefix,
-        onEvent: (event) => {
-          if (event.eventName === 'cancel') {
-            // Only the worker holding the job has it: everyone else returns false.
-            const delivered = worker.cancelJob(event.attemptId, 'cancelled')
-            log.debug({ attemptId: event.attemptId, delivered }, 'cancel event received')
-          } else if (event.eventName === 'steer') {
-            void steering.deliver(event.attemptId)
-          }
-        },
-      })
-      await listener.ready()
-      leaseKeeper.start()
-      reconciler.start()
-      void worker.run().catch((error: unknown) => log.error({ err: error }, 'queue worker stopped'))
-      await worker.waitUntilReady()
-      await warnOfLedgerMaintenance(db, log)
-      log.info({ concurrency: config.concurrency }, WORKER_READY_MESSAGE)
+    start() {
+      starting ??= startParts()
+      return starting
     },
     isStopped: () => stopped,
-    shutdownChecked,
+    async shutdownChecked(deadlineMs, signal) {
+      stopRequested.abort()
+      // A start under way stops at its next step: nothing it opens is left unclosed.
+      await starting?.catch(() => undefined)
+      return checkedShutdown(deadlineMs, signal)
+    },
+  }
+
+  async function startParts(): Promise<void> {
+    const stop = stopRequested.signal
+    if (stop.aborted) return
+    metricsServer = await serveWorkerMetrics(config, metrics, log)
+    if (stop.aborted) return
+    listener = createWorkerCommandListener({
+      redisUrl: config.redisUrl,
+      prefix: config.queuePrefix,
+      timeouts: redisTimeouts,
+      onEvent: (event) => {
+        if (event.eventName === 'cancel') {
+          // Only the worker holding the job has it: everyone else returns false.
+          const delivered = worker.cancelJob(event.attemptId, 'cancelled')
+          log.debug({ attemptId: event.attemptId, delivered }, 'cancel event received')
+        } else if (event.eventName === 'steer') {
+          void steering.deliver(event.attemptId)
+        }
+      },
+    })
+    if (!(await untilAborted(listener.ready(), stop))) return
+    leaseKeeper.start()
+    reconciler.start()
+    void worker.run().catch((error: unknown) => log.error({ err: error }, 'queue worker stopped'))
+    if (!(await untilAborted(worker.waitUntilReady(), stop))) return
+    await untilAborted(warnOfLedgerMaintenance(db, log), stop)
+    if (stop.aborted) return
+    log.info({ concurrency: config.concurrency }, WORKER_READY_MESSAGE)
+  }
+}
+
+/** Waits for `work` unless `signal` fires first: true when it settled, false when abandoned. */
+async function untilAborted(work: Promise<unknown>, signal: AbortSignal): Promise<boolean> {
+  if (signal.aborted) return false
+  let onAbort: (() => void) | undefined
+  const aborted = new Promise<false>((resolve) => {
+    onAbort = () => resolve(false)
+    signal.addEventListener('abort', onAbort, { once: true })
+  })
+  try {
+    return await Promise.race([work.then(() => true), aborted])
+  } finally {
+    if (onAbort !== undefined) signal.removeEventListener('abort', onAbort)
   }
 }
 

@@ -1,5 +1,8 @@
 export { BatonError, ErrorCode, errorBodySchema, errorBodySchemaOf } from './errors.ts'
 export type { BatonErrorOptions, ErrorBody } from './errors.ts'
+export { DependencyFailure, TRANSIENT_SOCKET_CODES } from './dependency-failure.ts'
+export { dependencyTimeouts, dependencyTimeoutsEnvShape } from './dependency-timeouts.ts'
+export type { DependencyTimeouts, DependencyTimeoutsEnv } from './dependency-timeouts.ts'
 export {
   canonicalJson,
   continuationDigest,

@@ -34,13 +34,14 @@ export const createSettlementListener = settlements.createListener
  * Rings the "attempt settled" bell after the terminal outcome is durable: the worker's commit, the
  * reconciler's process loss and the API's cancel of a queued attempt all announce it here. A
  * committer that read the attempt back in its commit passes it as `detail` (see `SettledDetail`).
+ * Never rejects; resolves whether the bell rang.
  */
 export function announceSettled(
   publisher: SettlementPublisher,
   attemptId: string,
   logger: WarnLogger,
   detail?: SettledDetail,
-): Promise<void> {
+): Promise<boolean> {
   const event: ApiBell =
     detail === undefined
       ? { eventName: 'settled', attemptId }
@@ -52,14 +53,15 @@ export function announceSettled(
  * Rings the "continuation claimable" bell of a session after the ledger recorded what may have
  * made one claimable: a result landing for one of its parent runs (admitted or held in the same
  * statement), a run's end admitting what it held, a reconciliation that admitted or released a
- * delivery. Only that session's bounded claims wake. Never rejects (see `publishAfterRecord`).
+ * delivery. Only that session's bounded claims wake. Never rejects (see `publishAfterRecord`);
+ * resolves whether the bell rang.
  */
 export function announceClaimable(
   publisher: SettlementPublisher,
   attemptId: string,
   session: ClaimableDetail,
   logger: WarnLogger,
-): Promise<void> {
+): Promise<boolean> {
   return publishAfterRecord(
     publisher,
     {

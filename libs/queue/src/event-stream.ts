@@ -1,6 +1,7 @@
 import { setTimeout as sleep } from 'node:timers/promises'
 import { QueueKeys } from 'bullmq'
-import { createRedisConnection } from './connection.ts'
+import { DEFAULT_REDIS_TIMEOUTS, createRedisConnection, type RedisTimeouts } from './connection.ts'
+import { isTransientRedisError } from './redis-errors.ts'
 
 /**
  * The event stream of a queue that carries no jobs, used as a bell. The ledger is always written
@@ -30,6 +31,8 @@ export interface PublisherOptions {
   /** The publisher sends on a connection of its own (see `createStreamPublisher`). */
   readonly redisUrl: string
   readonly prefix: string
+  /** The bounds of its connection (default `DEFAULT_REDIS_TIMEOUTS`). */
+  readonly timeouts?: RedisTimeouts
 }
 
 export interface ListenerOptions<E> {
@@ -38,6 +41,11 @@ export interface ListenerOptions<E> {
   readonly prefix: string
   readonly onEvent: (event: E) => void
   readonly blockingTimeoutMs?: number
+  /**
+   * The bounds of its connection (default `DEFAULT_REDIS_TIMEOUTS`); a blocking read may take its
+   * blocking timeout on top of the command timeout.
+   */
+  readonly timeouts?: RedisTimeouts
 }
 
 /** A stream: its queue name, the event names it carries and the schema that admits them. */
@@ -84,6 +92,7 @@ export function createStreamPublisher<E extends StreamEvent>(
 ): StreamPublisher<E> {
   const connection = createRedisConnection(options.redisUrl, `baton-${stream}-publisher`, {
     lazyConnect: true,
+    ...(options.timeouts === undefined ? {} : { timeouts: options.timeouts }),
   })
   // ioredis reconnects on its own; an entry that cannot be added fails its `publish`, and the
   // caller logs that (`publishAfterRecord`). An unheard 'error' event would only print it again.
@@ -249,19 +258,22 @@ function detailsOf(field: unknown): readonly unknown[] | undefined {
  * The one policy for ringing a bell after the ledger was written: publish, and on failure log at
  * warn with the attempt id and go on. The fact is durable; whoever waits for the bell has a
  * fallback (heartbeats for workers, the bound for waits), so a failed publish is never an error.
+ * Resolves whether the bell rang (a caller may keep one that did not, to ring it later).
  */
 export async function publishAfterRecord<E extends StreamEvent>(
   publisher: StreamPublisher<E>,
   event: E,
   logger: WarnLogger,
-): Promise<void> {
+): Promise<boolean> {
   try {
     await publisher.publish(event)
+    return true
   } catch (error) {
     logger.warn(
       { err: error, attemptId: event.attemptId, event: event.eventName },
       'event not published; the ledger has it and the fallback will find it',
     )
+    return false
   }
 }
 
@@ -279,12 +291,15 @@ export function createStreamListener<E>(
   stream: StreamSpec<E>,
   options: ListenerOptions<E>,
 ): StreamListener {
-  const connection = createRedisConnection(options.redisUrl, `baton-${stream.name}-listener`)
+  const blockingTimeoutMs = options.blockingTimeoutMs ?? 5_000
+  const timeouts = options.timeouts ?? DEFAULT_REDIS_TIMEOUTS
+  const connection = createRedisConnection(options.redisUrl, `baton-${stream.name}-listener`, {
+    timeouts: { ...timeouts, commandTimeoutMs: blockingTimeoutMs + timeouts.commandTimeoutMs },
+  })
   // ioredis reconnects on its own, and a read that failed is tried again: an unheard 'error'
   // event would only print what the loop already handles.
   connection.on('error', () => {})
   const eventsKey = new QueueKeys(options.prefix).toKey(stream.name, 'events')
-  const blockingTimeoutMs = options.blockingTimeoutMs ?? 5_000
   const heardNames = new Set(stream.eventNames)
   let closing = false
 
@@ -323,8 +338,12 @@ export function createStreamListener<E>(
       let reply: [string, [string, string[]][]][] | null
       try {
         reply = await connection.xread('BLOCK', blockingTimeoutMs, 'STREAMS', eventsKey, lastId)
-      } catch {
+      } catch (error) {
         if (closing) return
+        // A read unanswered past its bound sat on a connection that stopped answering (its peer
+        // gone without a word): read on over a fresh one, from the last entry heard.
+        if (isTransientRedisError(error) && connection.status === 'ready')
+          connection.disconnect(true)
         await sleep(LISTENER_RETRY_MS)
         continue
       }

@@ -1,4 +1,6 @@
-export { createRedisConnection } from './connection.ts'
+export { DEFAULT_REDIS_TIMEOUTS, createRedisConnection } from './connection.ts'
+export type { RedisTimeouts } from './connection.ts'
+export { classifyRedisError, isTransientRedisError } from './redis-errors.ts'
 export {
   attemptJob,
   createAttemptQueue,

@@ -27,6 +27,6 @@ export function sendWorkerCommand(
   publisher: WorkerCommandPublisher,
   command: WorkerCommand,
   logger: WarnLogger,
-): Promise<void> {
+): Promise<boolean> {
   return publishAfterRecord(publisher, command, logger)
 }

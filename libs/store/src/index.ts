@@ -1,9 +1,11 @@
 export { createDb } from './db.ts'
-export type { CreateDbOptions, Db } from './db.ts'
+export type { CreateDbOptions, Db, LedgerTimeouts } from './db.ts'
 export type { DB, AttemptRow } from './schema.ts'
 export { migrateToLatest, pendingMigrations } from './migrate.ts'
 export type { MigrationReport } from './migrate.ts'
 export {
+  LedgerTimeoutError,
+  classifyStoreError,
   isDataError,
   isolateUnexpected,
   isTransientStoreError,
@@ -16,6 +18,8 @@ export type {
   AcceptDelegationOutcome,
 } from './attempts/accept-delegations.ts'
 export { claimAttempt, claimAttempts } from './attempts/claim-attempt.ts'
+export { releaseClaims } from './attempts/release-claims.ts'
+export type { ClaimToRelease } from './attempts/release-claims.ts'
 export type {
   ClaimAttemptInput,
   ClaimAttemptOutcome,

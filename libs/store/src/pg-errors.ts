@@ -1,4 +1,5 @@
 import { setTimeout as sleep } from 'node:timers/promises'
+import { DependencyFailure, TRANSIENT_SOCKET_CODES } from '@baton/contracts'
 
 /** SQLSTATE knowledge lives here and nowhere else. */
 export const SqlState = {
@@ -6,9 +7,63 @@ export const SqlState = {
   ForeignKeyViolation: '23503',
   SerializationFailure: '40001',
   DeadlockDetected: '40P01',
+  /** The server is shutting down (a fast shutdown, a failover's demotion). */
   AdminShutdown: '57P01',
+  /** The server crashed and is restarting: every backend was told to quit. */
+  CrashShutdown: '57P02',
+  /** The server is starting up or in recovery (a promoted standby not yet open). */
   CannotConnectNow: '57P03',
+  /** A write reached a server that is read-only now (a former primary, a standby). */
+  ReadOnlySqlTransaction: '25006',
+  /** The session sat in a transaction past `idle_in_transaction_session_timeout` and was ended. */
+  IdleInTransactionSessionTimeout: '25P03',
+  /** `max_connections` reached (no slot for a new backend). */
+  TooManyConnections: '53300',
+  /** A server limit reached (lock table, shared memory). */
+  ConfigurationLimitExceeded: '53400',
+  /** Cancelled: `statement_timeout`, or a cancel request. */
+  QueryCanceled: '57014',
+  /** `lock_timeout`, or `nowait` on a locked row. */
+  LockNotAvailable: '55P03',
 } as const
+
+/** Codes (besides class 08, connection exception) that a retry may get past. */
+const TRANSIENT_SQLSTATES: ReadonlySet<string> = new Set([
+  SqlState.SerializationFailure,
+  SqlState.DeadlockDetected,
+  SqlState.AdminShutdown,
+  SqlState.CrashShutdown,
+  SqlState.CannotConnectNow,
+  SqlState.ReadOnlySqlTransaction,
+  SqlState.IdleInTransactionSessionTimeout,
+  SqlState.TooManyConnections,
+  SqlState.ConfigurationLimitExceeded,
+  SqlState.QueryCanceled,
+  SqlState.LockNotAvailable,
+  '53000', // insufficient_resources
+  '53100', // disk_full
+  '53200', // out_of_memory
+])
+
+/**
+ * What node-postgres and its pool say when a connection broke, could not be made in time, or a
+ * call outlived its deadline (they carry no code).
+ */
+const TRANSIENT_CLIENT_MESSAGE =
+  /^(Connection terminated|Client has encountered a connection error|timeout exceeded when trying to connect|Query read timeout|connection timeout)/i
+
+/**
+ * A ledger call that got no answer within the pool's deadline (see `createDb`): its connection was
+ * closed, so whatever the statement did or will do is unknown; fenced writes replay exactly.
+ */
+export class LedgerTimeoutError extends Error {
+  readonly timeoutMs: number
+  constructor(timeoutMs: number, options?: ErrorOptions) {
+    super(`the ledger did not answer within ${timeoutMs} ms; the connection was closed`, options)
+    this.name = 'LedgerTimeoutError'
+    this.timeoutMs = timeoutMs
+  }
+}
 
 interface PgErrorLike {
   readonly code?: unknown
@@ -17,6 +72,38 @@ interface PgErrorLike {
 
 function asPgError(error: unknown): PgErrorLike | undefined {
   return typeof error === 'object' && error !== null ? error : undefined
+}
+
+/**
+ * The one classification of ledger errors (see `DependencyFailure`):
+ * - transient: SQLSTATE class 08 (connection exception) and the failover, overload, cancel and
+ *   lock codes of `TRANSIENT_SQLSTATES`; the socket errors of a connection that broke; node-postgres'
+ *   own connection and timeout errors; a `LedgerTimeoutError`;
+ * - bad input: class 22 (a value Postgres refused) and 23 (a constraint the values broke);
+ * - bug: everything else.
+ * Postgres never confirms loss by an error: a fenced statement answers it as an outcome.
+ */
+export function classifyStoreError(error: unknown): DependencyFailure {
+  if (error instanceof LedgerTimeoutError) return DependencyFailure.Transient
+  const e = asPgError(error)
+  if (e === undefined) return DependencyFailure.Bug
+  const code = typeof e.code === 'string' ? e.code : ''
+  if (code.length === 5 && code.startsWith('08')) return DependencyFailure.Transient
+  if (TRANSIENT_SQLSTATES.has(code) || TRANSIENT_SOCKET_CODES.has(code))
+    return DependencyFailure.Transient
+  if (code.length === 5 && (code.startsWith('22') || code.startsWith('23')))
+    return DependencyFailure.BadInput
+  if (code === '' && error instanceof Error && TRANSIENT_CLIENT_MESSAGE.test(error.message))
+    return DependencyFailure.Transient
+  // A wrapper (an AggregateError of several addresses, a cause chain) says what its cause says.
+  const cause = (error as { cause?: unknown }).cause
+  if (code === '' && cause !== undefined && cause !== error) return classifyStoreError(cause)
+  if (code === '' && error instanceof AggregateError) {
+    const inner: unknown[] = error.errors
+    if (inner.length > 0 && inner.every((i) => classifyStoreError(i) === 'transient'))
+      return DependencyFailure.Transient
+  }
+  return DependencyFailure.Bug
 }
 
 export function isUniqueViolation(error: unknown, constraint?: string): boolean {
@@ -46,30 +133,9 @@ export function isDataError(error: unknown): boolean {
  */
 export const isolateUnexpected = (error: unknown): boolean => !isTransientStoreError(error)
 
-/**
- * Whether a failed store call may succeed if simply tried again: connection loss, a terminated
- * backend, a server restarting, serialization conflicts. Everything else is a defect or bad input.
- */
+/** Whether a failed store call may succeed if simply tried again (see `classifyStoreError`). */
 export function isTransientStoreError(error: unknown): boolean {
-  const e = asPgError(error)
-  if (e === undefined) return false
-  const code = typeof e.code === 'string' ? e.code : ''
-  if (code.startsWith('08')) return true // connection exceptions
-  if (
-    code === SqlState.SerializationFailure ||
-    code === SqlState.DeadlockDetected ||
-    code === SqlState.AdminShutdown ||
-    code === SqlState.CannotConnectNow
-  ) {
-    return true
-  }
-  return (
-    ['ECONNRESET', 'ECONNREFUSED', 'EPIPE', 'ETIMEDOUT'].includes(code) ||
-    (error instanceof Error &&
-      /Connection terminated|connection timeout|Client has encountered a connection error/i.test(
-        error.message,
-      ))
-  )
+  return classifyStoreError(error) === DependencyFailure.Transient
 }
 
 export interface RetryTransientOptions {

@@ -1,4 +1,6 @@
+import type { Socket } from 'node:net'
 import pg from 'pg'
+import { LedgerTimeoutError } from './pg-errors.ts'
 
 /**
  * Named statements for a pool: each parameterised statement text gets a name on first use, and
@@ -19,7 +21,7 @@ import pg from 'pg'
  * every scavenge copies it and pauses longer (`prepared-statements.int.test.ts` holds what
  * survives a loop of statements to a bound). Listed in PATCHES.md.
  */
-export function preparingClientClass(limit: number): typeof pg.Client {
+export function preparingClientClass(limit: number, deadlineMs = 0): typeof pg.Client {
   const names = new Map<string, string>()
   const nameOf = (text: string): string | undefined => {
     const known = names.get(text)
@@ -49,11 +51,28 @@ export function preparingClientClass(limit: number): typeof pg.Client {
       return this.#named(name, text, values) as never
     }
 
-    /** pg's promise form of `query`, made from its callback form (see above why). */
+    /**
+     * pg's promise form of `query`, made from its callback form (see above why). With a deadline,
+     * a statement unanswered past it has its connection closed and fails with
+     * `LedgerTimeoutError`: its answer, if one ever came, would be read as the next statement's.
+     * It fails once node-postgres has taken the connection's end in (pg answers the statement
+     * then), so the pool, which discards a client whose connection ended, never hands it out again.
+     */
     #submit(config: pg.QueryConfig): Promise<pg.QueryResult> {
       return new Promise((resolve, reject) => {
+        let timer: NodeJS.Timeout | undefined
+        let timedOut = false
+        if (deadlineMs > 0) {
+          timer = setTimeout(() => {
+            timedOut = true
+            const connection = (this as unknown as { connection?: { stream?: Socket } }).connection
+            connection?.stream?.destroy()
+          }, deadlineMs)
+        }
         super.query(config, (error: Error | null, result: pg.QueryResult) => {
-          if (error) reject(error)
+          clearTimeout(timer)
+          if (timedOut) reject(new LedgerTimeoutError(deadlineMs, { cause: error }))
+          else if (error) reject(error)
           else resolve(result)
         })
       })

@@ -24,6 +24,8 @@ export type { BatonFleet, BatonStack, StackOptions, StartBaton } from './stack.t
 export { historyTurn } from './history.ts'
 export type { HistoryEvent } from './history.ts'
 export { hasRedisServerBinary, startRedisServer } from './redis-server.ts'
+export { startFaultProxy } from './fault-proxy.ts'
+export type { FaultProxy, HeldAnswer } from './fault-proxy.ts'
 export type { RedisServer } from './redis-server.ts'
 export {
   WITNESS_CHECKS,

@@ -42,11 +42,20 @@ function repeatedTransition(db: Db, where: RawBuilder<unknown>): Promise<string[
 }
 
 /**
- * Attempts the ledger says were claimed more than once: a child run twice as far as the ledger
+ * Attempts the ledger says were claimed more than once without being handed back in between (a
+ * worker releases a claim whose child it never started): a child run twice as far as the ledger
  * knows. A second run without a second claim is invisible here; `auditExecutionWitness` sees it.
  */
 export function duplicateExecutionAttempts(db: Db): Promise<string[]> {
-  return repeatedTransition(db, sql`event = 'claimed'`)
+  return ids(
+    db,
+    sql`
+      select attempt_id as id from attempt_transitions where event in ('claimed', 'released')
+      group by attempt_id
+      having count(*) filter (where event = 'claimed') - count(*) filter (where event = 'released') > 1
+      order by attempt_id
+    `,
+  )
 }
 
 /**

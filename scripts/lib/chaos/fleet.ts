@@ -173,6 +173,26 @@ export class Fleet {
     return { killed: victim.service.name, started }
   }
 
+  /**
+   * A deploy: each worker in turn gets SIGTERM (its checked shutdown drains it; SIGKILL after the
+   * grace), exits, and a new one takes its place before the next is stopped.
+   */
+  async rollingRestart(graceMs = 30_000): Promise<string[]> {
+    await this.settled()
+    const replaced: string[] = []
+    for (const old of [...this.#workers]) {
+      const index = this.#workers.indexOf(old)
+      if (index < 0) continue
+      this.#workers.splice(index, 1)
+      old.expected = true
+      await old.service.stop(graceMs)
+      const code = await old.service.exited
+      const started = await this.startWorker()
+      replaced.push(`${old.service.name} (exit ${String(code)}) → ${started}`)
+    }
+    return replaced
+  }
+
   /** SIGTERM the API, wait for it to exit (SIGKILL after the grace), start it again. */
   async restartApi(graceMs = 15_000): Promise<void> {
     await this.settled()

@@ -31,12 +31,26 @@ export interface Submitted {
   cancel?: string
 }
 
-export type FaultKind = 'worker_kills' | 'api_restarts' | 'redis_flushes' | 'pg_kills'
+export type FaultKind =
+  | 'worker_kills'
+  | 'api_restarts'
+  | 'redis_flushes'
+  | 'pg_kills'
+  | 'pg_stalls'
+  | 'pg_resets'
+  | 'redis_stalls'
+  | 'lock_holds'
+  | 'rolling_restarts'
 export const FAULT_KINDS: readonly FaultKind[] = [
   'worker_kills',
   'api_restarts',
   'redis_flushes',
   'pg_kills',
+  'pg_stalls',
+  'pg_resets',
+  'redis_stalls',
+  'lock_holds',
+  'rolling_restarts',
 ]
 
 export interface ChaosStats {
@@ -119,7 +133,7 @@ export function createRun(
       followUpGaveUp: 0,
       orphanCancels: 0,
     },
-    faults: { worker_kills: 0, api_restarts: 0, redis_flushes: 0, pg_kills: 0 },
+    faults: Object.fromEntries(FAULT_KINDS.map((k) => [k, 0])) as Record<FaultKind, number>,
     followUps: new Set(),
     submitDeadline: never,
     followUpDeadline: never,

@@ -8,6 +8,7 @@ import type {
   CommittedTerminal,
   TerminalResultInput,
 } from '@baton/store'
+import { NOT_STARTED } from './run-child.ts'
 
 /** Span names of the worker's share of a delegation (see the README's Traces section). */
 export const ATTEMPT_SPAN = 'baton.attempt'
@@ -106,14 +107,15 @@ export function traceLedgerCalls(tracing: Tracing, calls: LedgerCalls): LedgerCa
 export function traceRun(
   tracing: Tracing,
   attempt: ClaimedAttempt,
-  run: () => Promise<TerminalResultInput>,
-): Promise<TerminalResultInput> {
+  run: () => Promise<TerminalResultInput | typeof NOT_STARTED>,
+): Promise<TerminalResultInput | typeof NOT_STARTED> {
   if (!tracing.enabled) return run()
   return tracing.inSpan(
     RUN_SPAN,
     { attributes: { 'baton.attempt_id': attempt.attemptId, 'baton.subagent': attempt.name } },
     async (span) => {
       const result = await run()
+      if (result === NOT_STARTED) return result
       span.setAttribute('baton.stop_reason', result.stopReason)
       if (result.failureCategory !== null && result.failureCategory !== undefined)
         span.setAttribute('baton.failure_category', result.failureCategory)

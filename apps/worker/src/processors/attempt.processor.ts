@@ -1,5 +1,5 @@
 import { setTimeout as sleep } from 'node:timers/promises'
-import type { Job } from 'bullmq'
+import { WaitingError, type Job } from 'bullmq'
 import { FailureCategory, type AttemptJob, type ClaimableDetail } from '@baton/contracts'
 import {
   DISABLED_TRACING,
@@ -12,6 +12,8 @@ import type { SubagentHistoryEvent } from '@baton/subagents'
 import {
   commitProcessLoss,
   getAgentHistory,
+  isTransientStoreError,
+  releaseClaims,
   retryTransient,
   toAttemptView,
   type AttemptRecord,
@@ -22,15 +24,16 @@ import {
   type Db,
   type TerminalResultInput,
 } from '@baton/store'
-import { executionAbortOf } from '../lease/execution-abort.ts'
+import { executionAbortOf, type AbortCause } from '../lease/execution-abort.ts'
 import { countProcessLoss } from '../ledger-metrics.ts'
 import type { LeaseKeeper, OwnedExecution } from '../lease/lease-keeper.ts'
 import type { WorkerOutputBudget } from '../output-budget.ts'
 import type { SteeringDelivery } from '../steering/steering-delivery.ts'
 import type { WorkerSubagents } from '../subagents/subagent-catalog.ts'
+import type { ActiveJob, ActiveJobs } from './active-jobs.ts'
 import { readAttemptJob } from './attempt-job.ts'
 import { traceRun } from './attempt-tracing.ts'
-import { runChild } from './run-child.ts'
+import { NOT_STARTED, runChild } from './run-child.ts'
 
 export interface AttemptProcessorDeps {
   readonly db: Db
@@ -40,6 +43,10 @@ export interface AttemptProcessorDeps {
   /** Fenced terminal commit (batched with concurrent commits by the runtime). */
   readonly commit: (input: CommitTerminalInput) => Promise<CommittedTerminal>
   readonly heartbeatIntervalMs: number
+  /** The lease a claim or renewal grants (default: twice the heartbeat interval, its least). */
+  readonly leaseTtlMs?: number
+  /** The jobs this worker runs, for its shutdown (see active-jobs.ts). */
+  readonly activeJobs?: ActiveJobs
   /** Child output held at once by this worker (see output-budget.ts). */
   readonly outputBudget: WorkerOutputBudget
   readonly workspaceDir: string
@@ -58,23 +65,58 @@ export interface AttemptProcessorDeps {
  * Claim (fenced) → run the child under a lease the keeper renews → fenced terminal commit →
  * ring the completion doorbell. A job whose attempt is terminal or held is acknowledged without
  * running; one whose owner vanished mid-run gets the process-loss outcome, never a second run.
+ * A job whose child never started when the worker stops (or when its lease could no longer be
+ * confirmed) is handed back: its claim released in the ledger, the job back in the queue, for the
+ * next worker to run.
  */
 export function createAttemptProcessor(deps: AttemptProcessorDeps) {
   return async function processAttempt(
     job: Job<AttemptJob>,
-    _token?: string,
+    token?: string,
     jobSignal?: AbortSignal,
   ) {
     const attemptId = readAttemptJob(job, deps.logger)
     const log = deps.logger.child({ attemptId })
-    // Before the claim: a steer recorded after it rings its bell before the run is attached.
-    const releaseExpectation = deps.steering.expect(attemptId)
+    const active = deps.activeJobs?.begin()
     try {
-      await claimAndRun(deps, attemptId, log, jobSignal)
+      // Before the claim: a steer recorded after it rings its bell before the run is attached.
+      const releaseExpectation = deps.steering.expect(attemptId)
+      let handBack = false
+      try {
+        handBack = (await claimAndRun(deps, attemptId, log, jobSignal, active)) === HAND_BACK
+      } finally {
+        releaseExpectation()
+      }
+      if (handBack) await handBackJob(job, token, log)
     } finally {
-      releaseExpectation()
+      active?.end()
     }
   }
+}
+
+/** The job goes back to the queue: its attempt was released (or never claimed) and never ran. */
+const HAND_BACK: unique symbol = Symbol('hand back')
+
+/**
+ * Moves the job back to `wait`, for the next worker, and ends this delivery without completing
+ * it. Should Redis not take it, the job completes: the reconciler enqueues the released attempt
+ * again (an accepted attempt without a job).
+ */
+async function handBackJob(job: Job<AttemptJob>, token: string | undefined, log: Logger) {
+  try {
+    await job.moveToWait(token)
+  } catch (error) {
+    log.warn({ err: error }, 'job not handed back; the reconciler will enqueue the attempt again')
+    return
+  }
+  log.info('attempt handed back to the queue before its child started')
+  throw new WaitingError()
+}
+
+/** Why the worker stops the job's execution, when it stops it with a cause of its own. */
+function stopCause(signal: AbortSignal | undefined): AbortCause | undefined {
+  if (signal?.aborted !== true) return undefined
+  return executionAbortOf(signal)?.abortCause
 }
 
 async function claimAndRun(
@@ -82,14 +124,24 @@ async function claimAndRun(
   attemptId: string,
   log: Logger,
   jobSignal: AbortSignal | undefined,
-): Promise<void> {
-  const claim = await deps.claim(attemptId)
+  active: ActiveJob | undefined,
+): Promise<typeof HAND_BACK | undefined> {
+  // Stopped before anything was claimed: the job goes back as it came.
+  if (jobSignal?.reason === 'shutdown') return HAND_BACK
+  const claimSentAt = performance.now()
+  const claim = await claimWithRetry(deps, attemptId, log, jobSignal)
+  if (claim === UNANSWERED) {
+    // Stopped while the claim's answer was unknown: whatever claim of this owner holds the
+    // attempt was never run here.
+    const released = await releaseClaim(deps, { attemptId }, claimSentAt, log)
+    return released ? HAND_BACK : undefined
+  }
   switch (claim.kind) {
     case 'terminal':
     case 'held':
     case 'missing':
       log.debug({ outcome: claim.kind }, 'attempt not claimable; acknowledging job')
-      return
+      return undefined
     case 'orphaned': {
       const made = await commitProcessLoss(deps.db, [
         { attemptId, ownerGeneration: claim.ownerGeneration },
@@ -100,7 +152,7 @@ async function claimAndRun(
         log.warn('owner vanished mid-run; recorded process loss')
         ringTerminal(deps, attemptId, log, undefined, lost.parentSession)
       }
-      return
+      return undefined
     }
     case 'claimed':
       break
@@ -109,48 +161,83 @@ async function claimAndRun(
   }
 
   const entry = deps.subagents.entries.get(claim.attempt.name)
-  const execution = deps.leaseKeeper.hold(attemptId, claim.attempt.ownerGeneration)
+  const execution = deps.leaseKeeper.hold(attemptId, claim.attempt.ownerGeneration, claimSentAt)
   // Held from the child's first output until the terminal commit is over.
   const outputHold = deps.outputBudget.open()
-  const onJobAbort = (): void => execution.abort('cancelled')
+  const onJobAbort = (): void =>
+    execution.abort(jobSignal?.reason === 'shutdown' ? 'shutdown' : 'cancelled')
   if (jobSignal?.aborted === true) onJobAbort()
   jobSignal?.addEventListener('abort', onJobAbort, { once: true })
   try {
     log.debug({ generation: claim.attempt.ownerGeneration }, 'attempt claimed')
-    const history = await ownedStoreCall(deps, log, 'reading the agent history', () =>
-      loadHistory(deps, execution, claim.attempt),
+    const history = await ownedStoreCall(
+      deps,
+      log,
+      'reading the agent history',
+      () => loadHistory(deps, execution, claim.attempt),
+      execution.signal,
     )
-    if (history === undefined) {
+    // Stopping (or unsure of its lease) before the child started: nothing ran, nothing to record;
+    // the claim is handed back for the next worker (the ledger refuses it if the lease is gone).
+    const handBack = async (): Promise<typeof HAND_BACK | undefined> => {
+      const released = await releaseClaim(
+        deps,
+        { attemptId, ownerGeneration: execution.ownerGeneration },
+        execution.confirmedAt,
+        log,
+      )
+      return released ? HAND_BACK : undefined
+    }
+    const before = stopCause(execution.signal)
+    if (before === 'shutdown' || before === 'lease_lost') return handBack()
+    if (history === undefined || execution.lost) {
       log.warn('lease lost before the child started; writing nothing')
-      return
+      return undefined
     }
-    const result: TerminalResultInput | typeof LOST =
-      history === STORE_FAULT
-        ? storeFaultResult()
-        : entry === undefined
-          ? { stopReason: 'error', output: '', failureCategory: FailureCategory.UnknownSubagent }
-          : await Promise.race([
-              traceRun(deps.tracing ?? DISABLED_TRACING, claim.attempt, () =>
-                runChild(deps.subagents, entry, claim.attempt, {
-                  signal: execution.signal,
-                  workspaceDir: deps.workspaceDir,
-                  history,
-                  logger: log,
-                  outputHold,
-                  onRun: (run) =>
-                    deps.steering.attach(execution, run, claim.attempt.steeringPending),
-                }),
-              ),
-              // Confirmed loss ends the job even if the child ignores its abort: ownership is
-              // gone, nothing more may be written, and shutdown counts it as drained.
-              execution.whenLost.then((): typeof LOST => LOST),
-            ])
-    if (result === LOST || execution.lost) {
+    let result: TerminalResultInput | typeof LOST | typeof NOT_STARTED
+    if (history === STORE_FAULT) result = storeFaultResult()
+    else if (history === ABORTED || execution.signal.aborted)
+      result = { stopReason: 'aborted', output: '', failureCategory: FailureCategory.Cancelled }
+    else if (entry === undefined)
+      result = { stopReason: 'error', output: '', failureCategory: FailureCategory.UnknownSubagent }
+    else {
+      const child = traceRun(deps.tracing ?? DISABLED_TRACING, claim.attempt, () =>
+        runChild(deps.subagents, entry, claim.attempt, {
+          signal: execution.signal,
+          workspaceDir: deps.workspaceDir,
+          history,
+          logger: log,
+          outputHold,
+          onRun: (run) => deps.steering.attach(execution, run, claim.attempt.steeringPending),
+        }),
+      )
+      result = await Promise.race([child, execution.whenLost.then((): typeof LOST => LOST)])
+      if (result === LOST) {
+        // Confirmed loss: nothing more may be written, and shutdown counts this job drained;
+        // a child that ignores its abort keeps its slot (and the worker's concurrency) until it
+        // returns, instead of running on untracked.
+        active?.markLost()
+        log.warn('lease lost during execution; writing nothing')
+        // A start aborted before its run was ready ran nothing: handed back if the ledger lets it.
+        if ((await child.catch(() => undefined)) === NOT_STARTED) return handBack()
+        return undefined
+      }
+      if (result === NOT_STARTED) {
+        const cause = stopCause(execution.signal)
+        if (cause === 'shutdown' || cause === 'lease_lost') return handBack()
+        result = { stopReason: 'aborted', output: '', failureCategory: FailureCategory.Cancelled }
+      }
+    }
+    if (execution.lost) {
       log.warn('lease lost during execution; writing nothing')
-      return
+      return undefined
     }
-    // Marks of the messages the child had land before the commit that ends the right to mark.
-    await deps.steering.finish(attemptId)
+    // Marks of the messages the child had land before the commit that ends the right to mark;
+    // a mark that failed is tried again (a refused one leaves the verdict to the commit's fence).
+    const marked = await ownedStoreCall(deps, log, 'marking steering delivered', () =>
+      deps.steering.finish(attemptId),
+    )
+    if (marked === STORE_FAULT) log.error('steering marks kept failing; committing without them')
     execution.beginCommit()
     const answer = await commitWithRetry(
       deps,
@@ -164,11 +251,73 @@ async function claimAndRun(
     if (answer.outcome === 'committed' || answer.outcome === 'replayed') {
       ringTerminal(deps, attemptId, log, answer.record, answer.parentSession)
     }
+    return undefined
   } finally {
     jobSignal?.removeEventListener('abort', onJobAbort)
     deps.steering.detach(attemptId)
     deps.leaseKeeper.release(attemptId)
     outputHold.release()
+  }
+}
+
+/** A claim whose answer never came before the job was stopped. */
+const UNANSWERED: unique symbol = Symbol('claim unanswered')
+
+/**
+ * The claim, retried while it fails transiently (at or below the heartbeat interval) until the
+ * ledger answers or the job is stopped (`UNANSWERED`). A retry after an answer lost on the way
+ * back recognises this owner's own claim (see the runtime's claim): it runs, exactly once.
+ */
+async function claimWithRetry(
+  deps: AttemptProcessorDeps,
+  attemptId: string,
+  log: Logger,
+  jobSignal: AbortSignal | undefined,
+): Promise<ClaimAttemptOutcome | typeof UNANSWERED> {
+  try {
+    return await retryTransient(() => deps.claim(attemptId), {
+      maxDelayMs: deps.heartbeatIntervalMs,
+      ...(jobSignal === undefined ? {} : { signal: jobSignal }),
+      onRetry: (error, delayMs) =>
+        log.warn({ err: error, delayMs }, 'claim failed transiently; retrying'),
+    })
+  } catch (error) {
+    if (jobSignal?.aborted === true && isTransientStoreError(error)) return UNANSWERED
+    throw error
+  }
+}
+
+/**
+ * Releases this owner's claim on an attempt whose child never started, retrying transient
+ * failures while the lease it confirmed (from `confirmedAt`) may still be live: past that the
+ * ledger refuses it anyway. True when it was handed back; otherwise the attempt was lost
+ * meanwhile, or its lease will expire and the reconciler records it.
+ */
+async function releaseClaim(
+  deps: AttemptProcessorDeps,
+  claim: { readonly attemptId: string; readonly ownerGeneration?: number },
+  confirmedAt: number,
+  log: Logger,
+): Promise<boolean> {
+  const leaseTtlMs = deps.leaseTtlMs ?? deps.heartbeatIntervalMs * 2
+  const liveForMs = Math.max(0, Math.floor(confirmedAt + leaseTtlMs - performance.now()))
+  try {
+    const released = await retryTransient(
+      () => releaseClaims(deps.db, { ownerId: deps.ownerId, claims: [claim] }),
+      {
+        maxDelayMs: deps.heartbeatIntervalMs,
+        signal: AbortSignal.timeout(liveForMs),
+        onRetry: (error, delayMs) =>
+          log.warn({ err: error, delayMs }, 'release of a claim failed transiently; retrying'),
+      },
+    )
+    return released.length > 0
+  } catch (error) {
+    log.error(
+      { err: error },
+      'claim of a child never started not released; left for the reconciler once its lease expires',
+    )
+    return false
   }
 }
 
@@ -204,30 +353,44 @@ function storeFaultResult(): TerminalResultInput {
   return { stopReason: 'error', output: '', failureCategory: FailureCategory.StoreFault }
 }
 
+/** A store call given up because its execution was aborted before it succeeded. */
+const ABORTED: unique symbol = Symbol('aborted')
+
 /**
  * A store call made while this worker owns the attempt. Transient failures are retried at or below
  * the heartbeat interval for as long as they last; an unexpected error is retried a few times, one
  * heartbeat interval apart, then reported as `STORE_FAULT` — never thrown, so the job never ends
  * with the lease silently released (which would turn a live worker's attempt into process loss).
- * Only the ledger's own answer (lease lost, stale fence, missing) gives ownership up.
+ * Only the ledger's own answer (lease lost, stale fence, missing) gives ownership up. With a
+ * `signal` (a call made before the child started), its abort ends the retrying (`ABORTED`); a
+ * commit takes none: a finished child's result is retried until the ledger answers.
  */
 async function ownedStoreCall<T>(
   deps: AttemptProcessorDeps,
   log: Logger,
   what: string,
   call: () => Promise<T>,
-): Promise<T | typeof STORE_FAULT> {
+  signal?: AbortSignal,
+): Promise<T | typeof STORE_FAULT | typeof ABORTED> {
+  const aborted = (): boolean => signal?.aborted === true
   for (let tries = 1; ; tries += 1) {
+    if (aborted()) return ABORTED
     try {
       return await retryTransient(call, {
         maxDelayMs: deps.heartbeatIntervalMs,
+        ...(signal === undefined ? {} : { signal }),
         onRetry: (error, delayMs) =>
           log.warn({ err: error, delayMs, what }, 'store call failed transiently; retrying'),
       })
     } catch (error) {
+      if (aborted()) return ABORTED
       log.error({ err: error, what, tries }, 'store call failed unexpectedly; ownership kept')
       if (tries >= UNEXPECTED_STORE_TRIES) return STORE_FAULT
-      await sleep(deps.heartbeatIntervalMs)
+      await sleep(
+        deps.heartbeatIntervalMs,
+        undefined,
+        signal === undefined ? {} : { signal },
+      ).catch(() => undefined)
     }
   }
 }
@@ -274,6 +437,7 @@ async function commitWithRetry(
         traceId,
       }),
     )
+    if (answer === ABORTED) throw new Error('a commit without a signal was aborted')
     if (answer === STORE_FAULT) {
       if (faulted) {
         log.error('even the store-fault terminal failed; the reconciler will finish this attempt')

@@ -22,6 +22,12 @@ export interface RunChildOptions {
 }
 
 /**
+ * The start was aborted before its run was ready: no child ran (a provider's `start` rejects then,
+ * leaving nothing running), so there is nothing to record for it.
+ */
+export const NOT_STARTED: unique symbol = Symbol('not started')
+
+/**
  * Runs one child through the subagent service (which checks the entry's start-time capabilities
  * against its provider first) and reduces whatever happens to a terminal result the ledger can
  * record. Child failures arrive as stop reasons; a start that is refused or a provider that throws
@@ -37,12 +43,13 @@ export async function runChild(
   entry: SubagentEntry,
   attempt: ClaimedAttempt,
   options: RunChildOptions,
-): Promise<TerminalResultInput> {
+): Promise<TerminalResultInput | typeof NOT_STARTED> {
   const { signal, history } = options
   let result: SubagentResult
   let log: readonly SubagentHistoryEvent[] | undefined
+  let run: SubagentRun
   try {
-    const run = await subagents.service.start(entry.provider, {
+    run = await subagents.service.start(entry.provider, {
       prompt: promptToBlocks(attempt.prompt as Prompt),
       parent: {
         session: {
@@ -58,12 +65,18 @@ export async function runChild(
       ...(entry.persona === undefined ? {} : { persona: entry.persona }),
       ...(entry.toolFilter === undefined ? {} : { toolFilter: entry.toolFilter }),
     })
+  } catch {
+    // Aborted before its run was ready: by the seam's contract, no child ran.
+    if (signal.aborted) return NOT_STARTED
+    return { stopReason: 'error', output: '', failureCategory: FailureCategory.ProviderFault }
+  }
+  try {
     try {
       options.onRun?.(run)
       result = await run.result
       log = run.history?.()
     } finally {
-      await run.dispose()
+      await disposeWithin(run, DISPOSE_TIMEOUT_MS, options.logger)
     }
   } catch {
     // An aborted result's category is replaced by its abort reason's (see the attempt processor).
@@ -101,6 +114,36 @@ export async function runChild(
     }
   }
   return delta === undefined ? terminal : { ...terminal, history: delta }
+}
+
+/**
+ * How long a run's `dispose()` may take before its result is committed without waiting for it. A
+ * provider's cleanup (killing an agent process after its grace, closing its connections) fits
+ * well within it.
+ */
+export const DISPOSE_TIMEOUT_MS = 5_000
+
+/**
+ * Disposes of a run, waiting at most `timeoutMs`: a provider whose `dispose()` hangs must not hold
+ * a finished result back from its commit (nor its job slot) forever. The dispose goes on, and a
+ * failure of it is only logged: the result is what the child returned.
+ */
+async function disposeWithin(run: SubagentRun, timeoutMs: number, logger: Logger): Promise<void> {
+  let timer: NodeJS.Timeout | undefined
+  const disposed = run.dispose().then(
+    () => 'disposed' as const,
+    (error: unknown) => {
+      logger.warn({ err: error }, "the child's dispose failed")
+      return 'disposed' as const
+    },
+  )
+  const late = new Promise<'late'>((resolve) => {
+    timer = setTimeout(() => resolve('late'), timeoutMs)
+  })
+  const outcome = await Promise.race([disposed, late])
+  clearTimeout(timer)
+  if (outcome === 'late')
+    logger.warn({ timeoutMs }, "the child's dispose did not finish in time; going on without it")
 }
 
 /**

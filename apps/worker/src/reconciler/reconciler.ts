@@ -6,6 +6,7 @@ import {
   type AttemptQueue,
   type SettlementPublisher,
 } from '@baton/queue'
+import type { ClaimableDetail } from '@baton/contracts'
 import {
   abandonExpiredRuns,
   claimableSessions,
@@ -41,6 +42,8 @@ export interface Reconciler {
 const BATCH = 500
 /** Artifacts expired per pass: their content is large, so fewer per transaction. */
 const EXPIRY_BATCH = 100
+/** Most bells a reconciler keeps for Redis while it does not answer (the oldest go first). */
+const MAX_PENDING_BELLS = 10_000
 
 /**
  * Finishes what crashes and Redis losses leave behind, from the ledger's point of view:
@@ -54,6 +57,12 @@ const EXPIRY_BATCH = 100
  *   claim bell rung, which wakes that session's bounded claims in the API.
  * - one batch of artifacts past their retention deadline has its content deleted (see
  *   `expireArtifacts`: runners in many workers take disjoint batches).
+ *
+ * A pass does its Postgres work first and never waits for Redis: the re-enqueue and the bells go
+ * to a Redis lane of their own (one run at a time), so a Redis that stalls or is down stops
+ * neither process-loss synthesis, nor artifact expiry, nor continuation reconciliation. Bells not
+ * rung yet wait for the lane's next run, and every pass finds the stale accepted attempts again:
+ * once Redis answers, the lane catches up.
  */
 export function createReconciler(deps: {
   db: Db
@@ -67,23 +76,36 @@ export function createReconciler(deps: {
   metrics?: WorkerMetrics
 }): Reconciler {
   let timer: NodeJS.Timeout | undefined
-  let inFlight: Promise<ReconcileReport> | undefined
+  let inFlight: Promise<LedgerReport> | undefined
+  let redisInFlight: Promise<number> | undefined
+  /** Bells still to ring (settled, or claimable for a session), by attempt and kind. */
+  const bells = new Map<string, () => Promise<boolean>>()
+  /** The stale accepted attempts the last pass found. */
+  let stale: readonly string[] = []
 
-  async function pass(): Promise<ReconcileReport> {
+  function ring(key: string, bell: () => Promise<boolean>): void {
+    bells.set(key, bell)
+    if (bells.size > MAX_PENDING_BELLS) {
+      const [oldest] = bells.keys()
+      if (oldest !== undefined) bells.delete(oldest)
+    }
+  }
+  const ringSettled = (attemptId: string): void =>
+    ring(`settled:${attemptId}`, () => announceSettled(deps.publisher, attemptId, deps.logger))
+  const ringClaimable = (attemptId: string, session: ClaimableDetail): void =>
+    ring(`claimable:${attemptId}`, () =>
+      announceClaimable(deps.publisher, attemptId, session, deps.logger),
+    )
+
+  async function ledgerPass(): Promise<LedgerReport> {
     const expired = await findExpiredRunning(deps.db, { limit: BATCH })
     const lost = await commitProcessLoss(deps.db, expired)
     for (const { attemptId, parentSession } of lost) {
       deps.logger.warn({ attemptId }, 'lease expired with its owner gone; recorded process loss')
-      await announceSettled(deps.publisher, attemptId, deps.logger)
-      if (parentSession !== undefined)
-        await announceClaimable(deps.publisher, attemptId, parentSession, deps.logger)
+      ringSettled(attemptId)
+      if (parentSession !== undefined) ringClaimable(attemptId, parentSession)
     }
-    const stale = await findStaleAccepted(deps.db, {
-      olderThanMs: deps.requeueAfterMs,
-      limit: BATCH,
-    })
-    const requeued = stale.length === 0 ? 0 : await ensureAttemptsEnqueued(deps.queue, stale)
-    if (requeued > 0) deps.logger.warn({ requeued }, 'accepted attempts had no job; re-enqueued')
+    stale = await findStaleAccepted(deps.db, { olderThanMs: deps.requeueAfterMs, limit: BATCH })
     const expiry = await expireArtifacts(deps.db, { limit: EXPIRY_BATCH })
     if (expiry.expired > 0) deps.logger.info(expiry, 'artifact retention ended; content deleted')
     const abandoned = await abandonExpiredRuns(deps.db, { limit: BATCH })
@@ -94,42 +116,79 @@ export function createReconciler(deps: {
       limit: BATCH,
       unclaimedAfterMs: deps.unclaimedAfterMs,
     })
-    const moved = await announceMoved([...abandoned.deliveries, ...swept])
-    const report = { processLost: lost.length, requeued, expired: expiry.expired }
-    observeReconcilePass(deps.metrics, { ...report, moved })
+    const moved = announceMoved([...abandoned.deliveries, ...swept])
+    const report = { processLost: lost.length, expired: expiry.expired }
+    observeReconcilePass(deps.metrics, { ...report, requeued: 0, moved })
     return { ...report, deliveries: moved.length, abandoned: abandoned.runs.length }
   }
 
   /** Logs the deliveries that moved; rings the claim bell of each session they made claimable. */
-  async function announceMoved(outcomes: readonly DeliveryOutcome[]): Promise<DeliveryOutcome[]> {
+  function announceMoved(outcomes: readonly DeliveryOutcome[]): DeliveryOutcome[] {
     const moved = movedDeliveries(outcomes)
     for (const { attemptId, action } of moved)
       deps.logger.info({ attemptId, action }, 'continuation delivery reconciled')
-    for (const d of claimableSessions(moved))
-      await announceClaimable(deps.publisher, d.attemptId, d, deps.logger)
+    for (const d of claimableSessions(moved)) ringClaimable(d.attemptId, d)
     return moved
   }
 
-  function runOnce(): Promise<ReconcileReport> {
-    inFlight ??= pass().finally(() => {
+  /** The Redis lane: the bells kept so far, then the re-enqueue of the stale accepted attempts. */
+  async function redisPass(): Promise<number> {
+    // Together, so that the publisher puts them in a few entries; one Redis refused stays kept.
+    await Promise.all(
+      [...bells].map(async ([key, bell]) => {
+        if (await bell()) bells.delete(key)
+      }),
+    )
+    const waiting = stale
+    stale = []
+    if (waiting.length === 0) return 0
+    const requeued = await ensureAttemptsEnqueued(deps.queue, waiting)
+    if (requeued > 0) deps.logger.warn({ requeued }, 'accepted attempts had no job; re-enqueued')
+    observeReconcilePass(deps.metrics, { processLost: 0, requeued, expired: 0, moved: [] })
+    return requeued
+  }
+
+  function runLedger(): Promise<LedgerReport> {
+    inFlight ??= ledgerPass().finally(() => {
       inFlight = undefined
     })
     return inFlight
   }
 
+  function runRedis(): Promise<number> {
+    redisInFlight ??= redisPass().finally(() => {
+      redisInFlight = undefined
+    })
+    return redisInFlight
+  }
+
   return {
-    runOnce,
+    async runOnce() {
+      const ledger = await runLedger()
+      // A lane already under way (stuck on Redis, say) is waited for, then run again.
+      await redisInFlight?.catch(() => undefined)
+      const requeued = await runRedis()
+      return { ...ledger, requeued }
+    },
     start() {
       timer ??= setInterval(() => {
-        runOnce().catch((error: unknown) =>
-          deps.logger.warn({ err: error }, 'reconcile pass failed'),
-        )
+        runLedger()
+          .catch((error: unknown) => deps.logger.warn({ err: error }, 'reconcile pass failed'))
+          .finally(() => {
+            if (redisInFlight !== undefined) return
+            runRedis().catch((error: unknown) =>
+              deps.logger.warn({ err: error }, 'reconcile pass: its Redis part failed'),
+            )
+          })
       }, deps.intervalMs)
     },
     async stop() {
       if (timer !== undefined) clearInterval(timer)
       timer = undefined
       await inFlight?.catch(() => undefined)
+      await redisInFlight?.catch(() => undefined)
     },
   }
 }
+
+type LedgerReport = Omit<ReconcileReport, 'requeued'>

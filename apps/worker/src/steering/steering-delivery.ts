@@ -20,10 +20,12 @@ export interface SteeringDelivery {
   attach(execution: OwnedExecution, run: SubagentRun, steeringPending?: boolean): void
   /**
    * The run has returned: nothing more is handed to it, and this resolves once the delivery marks
-   * of what it was handed are written (or failed), so that the terminal commit, which ends the
-   * owner's right to mark, comes after them and the view counts every message the child had.
+   * of what it was handed are written, so that the terminal commit, which ends the owner's right
+   * to mark, comes after them and the view counts every message the child had. It rejects when a
+   * mark failed (the caller tries again: a mark is retry-safe), and answers `refused` when the
+   * ledger fenced the marks out (the owner lost the attempt: the commit's own fence will say so).
    */
-  finish(attemptId: string): Promise<void>
+  finish(attemptId: string): Promise<'marked' | 'refused'>
   detach(attemptId: string): void
   /** New messages may wait in the ledger (a steer event, or a heartbeat saw some). */
   deliver(attemptId: string): Promise<void>
@@ -37,6 +39,8 @@ export interface SteeringDelivery {
 interface Attached {
   readonly execution: OwnedExecution
   readonly run: SubagentRun
+  /** The ledger fenced this owner's marks out. */
+  refused: boolean
   /** Highest sequence handed to the run: each message reaches it once, in order. */
   lastSequence: number
   /** Highest sequence whose delivery mark was written: a failed mark is tried again. */
@@ -65,7 +69,7 @@ export function createSteeringDelivery(deps: {
   async function deliverNow(state: Attached): Promise<void> {
     // An aborted run is handed nothing more; what it already had is still marked (fenced).
     if (!state.finished && !state.execution.signal.aborted) await handOver(state)
-    if (state.lastSequence > state.markedThrough) await mark(state)
+    if (state.lastSequence > state.markedThrough && !state.refused) await mark(state)
   }
 
   /** Hands the run the messages recorded after the last one it got. */
@@ -94,12 +98,24 @@ export function createSteeringDelivery(deps: {
   async function mark(state: Attached): Promise<void> {
     const { attemptId, ownerGeneration } = state.execution
     const through = state.lastSequence
-    await markSteeringDelivered(deps.db, {
+    const marked = await markSteeringDelivered(deps.db, {
       attemptId,
       ownerId: deps.ownerId,
       ownerGeneration,
       throughSequence: through,
     })
+    // Nothing marked: already marked (a retry after a lost answer), or fenced out.
+    if (marked === 0) {
+      const left = await findUndeliveredSteering(deps.db, {
+        attemptId,
+        afterSequence: state.markedThrough,
+      })
+      if (left.some((m) => m.sequence <= through)) {
+        state.refused = true
+        deps.logger.warn({ attemptId, through }, 'steering marks refused by the ledger')
+        return
+      }
+    }
     state.markedThrough = through
     deps.logger.debug({ attemptId, through }, 'steering delivered')
   }
@@ -141,6 +157,7 @@ export function createSteeringDelivery(deps: {
       attached.set(attemptId, {
         execution,
         run,
+        refused: false,
         lastSequence: 0,
         markedThrough: 0,
         finished: false,
@@ -150,12 +167,19 @@ export function createSteeringDelivery(deps: {
       // claim's answer, one recorded after it rings a bell that `expect` kept. Neither: no read.
       if (steeringPending || rung) void deliver(attemptId)
     },
-    finish(attemptId) {
+    async finish(attemptId) {
       const state = attached.get(attemptId)
-      if (state === undefined) return Promise.resolve()
+      if (state === undefined) return 'marked'
       state.finished = true
-      // Settles the deliveries under way, then tries once more a mark that failed.
-      return deliver(attemptId)
+      // Settles the deliveries under way (whose failures they log), then marks what is left,
+      // its failure thrown to the caller.
+      await deliver(attemptId)
+      const chain = state.chain.then(async () => {
+        if (state.lastSequence > state.markedThrough && !state.refused) await mark(state)
+      })
+      state.chain = chain.catch(() => undefined)
+      await chain
+      return state.refused ? 'refused' : 'marked'
     },
     detach(attemptId) {
       attached.delete(attemptId)

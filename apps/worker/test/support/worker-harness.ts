@@ -199,24 +199,37 @@ export function untilTerminal(db: Db, attemptId: string) {
 
 /**
  * A fault on the Postgres side (no mock of the store): a trigger that makes updates of one
- * attempt raise `sqlstate` — `renewal` matches heartbeats (running → running), `terminal` the
- * terminal commit, optionally only one with `stopReason`. The first `times` matching updates fail
+ * attempt raise `sqlstate` — `claim` matches the claim (accepted → running), `renewal` heartbeats
+ * (running → running), `terminal` the terminal commit, optionally only one with `stopReason`,
+ * `mark` the delivery marks of its steering messages. The first `times` matching updates fail
  * (every one when absent). `hits()` counts the matching updates seen so far.
  */
 export async function injectUpdateFault(
   db: Db,
   fault: {
     readonly attemptId: string
-    readonly on: 'renewal' | 'terminal'
+    readonly on: 'claim' | 'renewal' | 'terminal' | 'mark'
     readonly sqlstate: string
     readonly stopReason?: string
     readonly times?: number
   },
 ): Promise<{ hits(): Promise<number>; remove(): Promise<void> }> {
   const name = `fault_${randomUUID().replaceAll('-', '')}`
-  const status = fault.on === 'renewal' ? 'running' : 'terminal'
+  const [from, to] =
+    fault.on === 'claim'
+      ? ['accepted', 'running']
+      : fault.on === 'renewal'
+        ? ['running', 'running']
+        : ['running', 'terminal']
   const stopReason =
     fault.stopReason === undefined ? '' : `and new.stop_reason = '${fault.stopReason}'`
+  const [table, matches] =
+    fault.on === 'mark'
+      ? ['attempt_messages', `new.attempt_id = '${fault.attemptId}'`]
+      : [
+          'attempts',
+          `new.id = '${fault.attemptId}' and old.status = '${from}' and new.status = '${to}' ${stopReason}`,
+        ]
   const times = fault.times ?? 2_147_483_647
   // nextval is not rolled back with the failed statement, so it counts every matching update.
   await sql
@@ -224,14 +237,14 @@ export async function injectUpdateFault(
       `create sequence ${name}_hits;
       create function ${name}() returns trigger language plpgsql as $$
       begin
-        if new.id = '${fault.attemptId}' and old.status = 'running' and new.status = '${status}' ${stopReason} then
+        if ${matches} then
           if nextval('${name}_hits') <= ${times} then
             raise exception 'injected fault' using errcode = '${fault.sqlstate}';
           end if;
         end if;
         return new;
       end $$;
-      create trigger ${name} before update on attempts for each row execute function ${name}();`,
+      create trigger ${name} before update on ${table} for each row execute function ${name}();`,
     )
     .execute(db)
   return {
@@ -242,7 +255,7 @@ export async function injectUpdateFault(
       return Number(r.rows[0]?.n ?? 0)
     },
     async remove() {
-      await sql.raw(`drop trigger ${name} on attempts; drop function ${name}();`).execute(db)
+      await sql.raw(`drop trigger ${name} on ${table}; drop function ${name}();`).execute(db)
     },
   }
 }

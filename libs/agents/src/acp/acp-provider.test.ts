@@ -217,6 +217,33 @@ describe('createAcpProvider', () => {
   )
 
   test_(
+    'an agent that answers nothing once aborted is killed after the grace, and the run ends aborted',
+    async ({ workspace, agents }) => {
+      const controller = new AbortController()
+      const provider = createAcpProvider(
+        agents.options('deaf', {
+          flags: ['--stubborn'],
+          provider: { cancelGraceMs: 100, killGraceMs: 200 },
+        }),
+      )
+      const run = agents.track(
+        await provider.start(startRequest(workspace, 'deaf', controller.signal)),
+      )
+      const pid = await agents.pid('deaf')
+      await sleep(100)
+
+      controller.abort()
+      const result = await run.result
+
+      expect(result.stopReason).toBe('aborted')
+      expect(result.output).toEqual([{ type: 'text', text: 'deaf' }])
+      // Killed without a dispose: SIGTERM after the cancel grace, SIGKILL after the kill grace.
+      for (let i = 0; i < 200 && isAlive(pid); i += 1) await sleep(25)
+      expect(isAlive(pid)).toBe(false)
+    },
+  )
+
+  test_(
     'dispose cancels a running prompt, kills the agent and resolves only once it is reaped',
     async ({ workspace, agents }) => {
       const provider = createAcpProvider(agents.options('dispose'))

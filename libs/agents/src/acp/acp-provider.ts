@@ -29,7 +29,10 @@ export interface AcpProviderOptions {
   readonly cwd?: string
   /** Budget for spawn + `initialize` + `session/new`. Defaults to 30 s. */
   readonly startTimeoutMs?: number
-  /** How long dispose waits for the agent to honour `session/cancel` before killing it. Defaults to 500 ms. */
+  /**
+   * How long the agent may take to honour `session/cancel` (on the run's abort, or its dispose)
+   * before it is killed. Defaults to 500 ms.
+   */
   readonly cancelGraceMs?: number
   /** How long after SIGTERM dispose waits before SIGKILL. Defaults to 2 s. */
   readonly killGraceMs?: number
@@ -219,6 +222,7 @@ function publishRun(args: PublishArgs): SubagentRun {
 
   let settled = false
   let cancelRequested = false
+  let killTimer: NodeJS.Timeout | undefined
   let resolveResult!: (result: SubagentResult) => void
   const result = new Promise<SubagentResult>((resolve) => {
     resolveResult = resolve
@@ -227,6 +231,7 @@ function publishRun(args: PublishArgs): SubagentRun {
   const settle = (stopReason: SubagentStopReason, failureCategory?: FailureCategory): void => {
     if (settled) return
     settled = true
+    clearTimeout(killTimer)
     signal.removeEventListener('abort', cancel)
     const output = transcript.output()
     resolveResult(
@@ -240,6 +245,11 @@ function publishRun(args: PublishArgs): SubagentRun {
     if (settled || cancelRequested) return
     cancelRequested = true
     connection.agent.notify(acp.methods.agent.session.cancel, { sessionId }).catch(() => undefined)
+    // An agent that outlives its abort is killed (SIGTERM, SIGKILL after the kill grace): its run
+    // then ends `aborted`, so its worker neither waits for it forever nor leaves it running.
+    killTimer = setTimeout(() => {
+      if (!settled) void agentProcess.terminate(settings.killGraceMs)
+    }, settings.cancelGraceMs)
   }
 
   const settleAborted = (): void => settle('aborted', FailureCategory.Cancelled)

@@ -40,6 +40,26 @@ export type ClaimAttemptOutcome =
   | { readonly kind: 'orphaned'; readonly ownerGeneration: number }
   | { readonly kind: 'missing' }
 
+interface ClaimRow {
+  id: string
+  agent_id: string
+  session_id: string
+  name: string
+  prompt: unknown
+  metadata: unknown
+  owner_generation: number
+  steering_pending: boolean
+  context_length: number
+  queued_ms: number
+}
+
+/** What a claim answers of each attempt it took (`context_length` is added by the caller). */
+const CLAIM_COLUMNS = sql`
+  a.id, a.agent_id, a.session_id, a.name, a.prompt, a.metadata, a.owner_generation,
+  a.steer_sequence > 0 as steering_pending,
+  (extract(epoch from now() - a.created_at) * 1000)::float8 as queued_ms
+`
+
 /**
  * Fenced claim of many attempts by one owner, in one statement.
  * Inputs: owner id, lease TTL, attempt ids (the same id twice is allowed: it is claimed once).
@@ -50,8 +70,12 @@ export type ClaimAttemptOutcome =
  * Outcomes per id: claimed | terminal | held | orphaned | missing. A claimed attempt says whether
  * steering waits for it, from `steer_sequence` of the row it locked: a steer serialises on that
  * lock too, so a message is either counted here or recorded after this claim committed.
- * Retry safety: a retried claim after a lost response sees `held` (its own live lease) and does
- * not run the child twice.
+ * Retry safety: a claim retried after a lost answer sees `held` (its own live lease) and does not
+ * run the child twice, unless the caller names it in `adopt`: an attempt whose claim by this very
+ * owner it sent and never heard back from, and that it does not run (the caller knows both, the
+ * ledger cannot). An adopted attempt still running under this owner with a live lease answers
+ * `claimed` with the generation that claim took, its lease renewed and no second audit row; so a
+ * group whose answer was lost after it committed still runs every attempt exactly once.
  */
 export async function claimAttempts(
   db: Db,
@@ -59,6 +83,8 @@ export async function claimAttempts(
     readonly ownerId: string
     readonly leaseTtlMs: number
     readonly attemptIds: readonly string[]
+    /** Attempts this owner's earlier claim may have taken without its answer arriving. */
+    readonly adopt?: readonly string[]
   },
 ): Promise<ClaimAttemptOutcome[]> {
   if (input.attemptIds.length === 0) return []
@@ -77,18 +103,7 @@ export async function claimAttempts(
     input.attemptIds.length === 1
       ? sql`where a.id = ${only} and a.status = ${'accepted'}`
       : sql`from unnest(${input.attemptIds}::uuid[]) as i(id) where a.id = i.id and a.status = 'accepted'`
-  const claimed = await sql<{
-    id: string
-    agent_id: string
-    session_id: string
-    name: string
-    prompt: unknown
-    metadata: unknown
-    owner_generation: number
-    steering_pending: boolean
-    context_length: number
-    queued_ms: number
-  }>`
+  const claimed = await sql<ClaimRow>`
     with c as (
       update attempts a
       set status = 'running',
@@ -98,9 +113,7 @@ export async function claimAttempts(
           heartbeat_at = now(),
           started_at = now()
       ${target}
-      returning a.id, a.agent_id, a.session_id, a.name, a.prompt, a.metadata, a.owner_generation,
-                a.steer_sequence > 0 as steering_pending,
-                (extract(epoch from now() - a.created_at) * 1000)::float8 as queued_ms
+      returning ${CLAIM_COLUMNS}
     ), t as (
       insert into attempt_transitions (attempt_id, from_status, to_status, event, owner_id, owner_generation)
       select id, 'accepted', 'running', 'claimed', ${input.ownerId}, owner_generation from c
@@ -108,6 +121,22 @@ export async function claimAttempts(
     select c.*, ${historyLength(sql.ref('c.agent_id'))} as context_length from c
   `.execute(db)
   const won = new Map(claimed.rows.map((r) => [r.id, r]))
+  const adoptable = new Set(input.adopt ?? [])
+  const adopt = input.attemptIds.filter((id) => adoptable.has(id) && !won.has(id))
+  if (adopt.length > 0) {
+    const adopted = await sql<ClaimRow>`
+      with c as (
+        update attempts a
+        set lease_expires_at = now() + ${input.leaseTtlMs} * interval '1 millisecond',
+            heartbeat_at = now()
+        where a.id = any(${adopt}::uuid[]) and a.status = 'running'
+          and a.owner_id = ${input.ownerId} and a.lease_expires_at > now()
+        returning ${CLAIM_COLUMNS}
+      )
+      select c.*, ${historyLength(sql.ref('c.agent_id'))} as context_length from c
+    `.execute(db)
+    for (const row of adopted.rows) won.set(row.id, row)
+  }
   const lost = input.attemptIds.filter((id) => !won.has(id))
   const states = new Map<
     string,

@@ -8,7 +8,11 @@ export interface HeldLease {
 
 export interface LeaseRenewal {
   readonly attemptId: string
-  readonly status: 'renewed' | 'lost'
+  /**
+   * `skipped`: still owned and live, but its row was locked by another transaction (a commit
+   * waiting on its namespace's quota, say), so this round neither renewed nor lost it.
+   */
+  readonly status: 'renewed' | 'lost' | 'skipped'
   /** A cancel request recorded in the ledger (the fallback when a queue event was missed). */
   readonly cancelRequested: boolean
   /** Undelivered steering messages wait in the ledger (the fallback for a missed steer event). */
@@ -19,9 +23,13 @@ export interface LeaseRenewal {
  * Batched heartbeat: ONE statement renews every lease a worker holds.
  * Inputs: owner id, the (attempt id, owner generation) pairs it believes it holds, the lease TTL.
  * A lease is renewed only while the row is `running`, owned by this owner at this generation, and
- * not yet expired on the database clock: an expired owner cannot revive itself.
+ * not yet expired on the database clock: an expired owner cannot revive itself. Rows another
+ * transaction has locked are skipped, not waited for: one locked attempt must not hold up the
+ * renewal of every other lease of the worker.
  * Outcomes per attempt: `renewed` (with any pending cancel request) | `lost` (expired, fenced by a
- * newer generation, terminal, or missing). Retry safety: renewing twice only extends the lease.
+ * newer generation, terminal, or missing) | `skipped` (locked, and still owned and live as the
+ * statement began: neither renewed nor lost this round). Retry safety: renewing twice only
+ * extends the lease.
  *
  * No item can poison the statement: a worker holds only leases its claim statement answered, so
  * every id is a uuid Postgres printed and every generation an `int` it returned. Should a lease
@@ -41,31 +49,50 @@ export async function renewLeases(
   if (leases.length === 0) return input.leases.map(lost)
   const ids = leases.map((l) => l.attemptId)
   const generations = leases.map((l) => l.ownerGeneration)
-  const result = await sql<{ id: string; cancel_requested: boolean; steering_pending: boolean }>`
-    update attempts a
-    set lease_expires_at = now() + ${input.leaseTtlMs} * interval '1 millisecond',
-        heartbeat_at = now()
-    from unnest(${ids}::uuid[], ${generations}::int[]) as held(id, generation)
-    where a.id = held.id
-      and a.owner_generation = held.generation
-      and a.owner_id = ${input.ownerId}
-      and a.status = 'running'
-      and a.lease_expires_at > now()
-    returning a.id, a.cancel_requested_at is not null as cancel_requested,
-      exists (select 1 from attempt_messages m where m.attempt_id = a.id and m.delivered_at is null)
-        as steering_pending
+  const result = await sql<{
+    id: string
+    renewed: boolean
+    live: boolean
+    cancel_requested: boolean
+    steering_pending: boolean
+  }>`
+    with held as (
+      select * from unnest(${ids}::uuid[], ${generations}::int[]) as held(id, generation)
+    ), owned as (
+      select a.id from attempts a join held on a.id = held.id
+      where a.owner_generation = held.generation
+        and a.owner_id = ${input.ownerId}
+        and a.status = 'running'
+        and a.lease_expires_at > now()
+      for update of a skip locked
+    ), renewed as (
+      update attempts a
+      set lease_expires_at = now() + ${input.leaseTtlMs} * interval '1 millisecond',
+          heartbeat_at = now()
+      from owned where a.id = owned.id
+      returning a.id, a.cancel_requested_at is not null as cancel_requested,
+        exists (select 1 from attempt_messages m where m.attempt_id = a.id and m.delivered_at is null)
+          as steering_pending
+    )
+    select held.id, r.id is not null as renewed,
+           coalesce(a.owner_generation = held.generation and a.owner_id = ${input.ownerId}
+             and a.status = 'running' and a.lease_expires_at > now(), false) as live,
+           coalesce(r.cancel_requested, false) as cancel_requested,
+           coalesce(r.steering_pending, false) as steering_pending
+    from held
+    left join renewed r on r.id = held.id
+    left join attempts a on a.id = held.id
   `.execute(db)
-  const renewed = new Map(result.rows.map((r) => [r.id, r]))
+  const answered = new Map(result.rows.map((r) => [r.id, r]))
   return input.leases.map((l) => {
-    const row = isWellFormedLease(l) ? renewed.get(l.attemptId) : undefined
-    return row === undefined
-      ? lost(l)
-      : {
-          attemptId: l.attemptId,
-          status: 'renewed',
-          cancelRequested: row.cancel_requested,
-          steeringPending: row.steering_pending,
-        }
+    const row = isWellFormedLease(l) ? answered.get(l.attemptId) : undefined
+    if (row === undefined || (!row.renewed && !row.live)) return lost(l)
+    return {
+      attemptId: l.attemptId,
+      status: row.renewed ? 'renewed' : 'skipped',
+      cancelRequested: row.cancel_requested,
+      steeringPending: row.steering_pending,
+    }
   })
 }
 

@@ -1,9 +1,10 @@
 /**
- * The child of chaos's `witnessed` subagent: an Agent Client Protocol agent run by the worker as
- * its own process (`node witness-agent.ts --witness <file>`). On each prompt it first appends the
- * prompt (the chaos task token) to the witness file — outside the ledger, so a child that runs
- * twice is seen even when the ledger recorded one claim — then works a random while (so faults
- * land mid-run), honouring session/cancel, and answers `witnessed <token>`.
+ * The child of the `witnessed` subagent (see witness.ts): an Agent Client Protocol agent run by
+ * the worker as its own process (`node witness-agent.ts --witness <file> [--work-ms <n>]`). On
+ * each prompt it first appends the prompt (the task token) to the witness file — outside the
+ * ledger, so a child that runs twice is seen even when the ledger recorded one claim — then works
+ * a random while (100 ms plus up to `--work-ms`, 700 unless given, so faults land mid-run),
+ * honouring session/cancel, and answers `witnessed <token>`.
  */
 import { appendFileSync } from 'node:fs'
 import { Readable, Writable } from 'node:stream'
@@ -11,7 +12,10 @@ import * as acp from '@agentclientprotocol/sdk'
 
 const at = process.argv.indexOf('--witness')
 const witnessFile = at === -1 ? undefined : process.argv[at + 1]
-if (witnessFile === undefined) throw new Error('usage: witness-agent.ts --witness <file>')
+if (witnessFile === undefined)
+  throw new Error('usage: witness-agent.ts --witness <file> [--work-ms <n>]')
+const workAt = process.argv.indexOf('--work-ms')
+const maxWorkMs = workAt === -1 ? 700 : Number(process.argv[workAt + 1])
 
 const cancels = new Map<string, AbortController>()
 let nextSession = 0
@@ -33,7 +37,7 @@ const app = acp
     appendFileSync(witnessFile, `${token} ${process.pid}\n`)
     const cancel = new AbortController()
     cancels.set(params.sessionId, cancel)
-    const workMs = 100 + Math.floor(Math.random() * 700)
+    const workMs = 100 + Math.floor(Math.random() * maxWorkMs)
     const cancelled = await new Promise<boolean>((resolve) => {
       const timer = setTimeout(() => resolve(false), workMs)
       cancel.signal.addEventListener(

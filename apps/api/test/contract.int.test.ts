@@ -515,7 +515,7 @@ async function webhooks(call: Call, key: string): Promise<void> {
   expect(registered.body.secret).toMatch(/^whsec_/)
   expect(
     outcome(await call('PUT', session, { key, body: { url: 'http://127.0.0.1:9/hook' } })),
-  ).toBe('400 WEBHOOK_DESTINATION_REFUSED')
+  ).toBe('400 WEBHOOK_URL_REFUSED')
   expect((await call('GET', session, { key })).body).toMatchObject({ url: body.url })
   expect((await call('DELETE', session, { key })).status).toBe(204)
   expect(outcome(await call('GET', session, { key }))).toBe('404 WEBHOOK_NOT_FOUND')
@@ -539,7 +539,7 @@ async function webhooks(call: Call, key: string): Promise<void> {
   ).toBe('404 NAMESPACE_NOT_FOUND')
   expect(
     outcome(await call('PUT', namespace, { ...admin, body: { url: 'http://[::1]:9/hook' } })),
-  ).toBe('400 WEBHOOK_DESTINATION_REFUSED')
+  ).toBe('400 WEBHOOK_URL_REFUSED')
   expect((await call('GET', namespace, admin)).body).toMatchObject({ sessionId: null })
   expect((await call('DELETE', namespace, admin)).status).toBe(204)
   expect(outcome(await call('GET', namespace, admin))).toBe('404 WEBHOOK_NOT_FOUND')

@@ -239,7 +239,7 @@ describe('webhooks', () => {
       })
       expect(outside).toMatchObject({
         status: 400,
-        body: { error: { code: 'WEBHOOK_DESTINATION_REFUSED' } },
+        body: { error: { code: 'WEBHOOK_URL_REFUSED' } },
       })
       expect((await call(stack, 'GET', '/v1/sessions/refused/webhook')).status).toBe(404)
       const rows = await sql<{ n: number }>`

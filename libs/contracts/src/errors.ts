@@ -29,7 +29,7 @@ export const ErrorCode = {
   ArtifactNotFound: 'ARTIFACT_NOT_FOUND',
   WebhookNotFound: 'WEBHOOK_NOT_FOUND',
   /** The webhook URL is refused by the operator's destination policy (`details.reason`). */
-  WebhookDestinationRefused: 'WEBHOOK_DESTINATION_REFUSED',
+  WebhookUrlRefused: 'WEBHOOK_URL_REFUSED',
   /** The artifact's retention ended: its content is deleted, its digest and size are kept. */
   ArtifactExpired: 'ARTIFACT_EXPIRED',
   /** The stored content no longer matches its digest; it is never sent. */

@@ -14,7 +14,7 @@ export const STATUS: Readonly<Record<ErrorCode, number>> = {
   [ErrorCode.AttemptNotFound]: 404,
   [ErrorCode.ArtifactNotFound]: 404,
   [ErrorCode.WebhookNotFound]: 404,
-  [ErrorCode.WebhookDestinationRefused]: 400,
+  [ErrorCode.WebhookUrlRefused]: 400,
   [ErrorCode.ArtifactExpired]: 410,
   [ErrorCode.ArtifactIntegrity]: 500,
   [ErrorCode.NotFound]: 404,

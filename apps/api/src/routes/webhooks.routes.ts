@@ -42,7 +42,7 @@ const REGISTER_DESCRIPTION =
   'with the secret sent, or one Baton makes (`whsec_…`): this answer is the only one that shows ' +
   "it. A continuation's delivery is its claim: a 2xx delivers it, anything else is retried with " +
   "the same `webhook-id`. The URL must pass the operator's destination policy " +
-  '(`WEBHOOK_DESTINATION_REFUSED` otherwise).'
+  '(`WEBHOOK_URL_REFUSED` otherwise).'
 
 /**
  * Webhook registration (a session's, over a tenant key; a namespace's, over the admin key) and the
@@ -58,7 +58,7 @@ export function webhookRoutes(deps: ApiDeps): FastifyPluginAsyncZod {
     const refusal = webhookUrlRefusal(body.url, deps.config.webhookPolicy)
     if (refusal !== undefined) {
       throw new BatonError(
-        ErrorCode.WebhookDestinationRefused,
+        ErrorCode.WebhookUrlRefused,
         `the webhook URL is refused: ${refusal}`,
         { details: { reason: refusal } },
       )
@@ -108,7 +108,7 @@ export function webhookRoutes(deps: ApiDeps): FastifyPluginAsyncZod {
             Refusals.tenant,
             Refusals.params,
             Refusals.body,
-            [ErrorCode.WebhookDestinationRefused],
+            [ErrorCode.WebhookUrlRefused],
           ),
         },
       },
@@ -209,7 +209,7 @@ export function webhookRoutes(deps: ApiDeps): FastifyPluginAsyncZod {
             Refusals.admin,
             Refusals.params,
             Refusals.body,
-            [ErrorCode.NamespaceNotFound, ErrorCode.WebhookDestinationRefused],
+            [ErrorCode.NamespaceNotFound, ErrorCode.WebhookUrlRefused],
           ),
         },
       },

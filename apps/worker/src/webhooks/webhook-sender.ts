@@ -34,7 +34,7 @@ export interface WebhookSender {
 
 /** Marks the refusal of a resolved address, so that it is told from a network failure. */
 class DestinationRefused extends Error {
-  readonly code = 'WEBHOOK_DESTINATION_REFUSED'
+  readonly code = 'WEBHOOK_URL_REFUSED'
 }
 
 /**

@@ -22,7 +22,7 @@ const TAGS = {
   Webhooks:
     "Push delivery: a session's or a namespace's endpoint, to which terminal attempts and " +
     'admitted continuations are POSTed, signed as Standard Webhooks says; and what was delivered',
-  Admin: "Namespaces, their API keys and their webhooks (admin key)",
+  Admin: 'Namespaces, their API keys and their webhooks (admin key)',
   Dashboard:
     "The ledger dashboard's JSON (admin key): attempts by state, live leases, recent terminals " +
     "and one attempt's timeline, across namespaces",

@@ -57,11 +57,9 @@ export function webhookRoutes(deps: ApiDeps): FastifyPluginAsyncZod {
   ): Promise<RegisteredWebhook> {
     const refusal = webhookUrlRefusal(body.url, deps.config.webhookPolicy)
     if (refusal !== undefined) {
-      throw new BatonError(
-        ErrorCode.WebhookUrlRefused,
-        `the webhook URL is refused: ${refusal}`,
-        { details: { reason: refusal } },
-      )
+      throw new BatonError(ErrorCode.WebhookUrlRefused, `the webhook URL is refused: ${refusal}`, {
+        details: { reason: refusal },
+      })
     }
     const secret = body.secret ?? `whsec_${randomBytes(32).toString('base64')}`
     const outcome = await registerWebhook(deps.db, {

@@ -9,7 +9,9 @@
 // (and start a replacement), restart the API, FLUSHDB the chaos Redis database, terminate the
 // chaos database's Postgres backends; and through fault proxies between the fleet and the real
 // Postgres and Redis: stall Postgres, reset its connections, stall Redis; hold locks on hot ledger
-// rows; restart every worker one by one. Then it waits for quiescence and audits the ledger:
+// rows; restart every worker one by one. One session in eight has a webhook to a receiver this
+// script runs (lib/chaos/webhooks.ts), which fails and answers late at random. Then it waits for
+// quiescence and audits the ledger:
 //   lost                 attempts the clients got a 202 for (continuations too), not terminal
 //   stuck                attempts in the ledger that are not terminal after the wait
 //   duplicate_terminal   attempts with more than one transition to `terminal`
@@ -18,6 +20,8 @@
 //   context.bad          violations of the agent-history checks (lib/chaos/history.ts)
 //   witness.bad          disagreements between the ledger and the witnessed starts
 //   artifacts.bad        artifacts whose content, binding or namespace usage is wrong
+//   webhooks.missing     events of the pushed sessions the receiver never processed
+//   webhooks.bad_signature  requests whose Standard Webhooks signature did not verify
 // The parts live in lib/chaos/: workload, follow-ups, faults, fleet, audit, report, one run object
 // (run.ts) passed to each, and one retry helper (retry.ts). With --json the last stdout line is one
 // JSON object (everything else goes to stderr). Exits non-zero when an invariant fails, when fewer
@@ -42,6 +46,7 @@ import { createRun, settleFollowUps, type ChaosOptions } from './lib/chaos/run.t
 import { writeWitnessSpec } from './lib/chaos/witness.ts'
 import { submitWorkload } from './lib/chaos/workload.ts'
 import { createParentRuns } from './lib/chaos/parent-runs.ts'
+import { WEBHOOK_ENV, startPushDelivery, type PushDelivery } from './lib/chaos/webhooks.ts'
 import {
   DEFAULT_DATABASE_URL,
   DEFAULT_REDIS_URL,
@@ -137,6 +142,7 @@ async function main(): Promise<number> {
     RECONCILE_INTERVAL_MS: '500',
     REQUEUE_AFTER_MS: '2000',
     WORKER_CONCURRENCY: '100',
+    ...WEBHOOK_ENV,
   }
   const fleet = new Fleet({
     env,
@@ -163,8 +169,10 @@ async function main(): Promise<number> {
     maxConnections: 2,
     applicationName: 'baton-chaos',
   })
+  let push: PushDelivery | undefined
   try {
     await fleet.start()
+    push = await startPushDelivery(run)
     run.note(`API and ${options.workers} workers ready; submitting`)
 
     // Submission and faults run together; faults continue until submission ends and every
@@ -180,7 +188,7 @@ async function main(): Promise<number> {
       )
     }, 5_000)
     const faultsDone = faultLoop(run, fleet, redis, proxies, () => submissionDone)
-    const parents = createParentRuns(run)
+    const parents = createParentRuns(run, (sessionId) => push?.isPushed(sessionId) === true)
     await submitWorkload(run, parents)
     submissionDone = true
     const submitSeconds = (performance.now() - submitStarted) / 1000
@@ -203,9 +211,14 @@ async function main(): Promise<number> {
       `${open === 0 ? 'quiescent' : `NOT quiescent (${open} open)`} after ${quiesceSeconds.toFixed(1)}s; auditing`,
     )
     const a = await audit(run, db, witnessFile)
-    const summary = summarize(run, a)
+    const webhooks = await push.audit(db)
+    const summary = summarize(run, a, webhooks)
     const failures = failuresOf(run, summary, fleet.crashes)
     printTables(run, summary, a, fleet.crashes)
+    if (webhooks.samples.length > 0) {
+      run.log('webhook events the receiver never processed (first 10):')
+      for (const id of webhooks.samples) run.log(`  ${id}`)
+    }
     run.log('')
     run.log(
       `elapsed ${run.elapsed()} (submission ${submitSeconds.toFixed(1)}s, quiescence ${quiesceSeconds.toFixed(1)}s); ` +
@@ -216,6 +229,7 @@ async function main(): Promise<number> {
     if (options.json) console.log(JSON.stringify(summary))
     return failures.length === 0 ? 0 : 1
   } finally {
+    await push?.close().catch(() => undefined)
     proxies.pg.resume()
     proxies.redis.resume()
     await fleet.stopAll().catch(() => undefined)

@@ -1,6 +1,9 @@
 import {
   dependencyTimeouts,
   dependencyTimeoutsEnvShape,
+  webhookDestinationPolicy,
+  webhookPolicyEnvShape,
+  type WebhookDestinationPolicy,
   type DependencyTimeouts,
 } from '@baton/contracts'
 import { tracingConfig, tracingEnvShape, type TracingConfig } from '@baton/observability'
@@ -39,6 +42,7 @@ const configSchema = z.object({
   RATE_LIMIT_WINDOW_MS: z.coerce.number().int().min(100).max(86_400_000).default(60_000),
   ...dependencyTimeoutsEnvShape,
   ...tracingEnvShape,
+  ...webhookPolicyEnvShape,
 })
 
 /** Every environment variable the API reads (infra/docker-compose.yml is checked against it). */
@@ -72,6 +76,8 @@ export interface ApiConfig {
   readonly timeouts: DependencyTimeouts
   /** Where spans go (`OTEL_*`); off unless an OTLP endpoint is set. */
   readonly tracing: TracingConfig
+  /** Where webhooks may be registered to (`WEBHOOK_ALLOWED_HOSTS`, `WEBHOOK_ALLOW_PRIVATE`). */
+  readonly webhookPolicy: WebhookDestinationPolicy
 }
 
 /** Parses the API's environment once, in main.ts. Errors name the variable to fix. */
@@ -101,5 +107,6 @@ export function loadConfig(env: Readonly<Record<string, string | undefined>>): A
     rateLimitWindowMs: c.RATE_LIMIT_WINDOW_MS,
     timeouts: dependencyTimeouts(c),
     tracing: tracingConfig(c),
+    webhookPolicy: webhookDestinationPolicy(c),
   })
 }

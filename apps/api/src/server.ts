@@ -20,6 +20,7 @@ import { jsonSerializerCompiler, openApiOptions } from './http/openapi.ts'
 import { adminRoutes } from './routes/admin.routes.ts'
 import { agentRoutes } from './routes/agents.routes.ts'
 import { artifactRoutes } from './routes/artifacts.routes.ts'
+import { webhookRoutes } from './routes/webhooks.routes.ts'
 import { attemptRoutes } from './routes/attempts.routes.ts'
 import { continuationRoutes } from './routes/continuations.routes.ts'
 import { dashboardRoutes } from './routes/dashboard.routes.ts'
@@ -79,6 +80,7 @@ export async function buildServer(deps: ApiDeps): Promise<BatonServer> {
   await app.register(runRoutes(deps))
   await app.register(continuationRoutes(deps))
   await app.register(artifactRoutes(deps))
+  await app.register(webhookRoutes(deps))
   await app.register(dashboardRoutes(deps, { queueDashboardPath: DASHBOARD_PATH }))
   return app
 }

@@ -129,6 +129,7 @@ describe('the OpenAPI document is the contract', () => {
       await runsAndContinuations(call, key)
       await artifacts(call, key, db)
       await administration(call)
+      await webhooks(call, key)
       await dashboard(call, db)
       await health(call)
       await readinessOfAnUnmigratedDatabase(checker, { ...ctx, db })
@@ -502,6 +503,47 @@ async function administration(call: Call): Promise<void> {
   const revoke = (keyId: string) => call('POST', `/v1/admin/keys/${keyId}/revoke`, { key })
   expect((await revoke(issued.body.keyId)).status).toBe(200)
   expect(outcome(await revoke(NO_SUCH_ID))).toBe('404 API_KEY_NOT_FOUND')
+}
+
+/** Webhook registration (a session's, a namespace's) and the deliveries' listing. */
+async function webhooks(call: Call, key: string): Promise<void> {
+  // A reserved name that resolves nowhere: nothing is ever sent to it.
+  const body = { url: 'https://hooks.invalid/baton' }
+  const session = `/v1/sessions/contract-webhook/webhook`
+  const registered = await call('PUT', session, { key, body })
+  expect(registered.status).toBe(200)
+  expect(registered.body.secret).toMatch(/^whsec_/)
+  expect(
+    outcome(await call('PUT', session, { key, body: { url: 'http://127.0.0.1:9/hook' } })),
+  ).toBe('400 WEBHOOK_URL_REFUSED')
+  expect((await call('GET', session, { key })).body).toMatchObject({ url: body.url })
+  expect((await call('DELETE', session, { key })).status).toBe(204)
+  expect(outcome(await call('GET', session, { key }))).toBe('404 WEBHOOK_NOT_FOUND')
+  expect(outcome(await call('DELETE', session, { key }))).toBe('404 WEBHOOK_NOT_FOUND')
+  expect((await call('GET', '/v1/webhook-deliveries?limit=5', { key })).status).toBe(200)
+  expect(outcome(await call('GET', '/v1/webhook-deliveries?state=lost', { key }))).toBe(
+    '400 VALIDATION_FAILED',
+  )
+
+  const admin = { key: ADMIN_KEY }
+  const namespaceId = `contract-hooks-${randomUUID().slice(0, 8)}`
+  expect(
+    (await call('POST', '/v1/admin/namespaces', { ...admin, body: { namespaceId } })).status,
+  ).toBe(201)
+  const namespace = `/v1/admin/namespaces/${namespaceId}/webhook`
+  expect((await call('PUT', namespace, { ...admin, body })).status).toBe(200)
+  expect(
+    outcome(
+      await call('PUT', '/v1/admin/namespaces/no-such-namespace/webhook', { ...admin, body }),
+    ),
+  ).toBe('404 NAMESPACE_NOT_FOUND')
+  expect(
+    outcome(await call('PUT', namespace, { ...admin, body: { url: 'http://[::1]:9/hook' } })),
+  ).toBe('400 WEBHOOK_URL_REFUSED')
+  expect((await call('GET', namespace, admin)).body).toMatchObject({ sessionId: null })
+  expect((await call('DELETE', namespace, admin)).status).toBe(204)
+  expect(outcome(await call('GET', namespace, admin))).toBe('404 WEBHOOK_NOT_FOUND')
+  expect(outcome(await call('DELETE', namespace, admin))).toBe('404 WEBHOOK_NOT_FOUND')
 }
 
 async function dashboard(call: Call, db: Db): Promise<void> {

@@ -22,6 +22,14 @@ import {
   heartbeatRun,
   showRun,
 } from './commands/runs.ts'
+import {
+  listDeliveries,
+  removeWebhook,
+  setWebhook,
+  showWebhook,
+  type WebhookTarget,
+} from './commands/webhooks.ts'
+import type { WebhookDeliveryState } from '@baton/contracts'
 import type { ExitCode } from './exit-codes.ts'
 import { parseBaseUrl, parseGeneration, parseLease, parseWaitBound } from './options.ts'
 
@@ -309,6 +317,58 @@ export function createProgram(io: CliIo, exit: (code: ExitCode) => void): Comman
     .description('revoke a key')
     .argument('<keyId>')
     .action(run((ctx, keyId: string) => revokeKey(ctx, keyId)))
+
+  const webhooks = program
+    .command('webhooks')
+    .description(
+      "a session's webhook, or with --namespace a namespace's (admin key), and its deliveries",
+    )
+  const target = (options: { session?: string; namespace?: string }): WebhookTarget => {
+    // A usage error (exit 2), before anything is sent.
+    if ((options.session === undefined) === (options.namespace === undefined))
+      webhooks.error('name exactly one of --session and --namespace', { exitCode: 2 })
+    return {
+      ...(options.session === undefined ? {} : { sessionId: options.session }),
+      ...(options.namespace === undefined ? {} : { namespace: options.namespace }),
+    }
+  }
+  const scoped = (name: string, description: string) =>
+    webhooks
+      .command(name)
+      .description(description)
+      .option('--session <sessionId>', "the session's webhook")
+      .option('--namespace <namespaceId>', "the namespace's webhook (admin key)")
+  scoped('set', 'register the webhook; prints its secret (the only time it is shown)')
+    .argument('<url>')
+    .option('--secret <whsec>', 'the secret to sign with (default: a new one)')
+    .action(
+      run((ctx, url: string, options: { session?: string; namespace?: string; secret?: string }) =>
+        setWebhook(ctx, target(options), url, options.secret),
+      ),
+    )
+  scoped('show', 'show the webhook (its URL)').action(
+    run((ctx, options: { session?: string; namespace?: string }) =>
+      showWebhook(ctx, target(options)),
+    ),
+  )
+  scoped('remove', 'remove the webhook').action(
+    run((ctx, options: { session?: string; namespace?: string }) =>
+      removeWebhook(ctx, target(options)),
+    ),
+  )
+  webhooks
+    .command('deliveries')
+    .description('list deliveries, newest first')
+    .option('--session <sessionId>')
+    .option('--state <state>', 'pending, sending, delivered, failed or superseded')
+    .action(
+      run((ctx, options: { session?: string; state?: WebhookDeliveryState }) =>
+        listDeliveries(ctx, {
+          ...(options.session === undefined ? {} : { sessionId: options.session }),
+          ...(options.state === undefined ? {} : { state: options.state }),
+        }),
+      ),
+    )
 
   return program
 }

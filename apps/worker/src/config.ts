@@ -4,10 +4,13 @@ import { z } from 'zod'
 import {
   dependencyTimeouts,
   dependencyTimeoutsEnvShape,
+  webhookDestinationPolicy,
+  webhookPolicyEnvShape,
   type DependencyTimeouts,
 } from '@baton/contracts'
 import { tracingConfig, tracingEnvShape, type TracingConfig } from '@baton/observability'
 import type { ResultPolicy } from '@baton/store'
+import type { WebhookDeliveryConfig } from './webhooks/webhook-delivery.ts'
 
 const MIB = 1024 * 1024
 const ms = (fallback: number) => z.coerce.number().int().positive().default(fallback)
@@ -69,6 +72,20 @@ const configSchema = z
     METRICS_PORT: z.coerce.number().int().min(0).max(65_535).default(9464),
     ...dependencyTimeoutsEnvShape,
     ...tracingEnvShape,
+    ...webhookPolicyEnvShape,
+    WEBHOOK_TIMEOUT_MS: ms(10_000),
+    WEBHOOK_MAX_BODY_BYTES: z.coerce
+      .number()
+      .int()
+      .min(4096)
+      .max(64 * MIB)
+      .default(MIB),
+    WEBHOOK_MAX_TRIES: z.coerce.number().int().min(1).max(1000).default(15),
+    WEBHOOK_MAX_AGE_MS: ms(24 * 60 * 60 * 1000),
+    WEBHOOK_RETRY_BASE_MS: ms(1_000),
+    WEBHOOK_RETRY_MAX_MS: ms(15 * 60 * 1000),
+    WEBHOOK_POLL_INTERVAL_MS: ms(1_000),
+    WEBHOOK_CONCURRENCY: z.coerce.number().int().min(1).max(1000).default(16),
   })
   .refine((c) => c.HEARTBEAT_INTERVAL_MS * 2 <= c.LEASE_TTL_MS, {
     message:
@@ -123,6 +140,8 @@ export interface WorkerConfig {
   readonly timeouts: DependencyTimeouts
   /** Where spans go (`OTEL_*`); off unless an OTLP endpoint is set. */
   readonly tracing: TracingConfig
+  /** Push delivery to webhooks (`WEBHOOK_*`). */
+  readonly webhooks: WebhookDeliveryConfig
 }
 
 export interface ModelCredentials {
@@ -192,5 +211,16 @@ export function loadConfig(env: Readonly<Record<string, string | undefined>>): W
     metricsPort: c.METRICS_PORT,
     timeouts: dependencyTimeouts(c),
     tracing: tracingConfig(c),
+    webhooks: Object.freeze({
+      policy: webhookDestinationPolicy(c),
+      timeoutMs: c.WEBHOOK_TIMEOUT_MS,
+      maxBodyBytes: c.WEBHOOK_MAX_BODY_BYTES,
+      maxTries: c.WEBHOOK_MAX_TRIES,
+      maxAgeMs: c.WEBHOOK_MAX_AGE_MS,
+      retryBaseMs: c.WEBHOOK_RETRY_BASE_MS,
+      retryMaxMs: c.WEBHOOK_RETRY_MAX_MS,
+      pollIntervalMs: c.WEBHOOK_POLL_INTERVAL_MS,
+      concurrency: c.WEBHOOK_CONCURRENCY,
+    }),
   })
 }

@@ -29,6 +29,7 @@ import { traceAttemptJobs, traceLedgerCalls } from './processors/attempt-tracing
 import { createReconciler, type Reconciler } from './reconciler/reconciler.ts'
 import { createCheckedShutdown } from './shutdown.ts'
 import { builtInSubagents, type WorkerSubagents } from './subagents/subagent-catalog.ts'
+import { createWebhookDelivery } from './webhooks/webhook-delivery.ts'
 
 export interface WorkerRuntime {
   readonly workerId: string
@@ -133,6 +134,13 @@ export function createWorkerRuntime(
     logger: log.child({ component: 'reconciler' }),
     metrics,
   })
+  const webhooks = createWebhookDelivery({
+    db,
+    publisher,
+    ownerId: config.workerId,
+    config: config.webhooks,
+    logger: log.child({ component: 'webhooks' }),
+  })
   // Concurrent claims and commits of this worker share statements; one item the ledger refuses
   // fails alone, never its neighbours (see ledger-batchers.ts).
   const claims = createClaimBatcher(
@@ -214,6 +222,7 @@ export function createWorkerRuntime(
     }
     await close('metrics endpoint', () => metricsServer?.close())
     await close('reconciler', () => reconciler.stop())
+    await close('webhook delivery', () => webhooks.stop())
     await close('lease keeper', () => leaseKeeper.stop())
     await close('worker-command listener', () => listener?.close())
     // Heartbeats and steer events (both closed now) started deliveries without waiting for them.
@@ -285,6 +294,7 @@ export function createWorkerRuntime(
     if (!(await untilAborted(listener.ready(), stop))) return
     leaseKeeper.start()
     reconciler.start()
+    webhooks.start()
     void worker.run().catch((error: unknown) => log.error({ err: error }, 'queue worker stopped'))
     if (!(await untilAborted(worker.waitUntilReady(), stop))) return
     await untilAborted(warnOfLedgerMaintenance(db, log), stop)

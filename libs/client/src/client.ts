@@ -1,5 +1,11 @@
 import { ErrorCode, resultDigest } from '@baton/contracts'
-import { sendRequest, sendWithFetch, type Answer, type Transport } from './transport.ts'
+import {
+  sendRequest,
+  sendWithFetch,
+  type Answer,
+  type HttpMethod,
+  type Transport,
+} from './transport.ts'
 import type {
   AgentHistoryView,
   AnyAttemptView,
@@ -17,6 +23,11 @@ import type {
   RunConsumption,
   RunLease,
   RunView,
+  RegisterWebhookRequest,
+  RegisteredWebhook,
+  WebhookDeliveryState,
+  WebhookDeliveryView,
+  WebhookView,
 } from '@baton/contracts'
 
 /** An error answer of the Baton API, with its HTTP status, typed code and raw body. */
@@ -162,6 +173,26 @@ export interface BatonClient {
    * too. `410 ARTIFACT_EXPIRED` once retention deleted it; `ARTIFACT_INTEGRITY` on a mismatch.
    */
   readArtifact(artifactId: string, options?: CallOptions): Promise<Artifact>
+  /**
+   * Registers the session's webhook (or replaces its URL and secret); the answer is the only one
+   * that shows the secret. See docs/webhooks.md.
+   */
+  registerSessionWebhook(
+    sessionId: string,
+    input: RegisterWebhookRequest,
+    options?: CallOptions,
+  ): Promise<RegisteredWebhook>
+  getSessionWebhook(sessionId: string, options?: CallOptions): Promise<WebhookView>
+  removeSessionWebhook(sessionId: string, options?: CallOptions): Promise<void>
+  /** The namespace's webhook deliveries, newest first. */
+  listWebhookDeliveries(
+    query?: {
+      readonly sessionId?: string
+      readonly state?: WebhookDeliveryState
+      readonly limit?: number
+    },
+    options?: CallOptions,
+  ): Promise<{ deliveries: WebhookDeliveryView[] }>
   /** Administration: these calls need a client made with the admin key as its `apiKey`. */
   readonly admin: BatonAdmin
 }
@@ -177,6 +208,14 @@ export interface BatonAdmin {
   issueKey(namespaceId: string, name: string, options?: CallOptions): Promise<IssuedApiKeyView>
   listKeys(namespaceId: string, options?: CallOptions): Promise<{ keys: ApiKeyView[] }>
   revokeKey(keyId: string, options?: CallOptions): Promise<ApiKeyView>
+  /** Registers the namespace's webhook (sessions without their own use it). */
+  registerNamespaceWebhook(
+    namespaceId: string,
+    input: RegisterWebhookRequest,
+    options?: CallOptions,
+  ): Promise<RegisteredWebhook>
+  getNamespaceWebhook(namespaceId: string, options?: CallOptions): Promise<WebhookView>
+  removeNamespaceWebhook(namespaceId: string, options?: CallOptions): Promise<void>
 }
 
 /** A loaded artifact: its exact bytes and `resultDigest`. */
@@ -241,7 +280,7 @@ export function createBatonClient(options: CreateClientOptions): BatonClient {
     options.fetch === undefined ? sendRequest : sendWithFetch(options.fetch)
 
   async function call<T>(
-    method: 'GET' | 'POST' | 'DELETE',
+    method: HttpMethod,
     path: string,
     body: unknown,
     callOptions: CallOptions = {},
@@ -266,7 +305,7 @@ export function createBatonClient(options: CreateClientOptions): BatonClient {
   }
 
   function send(
-    method: 'GET' | 'POST' | 'DELETE',
+    method: HttpMethod,
     path: string,
     body: unknown,
     callOptions: CallOptions,
@@ -333,6 +372,8 @@ export function createBatonClient(options: CreateClientOptions): BatonClient {
   const sessionPath = (sessionId: string) => `/v1/sessions/${encodeURIComponent(sessionId)}`
   const runPath = (runId: string) => `/v1/runs/${encodeURIComponent(runId)}`
   const continuationPath = (runId: string) => `/v1/continuations/${encodeURIComponent(runId)}`
+  const namespaceWebhookPath = (namespaceId: string) =>
+    `/v1/admin/namespaces/${encodeURIComponent(namespaceId)}/webhook`
 
   return {
     delegate: (input, o) => call('POST', delegationsPath(input.sessionId), body(input), o),
@@ -366,6 +407,20 @@ export function createBatonClient(options: CreateClientOptions): BatonClient {
       call('POST', `${continuationPath(runId)}/complete`, fenceOf(fence), o),
     failContinuation: (runId, fence, o) =>
       call('POST', `${continuationPath(runId)}/fail`, fenceOf(fence), o),
+    registerSessionWebhook: (sessionId, input, o) =>
+      call('PUT', `${sessionPath(sessionId)}/webhook`, input, o),
+    getSessionWebhook: (sessionId, o) =>
+      call('GET', `${sessionPath(sessionId)}/webhook`, undefined, o),
+    removeSessionWebhook: (sessionId, o) =>
+      call('DELETE', `${sessionPath(sessionId)}/webhook`, undefined, o),
+    listWebhookDeliveries: (query = {}, o) => {
+      const params = new URLSearchParams()
+      if (query.sessionId !== undefined) params.set('sessionId', query.sessionId)
+      if (query.state !== undefined) params.set('state', query.state)
+      if (query.limit !== undefined) params.set('limit', String(query.limit))
+      const search = params.size === 0 ? '' : `?${params.toString()}`
+      return call('GET', `/v1/webhook-deliveries${search}`, undefined, o)
+    },
     admin: {
       createNamespace: (namespaceId, description, o) =>
         call(
@@ -381,6 +436,12 @@ export function createBatonClient(options: CreateClientOptions): BatonClient {
         call('GET', `/v1/admin/namespaces/${encodeURIComponent(namespaceId)}/keys`, undefined, o),
       revokeKey: (keyId, o) =>
         call('POST', `/v1/admin/keys/${encodeURIComponent(keyId)}/revoke`, {}, o),
+      registerNamespaceWebhook: (namespaceId, input, o) =>
+        call('PUT', namespaceWebhookPath(namespaceId), input, o),
+      getNamespaceWebhook: (namespaceId, o) =>
+        call('GET', namespaceWebhookPath(namespaceId), undefined, o),
+      removeNamespaceWebhook: (namespaceId, o) =>
+        call('DELETE', namespaceWebhookPath(namespaceId), undefined, o),
     },
     readArtifact,
   }

@@ -1,8 +1,10 @@
 import { request } from 'undici'
 
+export type HttpMethod = 'GET' | 'POST' | 'PUT' | 'DELETE'
+
 /** One HTTP call as the client makes it: a method, headers, a JSON text body or none, a signal. */
 export interface Outgoing {
-  readonly method: 'GET' | 'POST' | 'DELETE'
+  readonly method: HttpMethod
   readonly headers: Readonly<Record<string, string>>
   readonly body?: string
   readonly signal?: AbortSignal

@@ -27,6 +27,9 @@ export const ErrorCode = {
   /** The session is behind its deletion fence: it admits nothing new. */
   SessionDeleted: 'SESSION_DELETED',
   ArtifactNotFound: 'ARTIFACT_NOT_FOUND',
+  WebhookNotFound: 'WEBHOOK_NOT_FOUND',
+  /** The webhook URL is refused by the operator's destination policy (`details.reason`). */
+  WebhookUrlRefused: 'WEBHOOK_URL_REFUSED',
   /** The artifact's retention ended: its content is deleted, its digest and size are kept. */
   ArtifactExpired: 'ARTIFACT_EXPIRED',
   /** The stored content no longer matches its digest; it is never sent. */

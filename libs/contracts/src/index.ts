@@ -166,3 +166,30 @@ export type {
   DashboardTimeline,
   DashboardTimelineEntry,
 } from './dashboard.ts'
+export {
+  WEBHOOK_DELIVERY_STATES,
+  WEBHOOK_EVENT_TYPES,
+  WebhookLimits,
+  refusedAddress,
+  registerWebhookRequestSchema,
+  registeredWebhookSchema,
+  webhookDeliveryListSchema,
+  webhookDeliveryQuerySchema,
+  webhookDeliveryViewSchema,
+  webhookDestinationPolicy,
+  webhookPayloadSchema,
+  webhookPolicyEnvShape,
+  webhookSecretSchema,
+  webhookUrlRefusal,
+  webhookViewSchema,
+} from './webhook.ts'
+export type {
+  RegisterWebhookRequest,
+  RegisteredWebhook,
+  WebhookDeliveryState,
+  WebhookDeliveryView,
+  WebhookDestinationPolicy,
+  WebhookEventType,
+  WebhookPayload,
+  WebhookView,
+} from './webhook.ts'

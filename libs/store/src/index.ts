@@ -122,3 +122,18 @@ export { getAttemptTimeline } from './dashboard/attempt-timeline.ts'
 export type { AttemptTimelineRecord } from './dashboard/attempt-timeline.ts'
 export { readAttemptActivity } from './dashboard/attempt-activity.ts'
 export type { MinuteActivity } from './dashboard/attempt-activity.ts'
+export { releaseContinuationClaim } from './continuations/release-claim.ts'
+export type { ReleaseClaimOutcome } from './continuations/release-claim.ts'
+export { getWebhook, registerWebhook, removeWebhook } from './webhooks/webhook-registry.ts'
+export type { WebhookRecord, WebhookScope } from './webhooks/webhook-registry.ts'
+export {
+  listWebhookDeliveries,
+  settleWebhookDelivery,
+  takeWebhookDeliveries,
+  toWebhookDeliveryView,
+} from './webhooks/webhook-deliveries.ts'
+export type {
+  TakenWebhookDelivery,
+  WebhookDeliveryFence,
+  WebhookTryEnd,
+} from './webhooks/webhook-deliveries.ts'

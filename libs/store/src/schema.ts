@@ -1,5 +1,5 @@
 import type { ColumnType, Generated, Selectable } from 'kysely'
-import type { FailureCategory } from '@baton/contracts'
+import type { FailureCategory, WebhookDeliveryState, WebhookEventType } from '@baton/contracts'
 
 /** Kysely table types for the ledger. SQL is snake_case; repositories map to camelCase. */
 
@@ -180,6 +180,39 @@ export interface NamespaceUsageTable {
   artifact_bytes: ColumnType<string, number, number>
 }
 
+export interface WebhookTable {
+  id: string
+  namespace_id: string
+  /** Null for the namespace's webhook. */
+  session_id: string | null
+  url: string
+  secret: string
+  created_at: CreatedAt
+  updated_at: ColumnType<Date, never, Date>
+}
+export type WebhookRow = Selectable<WebhookTable>
+
+export interface WebhookDeliveryTable {
+  /** The stable `webhook-id` of every try. */
+  id: string
+  namespace_id: string
+  session_id: string
+  webhook_id: string | null
+  event_type: WebhookEventType
+  attempt_id: string
+  state: WebhookDeliveryState
+  tries: number
+  owner_id: string | null
+  owner_generation: number
+  /** When it is due: the next try's time while `pending`, the lease's end while `sending`. */
+  next_try_at: Date | null
+  created_at: CreatedAt
+  delivered_at: Date | null
+  last_status: number | null
+  last_error: string | null
+}
+export type WebhookDeliveryRow = Selectable<WebhookDeliveryTable>
+
 export interface DB {
   namespaces: NamespaceTable
   api_keys: ApiKeyTable
@@ -193,4 +226,6 @@ export interface DB {
   continuations: ContinuationTable
   artifacts: ArtifactTable
   namespace_usage: NamespaceUsageTable
+  webhooks: WebhookTable
+  webhook_deliveries: WebhookDeliveryTable
 }

@@ -27,7 +27,11 @@ export interface ParentRuns {
 /** How often the parents' host renews their leases (well within one lease). */
 const PARENT_HEARTBEAT_MS = 60_000
 
-export function createParentRuns(run: ChaosRun): ParentRuns {
+/** `pushed`: sessions whose continuations go to their webhook, which the host leaves alone. */
+export function createParentRuns(
+  run: ChaosRun,
+  pushed: (sessionId: string) => boolean = () => false,
+): ParentRuns {
   const parents = new Map<string, Promise<string | undefined>>()
   const call = <T>(fn: () => Promise<T>, signal: AbortSignal) =>
     retryCall(fn, { signal, maxDelayMs: 250 })
@@ -92,7 +96,7 @@ export function createParentRuns(run: ChaosRun): ParentRuns {
             throw error
         })
       let consumed = 0
-      for (const sessionId of sessions) {
+      for (const sessionId of sessions.filter((s) => !pushed(s))) {
         for (;;) {
           const claim = await call(
             () => run.client.claimContinuation(sessionId, { timeoutMs: 0, leaseMs: 60_000 }),

@@ -4,6 +4,7 @@ import { ARTIFACT_CHECKS, WITNESS_CHECKS } from '@baton/testing/ledger-audit'
 import type { Audit } from './audit.ts'
 import { HISTORY_CHECKS, REMEMBERER } from './history.ts'
 import type { Crash } from './fleet.ts'
+import type { WebhookAudit } from './webhooks.ts'
 import { FAULT_KINDS, bump, type ChaosRun, type Kind } from './run.ts'
 
 export interface Summary {
@@ -33,9 +34,16 @@ export interface Summary {
     readonly verified: number
     readonly bad: number
   }
+  /** Push delivery to the pushed sessions' receiver (lib/chaos/webhooks.ts). */
+  readonly webhooks: {
+    readonly ids: number
+    readonly delivered: number
+    readonly missing: number
+    readonly bad_signature: number
+  }
 }
 
-export function summarize(run: ChaosRun, a: Audit): Summary {
+export function summarize(run: ChaosRun, a: Audit, webhooks: WebhookAudit): Summary {
   return {
     submitted: run.submitted.size,
     terminal: a.terminal,
@@ -61,6 +69,12 @@ export function summarize(run: ChaosRun, a: Audit): Summary {
       verified: a.artifacts.verified,
       bad: a.artifacts.bad,
     },
+    webhooks: {
+      ids: webhooks.ids,
+      delivered: webhooks.delivered,
+      missing: webhooks.missing,
+      bad_signature: webhooks.bad_signature,
+    },
   }
 }
 
@@ -85,6 +99,11 @@ export function failuresOf(run: ChaosRun, summary: Summary, crashes: readonly Cr
       failures.push(`continuations ${key} = ${summary.continuations[key]}`)
   if (summary.artifacts.bad !== 0) failures.push(`artifacts bad = ${summary.artifacts.bad}`)
   if (summary.artifacts.verified === 0) failures.push('no artifact was verified')
+  if (summary.webhooks.missing !== 0)
+    failures.push(`webhooks missing = ${summary.webhooks.missing}`)
+  if (summary.webhooks.bad_signature !== 0)
+    failures.push(`webhooks bad_signature = ${summary.webhooks.bad_signature}`)
+  if (summary.webhooks.delivered === 0) failures.push('no webhook event was delivered')
   const continued = [...run.submitted.values()].filter((s) => s.kind === 'continued').length
   if (run.continuations.size < continued)
     failures.push(`only ${run.continuations.size} of ${continued} continuations accepted`)
@@ -125,6 +144,12 @@ export function printTables(run: ChaosRun, summary: Summary, a: Audit, crashes: 
     ['continuations missing', a.continuations.missing],
     ['continuations expired bytes', a.continuations.expiredBytes],
     ['continuations unreceipted', a.continuations.unreceipted],
+    ['webhooks missing', summary.webhooks.missing],
+    ['webhooks bad_signature', summary.webhooks.bad_signature],
+  ])
+  table(run, 'webhooks (pushed sessions)', [
+    ['events (ids)', summary.webhooks.ids],
+    ['delivered', summary.webhooks.delivered],
   ])
   table(run, 'continuations (results of parent runs)', [
     ['admitted', a.continuations.admitted],

@@ -13,6 +13,8 @@ export const STATUS: Readonly<Record<ErrorCode, number>> = {
   [ErrorCode.AgentNotFound]: 404,
   [ErrorCode.AttemptNotFound]: 404,
   [ErrorCode.ArtifactNotFound]: 404,
+  [ErrorCode.WebhookNotFound]: 404,
+  [ErrorCode.WebhookUrlRefused]: 400,
   [ErrorCode.ArtifactExpired]: 410,
   [ErrorCode.ArtifactIntegrity]: 500,
   [ErrorCode.NotFound]: 404,

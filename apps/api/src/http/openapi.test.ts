@@ -72,6 +72,7 @@ describe('the document integrators generate clients from', () => {
       'Artifacts',
       'Runs',
       'Continuations',
+      'Webhooks',
       'Admin',
       'Dashboard',
       'Health',

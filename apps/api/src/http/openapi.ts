@@ -19,7 +19,10 @@ const TAGS = {
   Continuations:
     "A finished child's result handed back exactly once, with a receipt, after its parent run " +
     'has ended: claim the next one, keep its lease, settle it',
-  Admin: 'Namespaces and their API keys (admin key)',
+  Webhooks:
+    "Push delivery: a session's or a namespace's endpoint, to which terminal attempts and " +
+    'admitted continuations are POSTed, signed as Standard Webhooks says; and what was delivered',
+  Admin: 'Namespaces, their API keys and their webhooks (admin key)',
   Dashboard:
     "The ledger dashboard's JSON (admin key): attempts by state, live leases, recent terminals " +
     "and one attempt's timeline, across namespaces",

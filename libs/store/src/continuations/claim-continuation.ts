@@ -16,6 +16,8 @@ export interface ClaimContinuationInput {
    * before its first try; a try after a bell needs not (whoever rang released what it released).
    */
   readonly releaseLapsed?: boolean
+  /** Claim this attempt's continuation only (a webhook delivery names the one it carries). */
+  readonly attemptId?: string
 }
 
 /** A continuation a consumer now holds: its run, the delivered result, and the claim's fence. */
@@ -32,6 +34,7 @@ export interface ClaimedContinuation extends DeliveredResult {
  * (claim token, generation + 1) with a lease of `leaseMs` on the database clock, and the delivery
  * `claimed` with that generation and a deadline at the lease's end. The claimed result is then
  * resolved as every delivery is (`loadDeliveredResults`).
+ * With `attemptId`, that attempt's continuation only (by primary key), if it is pending.
  * Outcome: the claimed continuation, or `undefined` when none is pending.
  * Retry safety: a retried claim takes another continuation (or none); an abandoned claim is
  * released by reconciliation once its lease and deadline expired.
@@ -54,6 +57,7 @@ export async function claimContinuation(
       select attempt_id, consumer_run_id from continuations
       where namespace_id = ${input.namespaceId} and session_id = ${input.sessionId}
         and state = 'pending'
+        ${input.attemptId === undefined ? sql`` : sql`and attempt_id = ${input.attemptId}::uuid`}
       order by admitted_at, attempt_id
       limit 1
       for update skip locked

@@ -10,6 +10,7 @@ import { getAttempts } from '../../src/attempts/get-attempt.ts'
 import { claimContinuation } from '../../src/continuations/claim-continuation.ts'
 import { countContinuations } from '../../src/continuations/count-continuations.ts'
 import { reconcileDeliveries } from '../../src/continuations/reconcile-deliveries.ts'
+import { takeWebhookDeliveries } from '../../src/webhooks/webhook-deliveries.ts'
 import { accept, done, scriptedDelegation } from '../support/attempts.ts'
 import { NS, pendingContinuation } from '../support/continuations.ts'
 
@@ -243,6 +244,45 @@ describe('continuation statements read indexes, not the delivered history', () =
       expect(countPlan.rows.map((r) => r['QUERY PLAN']).join('\n')).toMatch(
         /Index Only Scan using continuations_open_state_idx/,
       )
+    } finally {
+      await pool.destroy()
+    }
+  })
+})
+
+describe('webhook statements read indexes, not the delivered history', () => {
+  test("a worker's take of due deliveries reads the due index, whatever the delivered history", async ({
+    db,
+    databaseUrl,
+  }) => {
+    await deliveredHistory(db, { sessions: 200, perSession: 50 })
+    // Every history attempt has a delivered event; one more event is due.
+    await sql`
+      insert into webhook_deliveries (id, namespace_id, session_id, event_type, attempt_id, state,
+                                      tries, next_try_at, delivered_at)
+      select 'msg_attempt_terminal_' || replace(attempt_id::text, '-', ''), namespace_id,
+             session_id, 'attempt.terminal', attempt_id, 'delivered', 1, null, now()
+      from continuations
+    `.execute(db)
+    await sql`
+      insert into webhook_deliveries (id, namespace_id, session_id, event_type, attempt_id)
+      select 'msg_continuation_due', namespace_id, session_id, 'continuation.admitted', attempt_id
+      from continuations limit 1
+    `.execute(db)
+    await sql`analyze webhook_deliveries`.execute(db)
+    const pool = createDb({ connectionString: databaseUrl, maxConnections: 1 })
+    try {
+      await sql`set plan_cache_mode = force_generic_plan`.execute(pool)
+      const taken = await takeWebhookDeliveries(pool, {
+        ownerId: 'planner',
+        leaseMs: 60_000,
+        limit: 16,
+        maxAgeMs: 86_400_000,
+      })
+      expect(taken.map((t) => t.id)).toEqual(['msg_continuation_due'])
+      const plan = (await cachedPlan(pool, "set state = 'sending'")).generic
+      expect(plan).toContain('webhook_deliveries_due_idx')
+      expect(plan).not.toMatch(/Seq Scan on webhook_deliveries/)
     } finally {
       await pool.destroy()
     }

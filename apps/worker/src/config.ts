@@ -4,12 +4,12 @@ import { z } from 'zod'
 import {
   dependencyTimeouts,
   dependencyTimeoutsEnvShape,
+  namespaceLimitsEnvShape,
   type DependencyTimeouts,
 } from '@baton/contracts'
 import { tracingConfig, tracingEnvShape, type TracingConfig } from '@baton/observability'
 import type { ResultPolicy } from '@baton/store'
 
-const MIB = 1024 * 1024
 const ms = (fallback: number) => z.coerce.number().int().positive().default(fallback)
 
 const configSchema = z
@@ -39,17 +39,7 @@ const configSchema = z
       .min(0)
       .max(1024 * 1024)
       .default(4096),
-    ARTIFACT_MAX_BYTES: z.coerce
-      .number()
-      .int()
-      .min(0)
-      .max(1024 * 1024 * 1024)
-      .default(64 * MIB),
-    NAMESPACE_ARTIFACT_MAX_BYTES: z.coerce
-      .number()
-      .int()
-      .min(0)
-      .default(1024 * MIB),
+    ...namespaceLimitsEnvShape,
     ARTIFACT_RETENTION_MS: ms(7 * 24 * 60 * 60 * 1000),
     CONTINUATION_UNCLAIMED_MS: ms(7 * 24 * 60 * 60 * 1000),
     WORKSPACE_DIR: z.string().min(1).default(process.cwd()),

@@ -166,3 +166,10 @@ export type {
   DashboardTimeline,
   DashboardTimelineEntry,
 } from './dashboard.ts'
+export {
+  ARTIFACT_CHUNK_BYTES,
+  ARTIFACT_MAX_BYTES_CEILING,
+  namespaceLimitDefaults,
+  namespaceLimitsEnvShape,
+} from './namespace-limits.ts'
+export type { NamespaceLimits, NamespaceLimitsEnv } from './namespace-limits.ts'

@@ -459,12 +459,16 @@ async function artifacts(call: Call, key: string, db: Db): Promise<void> {
   const range = await call('GET', path, { key, headers: { range: 'bytes=0-9' } })
   expect(range.status).toBe(206)
   expect(range.body).toBe('abcabcabca')
+  expect(outcome(await call('GET', path, { key, headers: { range: 'bytes=5000-' } }))).toBe(
+    '416 RANGE_NOT_SATISFIABLE',
+  )
   expect(outcome(await call('GET', `/v1/artifacts/${NO_SUCH_ID}`, { key }))).toBe(
     '404 ARTIFACT_NOT_FOUND',
   )
-  await sql`update artifacts set content = ${Buffer.from('tampered')} where id = ${artifactId}`.execute(
-    db,
-  )
+  await sql`
+    update artifact_chunks set content = ${Buffer.from('tampered')}
+    where upload_id = (select upload_id from artifacts where id = ${artifactId})
+  `.execute(db)
   expect(outcome(await call('GET', path, { key }))).toBe('500 ARTIFACT_INTEGRITY')
   await sql`update artifacts set expires_at = now() - interval '1 second' where id = ${artifactId}`.execute(
     db,

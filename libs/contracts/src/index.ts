@@ -5,10 +5,12 @@ export { dependencyTimeouts, dependencyTimeoutsEnvShape } from './dependency-tim
 export type { DependencyTimeouts, DependencyTimeoutsEnv } from './dependency-timeouts.ts'
 export {
   canonicalJson,
+  chunkDigest,
   continuationDigest,
   historyDigest,
   requestDigest,
   resultDigest,
+  resultDigestOfParts,
   terminalFingerprint,
 } from './digest.ts'
 export type { ArtifactBinding, HistoryDeltaBinding, TerminalProjection } from './digest.ts'

@@ -163,8 +163,10 @@ export interface ArtifactTable {
   id: string
   namespace_id: string
   attempt_id: string
-  /** The output's UTF-8 bytes; null once retention deleted them. */
-  content: Buffer | null
+  /** The upload whose chunks hold the output's UTF-8 bytes (`artifact_chunks`). */
+  upload_id: string | null
+  /** The size of each chunk but the last; null for an artifact expired before chunks existed. */
+  chunk_bytes: number | null
   preview: string
   /** bigint: pg returns it as a string. */
   bytes: ColumnType<string, number, never>
@@ -172,6 +174,24 @@ export interface ArtifactTable {
   created_at: CreatedAt
   expires_at: Date
   expired_at: Date | null
+}
+
+/** Content written ahead of its terminal commit, not yet bound to an artifact. */
+export interface ArtifactUploadTable {
+  id: string
+  attempt_id: string
+  bytes: ColumnType<string, number, never>
+  digest: string
+  chunks: number
+  created_at: CreatedAt
+}
+
+/** One chunk of an upload's content, with its `chunkDigest`. */
+export interface ArtifactChunkTable {
+  upload_id: string
+  seq: number
+  content: Buffer
+  digest: string
 }
 
 export interface NamespaceUsageTable {
@@ -192,5 +212,7 @@ export interface DB {
   runs: RunTable
   continuations: ContinuationTable
   artifacts: ArtifactTable
+  artifact_uploads: ArtifactUploadTable
+  artifact_chunks: ArtifactChunkTable
   namespace_usage: NamespaceUsageTable
 }

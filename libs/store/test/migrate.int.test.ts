@@ -53,6 +53,7 @@ describe('migrations', () => {
           '0013-continuation-content-by-reference',
           '0014-run-leases',
           '0015-continuation-indexes',
+          '0020-artifact-chunks',
         ])
         expect((await migrateToLatest(db)).applied).toEqual([
           '0001-ledger',
@@ -70,6 +71,7 @@ describe('migrations', () => {
           '0013-continuation-content-by-reference',
           '0014-run-leases',
           '0015-continuation-indexes',
+          '0020-artifact-chunks',
         ])
         const tables = await sql<{ table_name: string }>`
           select table_name from information_schema.tables where table_schema = 'public' order by 1
@@ -135,6 +137,7 @@ describe('migrations', () => {
           '0013-continuation-content-by-reference',
           '0014-run-leases',
           '0015-continuation-indexes',
+          '0020-artifact-chunks',
         ])
         const executed = await sql<{
           n: number
@@ -218,6 +221,7 @@ describe('migrations', () => {
           '0013-continuation-content-by-reference',
           '0014-run-leases',
           '0015-continuation-indexes',
+          '0020-artifact-chunks',
         ])
         const owners = await sql<{ namespace_id: string }>`
           select distinct namespace_id from attempts
@@ -266,7 +270,7 @@ describe('0013: continuations admitted with their content in the input', () => {
             kind: 'artifact',
           })
           expect(await admitContinuations(db, [row.attemptId])).toEqual([row.receipt])
-          expect(await ledgerCopiesOf(db, row.content)).toEqual(['artifacts.content'])
+          expect(await ledgerCopiesOf(db, row.content)).toEqual(['artifact_chunks.content'])
         }
 
         // Delivered while the content lasts: the input the receipt binds, restored exactly.

@@ -1,7 +1,8 @@
 import { sql } from 'kysely'
-import type { ClaimableDetail } from '@baton/contracts'
+import { ARTIFACT_CHUNK_BYTES, type ClaimableDetail } from '@baton/contracts'
 import type { Db } from '../db.ts'
 import { reserveArtifactBytes } from '../artifacts/reserve-artifact-bytes.ts'
+import { discardUpload, stageArtifact, type StagedArtifact } from '../artifacts/stage-artifact.ts'
 import { DEFAULT_RESULT_POLICY, type ResultPolicy } from '../artifacts/result-policy.ts'
 import { historyLength } from './agent-history.ts'
 import {
@@ -211,12 +212,12 @@ async function commitInline(db: Db, rows: readonly Candidate[]): Promise<Committ
 }
 
 /**
- * A result that needs an artifact, in one transaction: lock the attempt row and check the fence
- * (an exact retry is recognised here, before any usage is counted); then check the per-artifact
- * limit and reserve the bytes in the namespace's usage (see `reserveArtifactBytes`); then store
- * the artifact and the terminal projection that binds it. Over quota, the attempt ends `error` /
- * `quota_exceeded` and nothing of the output is stored. Retry safety: the row lock makes a
- * concurrent retry wait and then classify as `replayed`.
+ * A result that needs an artifact. First, outside any lock, its content is staged in chunks
+ * (`stageArtifact`: the bytes are sent and stored in short transactions of their own, and hashed
+ * once, by `buildTerminalProjection`). Then one transaction binds it (`bindStaged`), carrying only
+ * the upload's id, size and digest. An upload that transaction did not bind (refused, replayed, a
+ * stale fence, over quota) is deleted after it; one collected by expiry meanwhile (a commit that
+ * waited longer than `UPLOAD_GRACE_MS`) is staged again once.
  */
 async function commitWithArtifact(
   db: Db,
@@ -224,35 +225,104 @@ async function commitWithArtifact(
   policy: ResultPolicy,
 ): Promise<CommittedTerminal> {
   const { input, content, projection } = row
-  const artifact = projection.artifact
-  if (content === undefined || artifact === undefined) {
+  if (content === undefined || projection.artifact === undefined) {
     throw new Error('commitWithArtifact needs a result with an artifact')
   }
-  return db.transaction().execute(async (trx) => {
-    const locked = await sql<AttemptState>`
-      select ${STATE_COLUMNS} from attempts a where a.id = ${input.attemptId} for update
-    `.execute(trx)
-    const state = locked.rows[0]
-    const refusal = classify(state, row)
-    if (refusal !== undefined || state === undefined) return { outcome: refusal ?? 'missing' }
-    const admitted =
-      content.length <= policy.artifactMaxBytes &&
-      (await reserveArtifactBytes(trx, state.namespace_id, content.length, policy))
-    if (admitted) {
-      await sql`
-        insert into artifacts (id, namespace_id, attempt_id, content, preview, bytes, digest, expires_at)
-        values (${artifact.artifactId}, ${state.namespace_id}, ${input.attemptId},
-                ${content}, ${projection.outputPreview}, ${content.length}, ${projection.outputDigest},
-                now() + ${artifact.retentionMs} * interval '1 millisecond')
+  const stage = async (): Promise<StagedArtifact | undefined> =>
+    content.length > policy.artifactMaxBytes
+      ? undefined
+      : stageArtifact(db, {
+          attemptId: input.attemptId,
+          content,
+          digest: projection.outputDigest,
+        })
+  let staged = await stage()
+  for (let tries = 1; ; tries += 1) {
+    const answer = await bindStaged(db, row, staged, policy).catch(async (error: unknown) => {
+      if (staged !== undefined) await discardUpload(db, staged.uploadId).catch(() => undefined)
+      throw error
+    })
+    if (answer === 'upload_lost' && tries === 1) {
+      staged = await stage()
+      continue
+    }
+    if (answer === 'upload_lost') throw new Error('a staged artifact was collected twice')
+    if (!answer.bound && staged !== undefined) await discardUpload(db, staged.uploadId)
+    return answer.committed
+  }
+}
+
+/**
+ * The terminal commit of a result whose content is staged, in one transaction: lock the attempt
+ * row and check the fence (an exact retry is recognised here, before any usage is counted); then
+ * check the per-artifact limit and reserve the bytes in the namespace's usage (see
+ * `reserveArtifactBytes`: the namespace lock is held from here to the end of this transaction,
+ * which carries no content); then bind the upload to its artifact row (deleting the upload row)
+ * and store the terminal projection that binds it. Over quota, the attempt ends `error` /
+ * `quota_exceeded` and nothing of the output is kept. Outcome: the commit's answer and whether
+ * the upload was bound, or `upload_lost` (nothing written). Retry safety: the row lock makes a
+ * concurrent retry wait and then classify as `replayed`.
+ */
+async function bindStaged(
+  db: Db,
+  row: Candidate,
+  staged: StagedArtifact | undefined,
+  policy: ResultPolicy,
+): Promise<{ committed: CommittedTerminal; bound: boolean } | 'upload_lost'> {
+  const { input, projection } = row
+  const artifact = projection.artifact
+  if (artifact === undefined) throw new Error('bindStaged needs a result with an artifact')
+  return db
+    .transaction()
+    .execute(async (trx) => {
+      const locked = await sql<AttemptState>`
+        select ${STATE_COLUMNS} from attempts a where a.id = ${input.attemptId} for update
       `.execute(trx)
-    }
-    const chosen = admitted ? row : overQuota(input, policy, projection)
-    const applied = await applyTerminals(trx, [chosen])
-    if (!applied.has(input.attemptId)) {
-      throw new Error('a terminal commit did not apply under its own row lock')
-    }
-    return committedAnswer(applied.get(input.attemptId))
-  })
+      const state = locked.rows[0]
+      const refusal = classify(state, row)
+      if (refusal !== undefined || state === undefined) {
+        return { committed: { outcome: refusal ?? 'missing' }, bound: false }
+      }
+      const admitted =
+        staged !== undefined &&
+        staged.bytes <= policy.artifactMaxBytes &&
+        (await reserveArtifactBytes(trx, state.namespace_id, staged.bytes, policy))
+      if (admitted) {
+        const bound = await sql`
+          with u as (
+            delete from artifact_uploads
+            where id = ${staged.uploadId} and attempt_id = ${input.attemptId}
+              and bytes = ${staged.bytes} and digest = ${staged.digest}
+            returning id, bytes, digest
+          )
+          insert into artifacts (id, namespace_id, attempt_id, upload_id, chunk_bytes, preview,
+                                 bytes, digest, expires_at)
+          select ${artifact.artifactId}, ${state.namespace_id}, ${input.attemptId}, u.id,
+                 ${ARTIFACT_CHUNK_BYTES}, ${projection.outputPreview}, u.bytes, u.digest,
+                 now() + ${artifact.retentionMs} * interval '1 millisecond'
+          from u
+          returning id
+        `.execute(trx)
+        if (bound.rows.length === 0) throw new UploadLost()
+      }
+      const chosen = admitted ? row : overQuota(input, policy, projection)
+      const applied = await applyTerminals(trx, [chosen])
+      if (!applied.has(input.attemptId)) {
+        throw new Error('a terminal commit did not apply under its own row lock')
+      }
+      return { committed: committedAnswer(applied.get(input.attemptId)), bound: admitted }
+    })
+    .catch((error: unknown) => {
+      if (error instanceof UploadLost) return 'upload_lost' as const
+      throw error
+    })
+}
+
+/** The staged upload is gone (collected by expiry): the transaction rolls back, nothing written. */
+class UploadLost extends Error {
+  constructor() {
+    super('the staged artifact upload was collected before its commit')
+  }
 }
 
 function committedAnswer(row: AttemptReadRow | undefined): CommittedTerminal {

@@ -506,6 +506,13 @@ async function administration(call: Call): Promise<void> {
   const revoke = (keyId: string) => call('POST', `/v1/admin/keys/${keyId}/revoke`, { key })
   expect((await revoke(issued.body.keyId)).status).toBe(200)
   expect(outcome(await revoke(NO_SUCH_ID))).toBe('404 API_KEY_NOT_FOUND')
+  const limits = `/v1/admin/namespaces/${namespaceId}/limits`
+  const body = { artifactMaxBytes: 1000 }
+  expect((await call('PUT', limits, { key, body })).status).toBe(200)
+  expect((await call('GET', limits, { key })).body).toMatchObject({ limits: body })
+  const nobody = '/v1/admin/namespaces/no-such-namespace/limits'
+  expect(outcome(await call('PUT', nobody, { key, body }))).toBe('404 NAMESPACE_NOT_FOUND')
+  expect(outcome(await call('GET', nobody, { key }))).toBe('404 NAMESPACE_NOT_FOUND')
 }
 
 async function dashboard(call: Call, db: Db): Promise<void> {

@@ -5,7 +5,9 @@ import type {
   AnyAttemptView,
   ApiKeyView,
   IssuedApiKeyView,
+  NamespaceLimitsView,
   NamespaceView,
+  StoredNamespaceLimits,
   DelegationAccepted,
   DelegationMetadata,
   BatchItem,
@@ -177,6 +179,14 @@ export interface BatonAdmin {
   issueKey(namespaceId: string, name: string, options?: CallOptions): Promise<IssuedApiKeyView>
   listKeys(namespaceId: string, options?: CallOptions): Promise<{ keys: ApiKeyView[] }>
   revokeKey(keyId: string, options?: CallOptions): Promise<ApiKeyView>
+  /** The namespace's limits as stored (`null`: the default applies) and the API's defaults. */
+  getNamespaceLimits(namespaceId: string, options?: CallOptions): Promise<NamespaceLimitsView>
+  /** Replaces the namespace's limits; a `null` or absent one falls back to the default. */
+  setNamespaceLimits(
+    namespaceId: string,
+    limits: Partial<StoredNamespaceLimits>,
+    options?: CallOptions,
+  ): Promise<NamespaceLimitsView>
 }
 
 /** A loaded artifact: its exact bytes and `resultDigest`. */
@@ -241,7 +251,7 @@ export function createBatonClient(options: CreateClientOptions): BatonClient {
     options.fetch === undefined ? sendRequest : sendWithFetch(options.fetch)
 
   async function call<T>(
-    method: 'GET' | 'POST' | 'DELETE',
+    method: 'GET' | 'POST' | 'PUT' | 'DELETE',
     path: string,
     body: unknown,
     callOptions: CallOptions = {},
@@ -266,7 +276,7 @@ export function createBatonClient(options: CreateClientOptions): BatonClient {
   }
 
   function send(
-    method: 'GET' | 'POST' | 'DELETE',
+    method: 'GET' | 'POST' | 'PUT' | 'DELETE',
     path: string,
     body: unknown,
     callOptions: CallOptions,
@@ -381,6 +391,10 @@ export function createBatonClient(options: CreateClientOptions): BatonClient {
         call('GET', `/v1/admin/namespaces/${encodeURIComponent(namespaceId)}/keys`, undefined, o),
       revokeKey: (keyId, o) =>
         call('POST', `/v1/admin/keys/${encodeURIComponent(keyId)}/revoke`, {}, o),
+      getNamespaceLimits: (namespaceId, o) =>
+        call('GET', `/v1/admin/namespaces/${encodeURIComponent(namespaceId)}/limits`, undefined, o),
+      setNamespaceLimits: (namespaceId, limits, o) =>
+        call('PUT', `/v1/admin/namespaces/${encodeURIComponent(namespaceId)}/limits`, limits, o),
     },
     readArtifact,
   }

@@ -2,7 +2,7 @@ import { request } from 'undici'
 
 /** One HTTP call as the client makes it: a method, headers, a JSON text body or none, a signal. */
 export interface Outgoing {
-  readonly method: 'GET' | 'POST' | 'DELETE'
+  readonly method: 'GET' | 'POST' | 'PUT' | 'DELETE'
   readonly headers: Readonly<Record<string, string>>
   readonly body?: string
   readonly signal?: AbortSignal

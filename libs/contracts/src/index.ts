@@ -110,10 +110,19 @@ export {
   issueApiKeyRequestSchema,
   issuedApiKeySchema,
   namespaceIdSchema,
+  namespaceLimitsSchema,
+  namespaceLimitsViewSchema,
   namespaceListSchema,
   namespaceViewSchema,
+  setNamespaceLimitsRequestSchema,
 } from './tenants.ts'
-export type { ApiKeyView, IssuedApiKeyView, NamespaceView } from './tenants.ts'
+export type {
+  ApiKeyView,
+  IssuedApiKeyView,
+  NamespaceLimitsView,
+  NamespaceView,
+  StoredNamespaceLimits,
+} from './tenants.ts'
 export {
   ContinuationLimits,
   DELIVERY_STATES,

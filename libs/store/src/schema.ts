@@ -9,6 +9,9 @@ export interface NamespaceTable {
   id: string
   description: string | null
   created_at: CreatedAt
+  /** Stored limits (bytes); null where the processes' defaults apply. */
+  artifact_quota_bytes: ColumnType<string | null, number | null, number | null>
+  artifact_max_bytes: ColumnType<string | null, number | null, number | null>
 }
 
 export interface ApiKeyTable {

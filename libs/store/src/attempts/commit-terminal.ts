@@ -2,6 +2,7 @@ import { sql } from 'kysely'
 import { ARTIFACT_CHUNK_BYTES, type ClaimableDetail } from '@baton/contracts'
 import type { Db } from '../db.ts'
 import { reserveArtifactBytes } from '../artifacts/reserve-artifact-bytes.ts'
+import { artifactLimitsFor, artifactLimitsOfAttempt } from '../tenants/namespace-limits.ts'
 import { discardUpload, stageArtifact, type StagedArtifact } from '../artifacts/stage-artifact.ts'
 import { DEFAULT_RESULT_POLICY, type ResultPolicy } from '../artifacts/result-policy.ts'
 import { historyLength } from './agent-history.ts'
@@ -228,8 +229,11 @@ async function commitWithArtifact(
   if (content === undefined || projection.artifact === undefined) {
     throw new Error('commitWithArtifact needs a result with an artifact')
   }
+  // The namespace's limits as stored now: an output over them is never written (the commit's own
+  // read of them, in its transaction, decides).
+  const limits = await artifactLimitsOfAttempt(db, input.attemptId, policy)
   const stage = async (): Promise<StagedArtifact | undefined> =>
-    content.length > policy.artifactMaxBytes
+    content.length > limits.artifactMaxBytes
       ? undefined
       : stageArtifact(db, {
           attemptId: input.attemptId,
@@ -255,7 +259,8 @@ async function commitWithArtifact(
 /**
  * The terminal commit of a result whose content is staged, in one transaction: lock the attempt
  * row and check the fence (an exact retry is recognised here, before any usage is counted); then
- * check the per-artifact limit and reserve the bytes in the namespace's usage (see
+ * read the namespace's limits (stored in the ledger, else the policy's defaults), check the
+ * per-artifact limit and reserve the bytes in the namespace's usage (see
  * `reserveArtifactBytes`: the namespace lock is held from here to the end of this transaction,
  * which carries no content); then bind the upload to its artifact row (deleting the upload row)
  * and store the terminal projection that binds it. Over quota, the attempt ends `error` /
@@ -283,10 +288,11 @@ async function bindStaged(
       if (refusal !== undefined || state === undefined) {
         return { committed: { outcome: refusal ?? 'missing' }, bound: false }
       }
+      const limits = await artifactLimitsFor(trx, state.namespace_id, policy)
       const admitted =
         staged !== undefined &&
-        staged.bytes <= policy.artifactMaxBytes &&
-        (await reserveArtifactBytes(trx, state.namespace_id, staged.bytes, policy))
+        staged.bytes <= limits.artifactMaxBytes &&
+        (await reserveArtifactBytes(trx, state.namespace_id, staged.bytes, limits))
       if (admitted) {
         const bound = await sql`
           with u as (

@@ -8,10 +8,16 @@ interface LimitsRow {
   readonly artifact_max_bytes: string | null
 }
 
-const toLimits = (row: LimitsRow): StoredNamespaceLimits => ({
-  artifactQuotaBytes: row.artifact_quota_bytes === null ? null : Number(row.artifact_quota_bytes),
-  artifactMaxBytes: row.artifact_max_bytes === null ? null : Number(row.artifact_max_bytes),
-})
+/** The limits of the first row of `rows` (the one namespace a statement reads), if any. */
+function limitsOf(rows: readonly LimitsRow[]): StoredNamespaceLimits | undefined {
+  const [row] = rows
+  if (row === undefined) return undefined
+  const bytes = (value: string | null) => (value === null ? null : Number(value))
+  return {
+    artifactQuotaBytes: bytes(row.artifact_quota_bytes),
+    artifactMaxBytes: bytes(row.artifact_max_bytes),
+  }
+}
 
 /** A namespace's stored limits (`null`: the default applies), or `undefined` for no namespace. */
 export async function getNamespaceLimits(
@@ -21,8 +27,7 @@ export async function getNamespaceLimits(
   const result = await sql<LimitsRow>`
     select artifact_quota_bytes, artifact_max_bytes from namespaces where id = ${namespaceId}
   `.execute(db)
-  const row = result.rows[0]
-  return row === undefined ? undefined : toLimits(row)
+  return limitsOf(result.rows)
 }
 
 /**
@@ -41,8 +46,7 @@ export async function setNamespaceLimits(
     where id = ${namespaceId}
     returning artifact_quota_bytes, artifact_max_bytes
   `.execute(db)
-  const row = result.rows[0]
-  return row === undefined ? undefined : toLimits(row)
+  return limitsOf(result.rows)
 }
 
 /**
@@ -72,8 +76,7 @@ export async function artifactLimitsOfAttempt(
     select n.artifact_quota_bytes, n.artifact_max_bytes
     from attempts a join namespaces n on n.id = a.namespace_id where a.id = ${attemptId}
   `.execute(db)
-  const row = result.rows[0]
-  return inForce(row === undefined ? undefined : toLimits(row), defaults)
+  return inForce(limitsOf(result.rows), defaults)
 }
 
 type ArtifactLimits = Pick<ResultPolicy, 'artifactMaxBytes' | 'namespaceMaxBytes'>

@@ -11,6 +11,7 @@ describe('API configuration: namespace limit defaults', () => {
     expect(config.limitDefaults).toEqual({
       artifactMaxBytes: ARTIFACT_MAX_BYTES_CEILING,
       artifactQuotaBytes: 1000,
+      agentHistoryMaxBytes: 64 * 1024 * 1024,
     })
   })
 

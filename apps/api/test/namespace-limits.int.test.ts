@@ -46,8 +46,12 @@ describe('namespace limits in the ledger', () => {
 
     expect(await admin.getNamespaceLimits('default')).toEqual({
       namespaceId: 'default',
-      limits: { artifactQuotaBytes: null, artifactMaxBytes: null },
-      defaults: { artifactQuotaBytes: 1024 * 1024 * 1024, artifactMaxBytes: 64 * 1024 * 1024 },
+      limits: { artifactQuotaBytes: null, artifactMaxBytes: null, agentHistoryMaxBytes: null },
+      defaults: {
+        artifactQuotaBytes: 1024 * 1024 * 1024,
+        artifactMaxBytes: 64 * 1024 * 1024,
+        agentHistoryMaxBytes: 64 * 1024 * 1024,
+      },
     })
     await h.startWorker(GENEROUS)
     expect(
@@ -72,7 +76,7 @@ describe('namespace limits in the ledger', () => {
 
     // Cleared: the stingy worker's own default applies again.
     expect(await admin.setNamespaceLimits('default', {})).toMatchObject({
-      limits: { artifactQuotaBytes: null, artifactMaxBytes: null },
+      limits: { artifactQuotaBytes: null, artifactMaxBytes: null, agentHistoryMaxBytes: null },
     })
     expect(await outcomeOf(600)).toBe('stingy: quota_exceeded')
   }, 240_000)
@@ -98,6 +102,7 @@ describe('namespace limits in the ledger', () => {
     expect((await admin.getNamespaceLimits('default')).limits).toEqual({
       artifactQuotaBytes: null,
       artifactMaxBytes: null,
+      agentHistoryMaxBytes: null,
     })
   }, 120_000)
 })

@@ -308,12 +308,17 @@ export function createProgram(io: CliIo, exit: (code: ExitCode) => void): Comman
     .argument('<namespaceId>')
     .option('--artifact-quota-bytes <bytes>', 'unexpired artifacts together', parseBytes)
     .option('--artifact-max-bytes <bytes>', 'the largest artifact', parseBytes)
+    .option('--agent-history-max-bytes <bytes>', "one agent's history", parseBytes)
     .action(
       run(
         (
           ctx,
           namespaceId: string,
-          options: { artifactQuotaBytes?: number; artifactMaxBytes?: number },
+          options: {
+            artifactQuotaBytes?: number
+            artifactMaxBytes?: number
+            agentHistoryMaxBytes?: number
+          },
         ) => setLimits(ctx, namespaceId, options),
       ),
     )

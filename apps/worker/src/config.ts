@@ -150,6 +150,7 @@ export function loadConfig(env: Readonly<Record<string, string | undefined>>): W
       artifactMaxBytes: c.ARTIFACT_MAX_BYTES,
       namespaceMaxBytes: c.NAMESPACE_ARTIFACT_MAX_BYTES,
       retentionMs: c.ARTIFACT_RETENTION_MS,
+      agentHistoryMaxBytes: c.AGENT_HISTORY_MAX_BYTES,
     }),
     workspaceDir: c.WORKSPACE_DIR,
     subagentsDir: c.SUBAGENTS_DIR,

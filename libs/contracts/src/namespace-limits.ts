@@ -42,6 +42,13 @@ export const namespaceLimitsEnvShape = {
     .min(0)
     .max(Number.MAX_SAFE_INTEGER)
     .default(1024 * MIB),
+  /** The most bytes of history (its events' JSON text) one agent may hold. */
+  AGENT_HISTORY_MAX_BYTES: z.coerce
+    .number()
+    .int()
+    .min(0)
+    .max(Number.MAX_SAFE_INTEGER)
+    .default(64 * MIB),
 }
 
 export type NamespaceLimitsEnv = z.infer<z.ZodObject<typeof namespaceLimitsEnvShape>>
@@ -52,11 +59,14 @@ export interface NamespaceLimits {
   readonly artifactQuotaBytes: number
   /** The largest artifact. */
   readonly artifactMaxBytes: number
+  /** The most bytes of history (its events' JSON text) one agent may hold. */
+  readonly agentHistoryMaxBytes: number
 }
 
 export function namespaceLimitDefaults(env: NamespaceLimitsEnv): NamespaceLimits {
   return Object.freeze({
     artifactQuotaBytes: env.NAMESPACE_ARTIFACT_MAX_BYTES,
     artifactMaxBytes: env.ARTIFACT_MAX_BYTES,
+    agentHistoryMaxBytes: env.AGENT_HISTORY_MAX_BYTES,
   })
 }

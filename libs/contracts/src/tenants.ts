@@ -56,7 +56,8 @@ const limitBytes = (max: number) => z.number().int().min(0).max(max).nullable()
 
 /**
  * A namespace's limits as stored in the ledger: each a number of bytes, or `null` where the
- * processes' defaults apply (`ARTIFACT_MAX_BYTES`, `NAMESPACE_ARTIFACT_MAX_BYTES`).
+ * processes' defaults apply (`ARTIFACT_MAX_BYTES`, `NAMESPACE_ARTIFACT_MAX_BYTES`,
+ * `AGENT_HISTORY_MAX_BYTES`).
  */
 export const namespaceLimitsSchema = z
   .strictObject({
@@ -64,6 +65,8 @@ export const namespaceLimitsSchema = z
     artifactQuotaBytes: limitBytes(Number.MAX_SAFE_INTEGER),
     /** The largest artifact; at most what Baton can store and serve. */
     artifactMaxBytes: limitBytes(ARTIFACT_MAX_BYTES_CEILING),
+    /** The most bytes of history (its events' JSON text) one agent of the namespace may hold. */
+    agentHistoryMaxBytes: limitBytes(Number.MAX_SAFE_INTEGER),
   })
   .meta({ id: 'NamespaceLimits' })
 export type StoredNamespaceLimits = z.infer<typeof namespaceLimitsSchema>
@@ -77,7 +80,11 @@ export const namespaceLimitsViewSchema = z
     /** As stored; `null` where the default applies. */
     limits: namespaceLimitsSchema,
     /** The defaults of this API process, which the workers must share. */
-    defaults: z.object({ artifactQuotaBytes: z.number(), artifactMaxBytes: z.number() }),
+    defaults: z.object({
+      artifactQuotaBytes: z.number(),
+      artifactMaxBytes: z.number(),
+      agentHistoryMaxBytes: z.number(),
+    }),
   })
   .meta({ id: 'NamespaceLimitsView' })
 export type NamespaceLimitsView = z.infer<typeof namespaceLimitsViewSchema>

@@ -12,6 +12,7 @@ export interface NamespaceTable {
   /** Stored limits (bytes); null where the processes' defaults apply. */
   artifact_quota_bytes: ColumnType<string | null, number | null, number | null>
   artifact_max_bytes: ColumnType<string | null, number | null, number | null>
+  agent_history_max_bytes: ColumnType<string | null, number | null, number | null>
 }
 
 export interface ApiKeyTable {

@@ -175,7 +175,8 @@ export function adminRoutes(deps: ApiDeps & { readonly keys: KeyResolver }): Fas
           summary: "Read a namespace's limits",
           description:
             "The namespace's limits as stored in the ledger (`null` where the default applies) " +
-            "and this API's defaults (`ARTIFACT_MAX_BYTES`, `NAMESPACE_ARTIFACT_MAX_BYTES`).",
+            "and this API's defaults (`ARTIFACT_MAX_BYTES`, `NAMESPACE_ARTIFACT_MAX_BYTES`, " +
+            '`AGENT_HISTORY_MAX_BYTES`).',
           security,
           params: namespaceParams,
           response: answers(
@@ -203,10 +204,10 @@ export function adminRoutes(deps: ApiDeps & { readonly keys: KeyResolver }): Fas
           summary: "Set a namespace's limits",
           description:
             "Replaces the namespace's limits, in bytes: `artifactQuotaBytes` (unexpired " +
-            'artifacts together) and `artifactMaxBytes` (one artifact, at most what Baton can ' +
-            'store and serve). An absent or `null` limit falls back to the default. They are ' +
-            "stored in the ledger and every worker's next artifact commit enforces them, " +
-            'whatever its own environment.',
+            'artifacts together), `artifactMaxBytes` (one artifact, at most what Baton can ' +
+            "store and serve) and `agentHistoryMaxBytes` (one agent's history). An absent or " +
+            '`null` limit falls back to the default. They are stored in the ledger and every ' +
+            "worker's next commit enforces them, whatever its own environment.",
           security,
           params: namespaceParams,
           body: setNamespaceLimitsRequestSchema,
@@ -224,6 +225,7 @@ export function adminRoutes(deps: ApiDeps & { readonly keys: KeyResolver }): Fas
         const limits = await setNamespaceLimits(deps.db, namespaceId, {
           artifactQuotaBytes: request.body.artifactQuotaBytes ?? null,
           artifactMaxBytes: request.body.artifactMaxBytes ?? null,
+          agentHistoryMaxBytes: request.body.agentHistoryMaxBytes ?? null,
         })
         if (limits === undefined) throw namespaceNotFound(namespaceId)
         log.info({ namespaceId, limits }, 'namespace limits set')

@@ -78,7 +78,9 @@ function limitsText(view: NamespaceLimitsView): string {
     const stored = view.limits[name]
     return stored === null ? `${name}  ${view.defaults[name]} (default)` : `${name}  ${stored}`
   }
-  return [line('artifactQuotaBytes'), line('artifactMaxBytes')].join('\n')
+  return [line('artifactQuotaBytes'), line('artifactMaxBytes'), line('agentHistoryMaxBytes')].join(
+    '\n',
+  )
 }
 
 function namespaceLine(n: NamespaceView): string {

@@ -6,6 +6,7 @@ import type { ResultPolicy } from '../artifacts/result-policy.ts'
 interface LimitsRow {
   readonly artifact_quota_bytes: string | null
   readonly artifact_max_bytes: string | null
+  readonly agent_history_max_bytes: string | null
 }
 
 /** The limits of the first row of `rows` (the one namespace a statement reads), if any. */
@@ -16,6 +17,7 @@ function limitsOf(rows: readonly LimitsRow[]): StoredNamespaceLimits | undefined
   return {
     artifactQuotaBytes: bytes(row.artifact_quota_bytes),
     artifactMaxBytes: bytes(row.artifact_max_bytes),
+    agentHistoryMaxBytes: bytes(row.agent_history_max_bytes),
   }
 }
 
@@ -25,7 +27,8 @@ export async function getNamespaceLimits(
   namespaceId: string,
 ): Promise<StoredNamespaceLimits | undefined> {
   const result = await sql<LimitsRow>`
-    select artifact_quota_bytes, artifact_max_bytes from namespaces where id = ${namespaceId}
+    select artifact_quota_bytes, artifact_max_bytes, agent_history_max_bytes
+    from namespaces where id = ${namespaceId}
   `.execute(db)
   return limitsOf(result.rows)
 }
@@ -42,9 +45,11 @@ export async function setNamespaceLimits(
 ): Promise<StoredNamespaceLimits | undefined> {
   const result = await sql<LimitsRow>`
     update namespaces
-    set artifact_quota_bytes = ${limits.artifactQuotaBytes}, artifact_max_bytes = ${limits.artifactMaxBytes}
+    set artifact_quota_bytes = ${limits.artifactQuotaBytes},
+        artifact_max_bytes = ${limits.artifactMaxBytes},
+        agent_history_max_bytes = ${limits.agentHistoryMaxBytes}
     where id = ${namespaceId}
-    returning artifact_quota_bytes, artifact_max_bytes
+    returning artifact_quota_bytes, artifact_max_bytes, agent_history_max_bytes
   `.execute(db)
   return limitsOf(result.rows)
 }
@@ -73,7 +78,7 @@ export async function artifactLimitsOfAttempt(
   defaults: ArtifactLimits,
 ): Promise<ArtifactLimits> {
   const result = await sql<LimitsRow>`
-    select n.artifact_quota_bytes, n.artifact_max_bytes
+    select n.artifact_quota_bytes, n.artifact_max_bytes, n.agent_history_max_bytes
     from attempts a join namespaces n on n.id = a.namespace_id where a.id = ${attemptId}
   `.execute(db)
   return inForce(limitsOf(result.rows), defaults)

@@ -4,7 +4,10 @@ import {
   webhookDestinationPolicy,
   webhookPolicyEnvShape,
   type WebhookDestinationPolicy,
+  namespaceLimitDefaults,
+  namespaceLimitsEnvShape,
   type DependencyTimeouts,
+  type NamespaceLimits,
 } from '@baton/contracts'
 import { tracingConfig, tracingEnvShape, type TracingConfig } from '@baton/observability'
 import { z } from 'zod'
@@ -40,6 +43,7 @@ const configSchema = z.object({
   API_KEY_CACHE_MS: z.coerce.number().int().min(0).max(300_000).default(5000),
   RATE_LIMIT_MAX: z.coerce.number().int().min(0).max(1_000_000).default(0),
   RATE_LIMIT_WINDOW_MS: z.coerce.number().int().min(100).max(86_400_000).default(60_000),
+  ...namespaceLimitsEnvShape,
   ...dependencyTimeoutsEnvShape,
   ...tracingEnvShape,
   ...webhookPolicyEnvShape,
@@ -72,6 +76,11 @@ export interface ApiConfig {
   /** Requests one key may make per window; 0 turns rate limiting off. */
   readonly rateLimitMax: number
   readonly rateLimitWindowMs: number
+  /**
+   * The limits of a namespace that has none stored (`ARTIFACT_MAX_BYTES`,
+   * `NAMESPACE_ARTIFACT_MAX_BYTES`): what the admin API reports as its defaults.
+   */
+  readonly limitDefaults: NamespaceLimits
   /** How long a call to Postgres or Redis may take (`DB_*_TIMEOUT_MS`, `REDIS_*_TIMEOUT_MS`). */
   readonly timeouts: DependencyTimeouts
   /** Where spans go (`OTEL_*`); off unless an OTLP endpoint is set. */
@@ -105,6 +114,7 @@ export function loadConfig(env: Readonly<Record<string, string | undefined>>): A
     apiKeyCacheMs: c.API_KEY_CACHE_MS,
     rateLimitMax: c.RATE_LIMIT_MAX,
     rateLimitWindowMs: c.RATE_LIMIT_WINDOW_MS,
+    limitDefaults: namespaceLimitDefaults(c),
     timeouts: dependencyTimeouts(c),
     tracing: tracingConfig(c),
     webhookPolicy: webhookDestinationPolicy(c),

@@ -109,7 +109,7 @@ describe('results that outlive their size: previews, artifacts and the artifact 
     )
   })
 
-  test('the route sends the plain SHA-256 in Repr-Digest and serves a byte range; expired is 410, a tampered row the integrity error, a foreign or unknown id 404', async ({
+  test('the route sends the plain SHA-256 in Repr-Digest and serves a byte range (416 beyond the content); expired is 410, a tampered row the integrity error, a foreign or unknown id 404', async ({
     baton,
     db,
   }) => {
@@ -139,6 +139,14 @@ describe('results that outlive their size: previews, artifacts and the artifact 
     expect(part.headers.get('content-range')).toBe(`bytes 4090-4099/${content.length}`)
     expect(Buffer.from(await part.arrayBuffer()).equals(content.subarray(4090, 4100))).toBe(true)
 
+    // A range that holds no byte of the content: 416, with the size in Content-Range.
+    const beyond = await fetch(url, { headers: { ...h.auth, range: `bytes=${content.length}-` } })
+    expect(beyond.status).toBe(416)
+    expect(beyond.headers.get('content-range')).toBe(`bytes */${content.length}`)
+    expect(await beyond.json()).toMatchObject({
+      error: { code: 'RANGE_NOT_SATISFIABLE', details: { bytes: content.length } },
+    })
+
     const unknown = await h.get('/v1/artifacts/00000000-0000-4000-8000-000000000000')
     expect(unknown).toMatchObject({ status: 404, body: { error: { code: 'ARTIFACT_NOT_FOUND' } } })
     // An artifact of another namespace answers exactly like a missing one.
@@ -151,9 +159,10 @@ describe('results that outlive their size: previews, artifacts and the artifact 
     await sql`update artifacts set namespace_id = 'default' where id = ${artifactId}`.execute(db)
 
     // Tampered content is never sent: a typed integrity error instead.
-    await sql`update artifacts set content = ${Buffer.from(output.replace('end', 'END'))} where id = ${artifactId}`.execute(
-      db,
-    )
+    await sql`
+      update artifact_chunks set content = ${Buffer.from(output.replace('end', 'END'))}
+      where upload_id = (select upload_id from artifacts where id = ${artifactId})
+    `.execute(db)
     const tampered = await fetch(url, { headers: h.auth })
     expect(tampered.status).toBe(500)
     expect(await tampered.json()).toMatchObject({ error: { code: 'ARTIFACT_INTEGRITY' } })
@@ -183,7 +192,10 @@ describe('results that outlive their size: previews, artifacts and the artifact 
     await eventually(
       async () => {
         const row = await sql<{ gone: boolean }>`
-          select content is null and expired_at is not null as gone from artifacts where id = ${artifactId}
+          select expired_at is not null
+                 and not exists (select 1 from artifact_chunks c where c.upload_id = ar.upload_id)
+                 as gone
+          from artifacts ar where id = ${artifactId}
         `.execute(db)
         return row.rows[0]?.gone === true ? true : undefined
       },

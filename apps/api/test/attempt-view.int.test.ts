@@ -1,5 +1,6 @@
 import { randomUUID } from 'node:crypto'
-import { createDb, getAttempt, toAttemptView } from '@baton/store'
+import { sql } from 'kysely'
+import { claimAttempt, commitTerminal, createDb, getAttempt, toAttemptView } from '@baton/store'
 import { describe, expect, tenantKey } from '@baton/testing'
 import { apiTest, delegate } from './support/api-harness.ts'
 import { readAttemptView } from '../src/services/attempt-view.ts'
@@ -44,6 +45,38 @@ describe('attempt views', () => {
         expect(unscoped.map((v) => v?.attemptId)).toEqual(foreign)
       } finally {
         await counted.destroy()
+      }
+    },
+  )
+
+  apiTest(
+    'a terminal output shown whole is verified against its digest: one that no longer matches is never sent',
+    async ({ api: h, db }) => {
+      const accepted = await h.post(delegate('s-verified'), { name: 'scripted', prompt: 'x' })
+      const attemptId = accepted.body.attemptId as string
+      const claim = await claimAttempt(db, { attemptId, ownerId: 'w', leaseTtlMs: 60_000 })
+      if (claim.kind !== 'claimed') throw new Error(claim.kind)
+      const result = { stopReason: 'completed', output: 'the true output', failureCategory: null }
+      await commitTerminal(db, {
+        attemptId,
+        ownerId: 'w',
+        ownerGeneration: claim.attempt.ownerGeneration,
+        result,
+      })
+      expect(await h.get(`/v1/attempts/${attemptId}`)).toMatchObject({
+        status: 200,
+        body: { output: 'the true output', outputTruncated: false },
+      })
+      await sql`update attempts set output_preview = 'the fake output' where id = ${attemptId}`.execute(
+        db,
+      )
+      for (const path of [`/v1/attempts/${attemptId}`, `/v1/attempts/${attemptId}/wait`]) {
+        const answer = await h.get(path)
+        expect(answer, path).toMatchObject({
+          status: 500,
+          body: { error: { code: 'ARTIFACT_INTEGRITY', details: { attemptId } } },
+        })
+        expect(JSON.stringify(answer.body)).not.toContain('fake')
       }
     },
   )

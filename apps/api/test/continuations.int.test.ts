@@ -417,7 +417,7 @@ describe('continuations', () => {
       if (!isTerminalView(view) || view.artifact === null) throw new Error('no artifact')
       const content = (await client.readArtifact(view.artifact.artifactId)).content
       // The content lives in one place: its artifact.
-      expect(await ledgerCopiesOf(db, content)).toEqual(['artifacts.content'])
+      expect(await ledgerCopiesOf(db, content)).toEqual(['artifact_chunks.content'])
       results.push({ attemptId, artifactId: view.artifact.artifactId, content })
     }
     // Their retention ends: the artifacts are older than it, and nothing has expired them yet.
@@ -454,7 +454,7 @@ describe('continuations', () => {
       async () => {
         const kept = await sql<{ n: number }>`
           select count(*)::int as n from artifacts
-          where id = any(${results.map((r) => r.artifactId)}::uuid[]) and content is not null
+          where id = any(${results.map((r) => r.artifactId)}::uuid[]) and expired_at is null
         `.execute(db)
         return kept.rows[0]?.n === 0 ? true : undefined
       },

@@ -460,12 +460,16 @@ async function artifacts(call: Call, key: string, db: Db): Promise<void> {
   const range = await call('GET', path, { key, headers: { range: 'bytes=0-9' } })
   expect(range.status).toBe(206)
   expect(range.body).toBe('abcabcabca')
+  expect(outcome(await call('GET', path, { key, headers: { range: 'bytes=5000-' } }))).toBe(
+    '416 RANGE_NOT_SATISFIABLE',
+  )
   expect(outcome(await call('GET', `/v1/artifacts/${NO_SUCH_ID}`, { key }))).toBe(
     '404 ARTIFACT_NOT_FOUND',
   )
-  await sql`update artifacts set content = ${Buffer.from('tampered')} where id = ${artifactId}`.execute(
-    db,
-  )
+  await sql`
+    update artifact_chunks set content = ${Buffer.from('tampered')}
+    where upload_id = (select upload_id from artifacts where id = ${artifactId})
+  `.execute(db)
   expect(outcome(await call('GET', path, { key }))).toBe('500 ARTIFACT_INTEGRITY')
   await sql`update artifacts set expires_at = now() - interval '1 second' where id = ${artifactId}`.execute(
     db,
@@ -503,6 +507,13 @@ async function administration(call: Call): Promise<void> {
   const revoke = (keyId: string) => call('POST', `/v1/admin/keys/${keyId}/revoke`, { key })
   expect((await revoke(issued.body.keyId)).status).toBe(200)
   expect(outcome(await revoke(NO_SUCH_ID))).toBe('404 API_KEY_NOT_FOUND')
+  const limits = `/v1/admin/namespaces/${namespaceId}/limits`
+  const body = { artifactMaxBytes: 1000 }
+  expect((await call('PUT', limits, { key, body })).status).toBe(200)
+  expect((await call('GET', limits, { key })).body).toMatchObject({ limits: body })
+  const nobody = '/v1/admin/namespaces/no-such-namespace/limits'
+  expect(outcome(await call('PUT', nobody, { key, body }))).toBe('404 NAMESPACE_NOT_FOUND')
+  expect(outcome(await call('GET', nobody, { key }))).toBe('404 NAMESPACE_NOT_FOUND')
 }
 
 /** Webhook registration (a session's, a namespace's) and the deliveries' listing. */

@@ -42,3 +42,11 @@ export function parseBaseUrl(text: string): string {
   }
   return text
 }
+
+/** A limit in bytes: a whole number from 0. */
+export function parseBytes(text: string): number {
+  if (!/^(0|[1-9]\d{0,15})$/.test(text) || !Number.isSafeInteger(Number(text))) {
+    throw new InvalidArgumentError('use a whole number of bytes from 0.')
+  }
+  return Number(text)
+}

@@ -2,7 +2,15 @@
 // function; what a command does and how it exits lives in commands/.
 import { Command } from 'commander'
 import { createCommandContext, type CliIo, type CommandContext } from './command-context.ts'
-import { createNamespace, issueKey, listKeys, listNamespaces, revokeKey } from './commands/admin.ts'
+import {
+  createNamespace,
+  issueKey,
+  listKeys,
+  listNamespaces,
+  revokeKey,
+  setLimits,
+  showLimits,
+} from './commands/admin.ts'
 import type { ClaimFence } from '@baton/contracts'
 import { showAgentHistory } from './commands/agents.ts'
 import { getArtifact } from './commands/artifacts.ts'
@@ -31,7 +39,7 @@ import {
 } from './commands/webhooks.ts'
 import type { WebhookDeliveryState } from '@baton/contracts'
 import type { ExitCode } from './exit-codes.ts'
-import { parseBaseUrl, parseGeneration, parseLease, parseWaitBound } from './options.ts'
+import { parseBaseUrl, parseBytes, parseGeneration, parseLease, parseWaitBound } from './options.ts'
 
 /** The default lease of a continuation claim and of its renewals. */
 const DEFAULT_LEASE_MS = 60_000
@@ -297,6 +305,31 @@ export function createProgram(io: CliIo, exit: (code: ExitCode) => void): Comman
     .command('list')
     .description('list namespaces')
     .action(run((ctx) => listNamespaces(ctx)))
+  namespaces
+    .command('limits')
+    .description("show a namespace's limits (stored, or the default)")
+    .argument('<namespaceId>')
+    .action(run((ctx, namespaceId: string) => showLimits(ctx, namespaceId)))
+  namespaces
+    .command('set-limits')
+    .description("replace a namespace's limits; one not given falls back to the default")
+    .argument('<namespaceId>')
+    .option('--artifact-quota-bytes <bytes>', 'unexpired artifacts together', parseBytes)
+    .option('--artifact-max-bytes <bytes>', 'the largest artifact', parseBytes)
+    .option('--agent-history-max-bytes <bytes>', "one agent's history", parseBytes)
+    .action(
+      run(
+        (
+          ctx,
+          namespaceId: string,
+          options: {
+            artifactQuotaBytes?: number
+            artifactMaxBytes?: number
+            agentHistoryMaxBytes?: number
+          },
+        ) => setLimits(ctx, namespaceId, options),
+      ),
+    )
 
   const keys = program
     .command('keys')

@@ -94,7 +94,7 @@ describe('baton artifacts get', () => {
       ])
 
       // Stored bytes that no longer match their digest are never handed out.
-      await sql`update artifacts set content = ${Buffer.from('tampered')} where id = ${artifactId}::uuid`.execute(
+      await sql`update artifact_chunks set content = ${Buffer.from('tampered')} where upload_id = (select upload_id from artifacts where id = ${artifactId}::uuid)`.execute(
         db,
       )
       await expectExits(stack.base, [

@@ -252,4 +252,33 @@ describe('baton CLI', () => {
       expect((await batonWithKey(key, stack.base, 'namespaces', 'list')).code).toBe(3)
     },
   )
+
+  cliTest(
+    "a namespace's limits: set, shown (stored or the default), cleared; a bad value is a usage error",
+    async ({ stack }) => {
+      const admin = (...args: string[]) => batonWithKey(ADMIN_API_KEY, stack.base, ...args)
+      expect((await admin('namespaces', 'create', 'limited')).code).toBe(0)
+      const set = await admin(
+        'namespaces',
+        'set-limits',
+        'limited',
+        '--artifact-max-bytes',
+        '1000',
+        '--json',
+      )
+      expect(set.code, set.stderr).toBe(0)
+      expect(JSON.parse(set.stdout)).toMatchObject({
+        namespaceId: 'limited',
+        limits: { artifactMaxBytes: 1000, artifactQuotaBytes: null },
+      })
+      const shown = await admin('namespaces', 'limits', 'limited')
+      expect(shown.stdout).toContain('artifactMaxBytes  1000\n')
+      expect(shown.stdout).toMatch(/artifactQuotaBytes {2}\d+ \(default\)/)
+      expect((await admin('namespaces', 'set-limits', 'limited')).stdout).toMatch(
+        /artifactMaxBytes {2}\d+ \(default\)/,
+      )
+      const bad = await admin('namespaces', 'set-limits', 'limited', '--artifact-max-bytes', '-1')
+      expect(bad.code).toBe(2)
+    },
+  )
 })

@@ -6,6 +6,7 @@ import {
   dependencyTimeoutsEnvShape,
   webhookDestinationPolicy,
   webhookPolicyEnvShape,
+  namespaceLimitsEnvShape,
   type DependencyTimeouts,
 } from '@baton/contracts'
 import { tracingConfig, tracingEnvShape, type TracingConfig } from '@baton/observability'
@@ -42,17 +43,7 @@ const configSchema = z
       .min(0)
       .max(1024 * 1024)
       .default(4096),
-    ARTIFACT_MAX_BYTES: z.coerce
-      .number()
-      .int()
-      .min(0)
-      .max(1024 * 1024 * 1024)
-      .default(64 * MIB),
-    NAMESPACE_ARTIFACT_MAX_BYTES: z.coerce
-      .number()
-      .int()
-      .min(0)
-      .default(1024 * MIB),
+    ...namespaceLimitsEnvShape,
     ARTIFACT_RETENTION_MS: ms(7 * 24 * 60 * 60 * 1000),
     CONTINUATION_UNCLAIMED_MS: ms(7 * 24 * 60 * 60 * 1000),
     WORKSPACE_DIR: z.string().min(1).default(process.cwd()),
@@ -179,6 +170,7 @@ export function loadConfig(env: Readonly<Record<string, string | undefined>>): W
       artifactMaxBytes: c.ARTIFACT_MAX_BYTES,
       namespaceMaxBytes: c.NAMESPACE_ARTIFACT_MAX_BYTES,
       retentionMs: c.ARTIFACT_RETENTION_MS,
+      agentHistoryMaxBytes: c.AGENT_HISTORY_MAX_BYTES,
     }),
     workspaceDir: c.WORKSPACE_DIR,
     subagentsDir: c.SUBAGENTS_DIR,

@@ -5,6 +5,7 @@ import {
   createGroupBatcher,
   isolateUnexpected,
   isTransientStoreError,
+  resultNeedsArtifact,
   type ClaimAttemptOutcome,
   type CommitTerminalInput,
   type CommittedTerminal,
@@ -75,11 +76,12 @@ export function createClaimBatcher(
 }
 
 /**
- * Concurrent terminal commits of this worker, batched into one fenced commit statement per group
- * (an artifact's commit runs its own transaction beside it). Each answers its outcome and, when
- * the ledger could tell it, the attempt as the commit left it (for the settlement's bell).
- * `timingOf` tells the metrics when an attempt was taken and cancelled (its execution is still
- * held while its commit runs).
+ * Concurrent terminal commits of this worker, batched into one fenced commit statement per group.
+ * A result that needs an artifact is committed apart, at once: its content is staged in chunks
+ * before its own transaction (see `commitTerminals`), and a batch of small results must not wait
+ * behind those writes. Each answers its outcome and, when the ledger could tell it, the attempt as
+ * the commit left it (for the settlement's bell). `timingOf` tells the metrics when an attempt was
+ * taken and cancelled (its execution is still held while its commit runs).
  */
 export function createCommitBatcher(
   db: Db,
@@ -89,15 +91,33 @@ export function createCommitBatcher(
     readonly timingOf: (attemptId: string) => ExecutionTiming | undefined
   },
 ): GroupBatcher<CommitTerminalInput, CommittedTerminal> {
-  return createGroupBatcher<CommitTerminalInput, CommittedTerminal>(
-    async (inputs) => {
-      const answers = await commitTerminalsReturning(db, inputs, results)
-      if (metrics !== undefined) {
-        const outcomes = answers.map((answer) => answer.outcome)
-        observeCommits(metrics.metrics, inputs, outcomes, metrics.timingOf)
+  const commit = async (inputs: CommitTerminalInput[]): Promise<CommittedTerminal[]> => {
+    const answers = await commitTerminalsReturning(db, inputs, results)
+    if (metrics !== undefined) {
+      const outcomes = answers.map((answer) => answer.outcome)
+      observeCommits(metrics.metrics, inputs, outcomes, metrics.timingOf)
+    }
+    return answers
+  }
+  const batcher = createGroupBatcher<CommitTerminalInput, CommittedTerminal>(commit, {
+    ...LEDGER_BATCH,
+    isolate: isolateUnexpected,
+  })
+  let apart = 0
+  return {
+    async submit(input) {
+      if (!resultNeedsArtifact(input.result, results.inlineBytes)) return batcher.submit(input)
+      apart += 1
+      try {
+        const [answer] = await commit([input])
+        if (answer === undefined) throw new Error('commitTerminals returned no answer')
+        return answer
+      } finally {
+        apart -= 1
       }
-      return answers
     },
-    { ...LEDGER_BATCH, isolate: isolateUnexpected },
-  )
+    get pending() {
+      return batcher.pending + apart
+    },
+  }
 }

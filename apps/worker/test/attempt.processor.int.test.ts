@@ -16,6 +16,7 @@ import {
   commitTerminalsReturning,
   getAgentHistory,
   getAttempt,
+  setNamespaceLimits,
   type CommitTerminalInput,
   type CommitTerminalOutcome,
   type CommittedTerminal,
@@ -194,6 +195,10 @@ describe('attempt processor: context deltas', () => {
     { fault: 'none', expected: 'appends only the new suffix' },
     { fault: 'tamper', expected: 'fails closed when the log rewrites the resumed history' },
     { fault: 'moved', expected: 'fails closed when the history moved on while it ran' },
+    {
+      fault: 'limit',
+      expected: "keeps its result but appends nothing past its namespace's history limit",
+    },
   ] as const)('a resumed child $expected', async ({ fault }, { db, redisUrl, queuePrefix }) => {
     // The agent's first attempt committed one turn of history; the continuation runs through
     // the processor.
@@ -208,6 +213,14 @@ describe('attempt processor: context deltas', () => {
         values (${agentId}, 3, ${firstId}, '{"seq":3,"type":"turn/start","turnId":"x"}'::jsonb)
       `.execute(db)
     })
+    // The `limit` fault: the namespace's history limit leaves room for the first turn only.
+    const limit = (agentHistoryMaxBytes: number | null) =>
+      setNamespaceLimits(db, 'default', {
+        artifactQuotaBytes: null,
+        artifactMaxBytes: null,
+        agentHistoryMaxBytes,
+      })
+    if (fault === 'limit') await limit(300)
     const harness = startProcessor(
       { db, redisUrl, queuePrefix },
       ownerId,
@@ -218,7 +231,16 @@ describe('attempt processor: context deltas', () => {
       const view = await untilAttempt(db, attemptId, 'terminal')
       expect(fake.received).toEqual([historyTurn(0, 'first')])
       const history = (await getAgentHistory(db, agentId))?.events ?? []
-      if (fault !== 'none') {
+      if (fault === 'limit') {
+        expect(view).toMatchObject({
+          stopReason: 'error',
+          failureCategory: 'history_limit_exceeded',
+          output: 'ok',
+          context: null,
+        })
+        expect(history.every((e) => e.attemptId === firstId)).toBe(true)
+        expect(history).toHaveLength(3)
+      } else if (fault !== 'none') {
         expect(view).toMatchObject({
           stopReason: 'error',
           failureCategory: 'context_rejected',
@@ -240,6 +262,7 @@ describe('attempt processor: context deltas', () => {
       }
     } finally {
       await harness.close()
+      if (fault === 'limit') await limit(null)
     }
   })
 })

@@ -143,7 +143,10 @@ describe('a Redis that stalls for 30 s', () => {
         await eventually(
           async () => {
             const r = await sql<{ expired: boolean }>`
-            select expired_at is not null and content is null as expired from artifacts
+            select expired_at is not null
+                   and not exists (select 1 from artifact_chunks c where c.upload_id = artifacts.upload_id)
+                   as expired
+            from artifacts
             where attempt_id = ${stored.attemptId}
           `.execute(db)
             return r.rows[0]?.expired === true ? true : undefined

@@ -11,7 +11,9 @@ import type {
   AnyAttemptView,
   ApiKeyView,
   IssuedApiKeyView,
+  NamespaceLimitsView,
   NamespaceView,
+  StoredNamespaceLimits,
   DelegationAccepted,
   DelegationMetadata,
   BatchItem,
@@ -216,6 +218,14 @@ export interface BatonAdmin {
   ): Promise<RegisteredWebhook>
   getNamespaceWebhook(namespaceId: string, options?: CallOptions): Promise<WebhookView>
   removeNamespaceWebhook(namespaceId: string, options?: CallOptions): Promise<void>
+  /** The namespace's limits as stored (`null`: the default applies) and the API's defaults. */
+  getNamespaceLimits(namespaceId: string, options?: CallOptions): Promise<NamespaceLimitsView>
+  /** Replaces the namespace's limits; a `null` or absent one falls back to the default. */
+  setNamespaceLimits(
+    namespaceId: string,
+    limits: Partial<StoredNamespaceLimits>,
+    options?: CallOptions,
+  ): Promise<NamespaceLimitsView>
 }
 
 /** A loaded artifact: its exact bytes and `resultDigest`. */
@@ -442,6 +452,10 @@ export function createBatonClient(options: CreateClientOptions): BatonClient {
         call('GET', namespaceWebhookPath(namespaceId), undefined, o),
       removeNamespaceWebhook: (namespaceId, o) =>
         call('DELETE', namespaceWebhookPath(namespaceId), undefined, o),
+      getNamespaceLimits: (namespaceId, o) =>
+        call('GET', `/v1/admin/namespaces/${encodeURIComponent(namespaceId)}/limits`, undefined, o),
+      setNamespaceLimits: (namespaceId, limits, o) =>
+        call('PUT', `/v1/admin/namespaces/${encodeURIComponent(namespaceId)}/limits`, limits, o),
     },
     readArtifact,
   }

@@ -10,6 +10,7 @@ const TERMINAL_DOMAIN = 'baton.terminal.v1'
 const REQUEST_DOMAIN = 'baton.request.v1'
 const CONTEXT_DOMAIN = 'baton.context.v1'
 const CONTINUATION_DOMAIN = 'baton.continuation.v1'
+const CHUNK_DOMAIN = 'baton.chunk.v1'
 
 function domainDigest(domain: string, payload: string | Uint8Array): string {
   const hash = createHash('sha256')
@@ -26,6 +27,33 @@ function domainDigest(domain: string, payload: string | Uint8Array): string {
  */
 export function resultDigest(output: string | Uint8Array): string {
   return domainDigest(RESULT_DOMAIN, output)
+}
+
+/**
+ * `resultDigest` of content read in parts (an artifact's chunks, in order): the same digest as
+ * over their concatenation, without holding it whole.
+ */
+export function resultDigestOfParts(parts: Iterable<Uint8Array>): string {
+  const hash = createHash('sha256')
+  hash.update(RESULT_DOMAIN)
+  hash.update('\0')
+  for (const part of parts) hash.update(part)
+  return `${RESULT_DOMAIN}:sha256:${hash.digest('hex')}`
+}
+
+/**
+ * Digest of one stored chunk of an artifact's content: over its position and bytes, so a chunk
+ * read alone (a range read) is verified without the rest, and a chunk moved to another position
+ * fails. Definition: `baton.chunk.v1:sha256:` + hex SHA-256 of `baton.chunk.v1`, 0x00, the
+ * position in decimal, 0x00, then the bytes (migration 0020 computes it the same way in SQL).
+ */
+export function chunkDigest(seq: number, bytes: Uint8Array): string {
+  const hash = createHash('sha256')
+  hash.update(CHUNK_DOMAIN)
+  hash.update('\0')
+  hash.update(`${seq}\0`)
+  hash.update(bytes)
+  return `${CHUNK_DOMAIN}:sha256:${hash.digest('hex')}`
 }
 
 /**

@@ -34,6 +34,8 @@ export const ErrorCode = {
   ArtifactExpired: 'ARTIFACT_EXPIRED',
   /** The stored content no longer matches its digest; it is never sent. */
   ArtifactIntegrity: 'ARTIFACT_INTEGRITY',
+  /** The `Range` asked for holds no byte of the artifact (`details.bytes`: its size). */
+  RangeNotSatisfiable: 'RANGE_NOT_SATISFIABLE',
   PayloadTooLarge: 'PAYLOAD_TOO_LARGE',
   UriTooLong: 'URI_TOO_LONG',
   UnsupportedMediaType: 'UNSUPPORTED_MEDIA_TYPE',

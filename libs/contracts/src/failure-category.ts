@@ -41,6 +41,12 @@ export const FailureCategory = {
    * artifact byte limit; nothing of it was stored.
    */
   QuotaExceeded: 'quota_exceeded',
+  /**
+   * The history the child added would have taken its agent past its namespace's agent history
+   * limit (`AGENT_HISTORY_MAX_BYTES`, or the limit stored for the namespace): the result is kept,
+   * nothing of the history was appended.
+   */
+  HistoryLimitExceeded: 'history_limit_exceeded',
 
   // What the child's own run reports (spawn runtime, ACP agents, structured output).
   /** The model refused to answer (content filter or an agent's `refusal`). */

@@ -5,10 +5,12 @@ export { dependencyTimeouts, dependencyTimeoutsEnvShape } from './dependency-tim
 export type { DependencyTimeouts, DependencyTimeoutsEnv } from './dependency-timeouts.ts'
 export {
   canonicalJson,
+  chunkDigest,
   continuationDigest,
   historyDigest,
   requestDigest,
   resultDigest,
+  resultDigestOfParts,
   terminalFingerprint,
 } from './digest.ts'
 export type { ArtifactBinding, HistoryDeltaBinding, TerminalProjection } from './digest.ts'
@@ -108,10 +110,19 @@ export {
   issueApiKeyRequestSchema,
   issuedApiKeySchema,
   namespaceIdSchema,
+  namespaceLimitsSchema,
+  namespaceLimitsViewSchema,
   namespaceListSchema,
   namespaceViewSchema,
+  setNamespaceLimitsRequestSchema,
 } from './tenants.ts'
-export type { ApiKeyView, IssuedApiKeyView, NamespaceView } from './tenants.ts'
+export type {
+  ApiKeyView,
+  IssuedApiKeyView,
+  NamespaceLimitsView,
+  NamespaceView,
+  StoredNamespaceLimits,
+} from './tenants.ts'
 export {
   ContinuationLimits,
   DELIVERY_STATES,
@@ -193,3 +204,9 @@ export type {
   WebhookPayload,
   WebhookView,
 } from './webhook.ts'
+  ARTIFACT_CHUNK_BYTES,
+  ARTIFACT_MAX_BYTES_CEILING,
+  namespaceLimitDefaults,
+  namespaceLimitsEnvShape,
+} from './namespace-limits.ts'
+export type { NamespaceLimits, NamespaceLimitsEnv } from './namespace-limits.ts'

@@ -1,5 +1,6 @@
 import { z } from 'zod'
 import { isoTimeSchema } from './delegation.ts'
+import { ARTIFACT_MAX_BYTES_CEILING } from './namespace-limits.ts'
 import { storableText } from './storable-text.ts'
 
 /**
@@ -50,3 +51,40 @@ export const issuedApiKeySchema = z
   .object({ ...apiKeyFields, key: z.string() })
   .meta({ id: 'IssuedApiKey' })
 export type IssuedApiKeyView = z.infer<typeof issuedApiKeySchema>
+
+const limitBytes = (max: number) => z.number().int().min(0).max(max).nullable()
+
+/**
+ * A namespace's limits as stored in the ledger: each a number of bytes, or `null` where the
+ * processes' defaults apply (`ARTIFACT_MAX_BYTES`, `NAMESPACE_ARTIFACT_MAX_BYTES`,
+ * `AGENT_HISTORY_MAX_BYTES`).
+ */
+export const namespaceLimitsSchema = z
+  .strictObject({
+    /** The most bytes of unexpired artifacts the namespace may hold. */
+    artifactQuotaBytes: limitBytes(Number.MAX_SAFE_INTEGER),
+    /** The largest artifact; at most what Baton can store and serve. */
+    artifactMaxBytes: limitBytes(ARTIFACT_MAX_BYTES_CEILING),
+    /** The most bytes of history (its events' JSON text) one agent of the namespace may hold. */
+    agentHistoryMaxBytes: limitBytes(Number.MAX_SAFE_INTEGER),
+  })
+  .meta({ id: 'NamespaceLimits' })
+export type StoredNamespaceLimits = z.infer<typeof namespaceLimitsSchema>
+
+/** `PUT …/limits` replaces them all: an absent limit is `null` (the default applies). */
+export const setNamespaceLimitsRequestSchema = namespaceLimitsSchema.partial()
+
+export const namespaceLimitsViewSchema = z
+  .object({
+    namespaceId: z.string(),
+    /** As stored; `null` where the default applies. */
+    limits: namespaceLimitsSchema,
+    /** The defaults of this API process, which the workers must share. */
+    defaults: z.object({
+      artifactQuotaBytes: z.number(),
+      artifactMaxBytes: z.number(),
+      agentHistoryMaxBytes: z.number(),
+    }),
+  })
+  .meta({ id: 'NamespaceLimitsView' })
+export type NamespaceLimitsView = z.infer<typeof namespaceLimitsViewSchema>

@@ -45,7 +45,11 @@ export { findStaleAccepted } from './attempts/find-stale-accepted.ts'
 export { getAttempt, getAttempts, inScope } from './attempts/get-attempt.ts'
 export { toAttemptView, toDeliveryView } from './attempts/attempt-view.ts'
 export type { AttemptDelivery, AttemptRecord, ReadScope } from './attempts/get-attempt.ts'
-export { artifactIdFor, buildTerminalProjection } from './attempts/terminal-record.ts'
+export {
+  artifactIdFor,
+  buildTerminalProjection,
+  resultNeedsArtifact,
+} from './attempts/terminal-record.ts'
 export type { HistoryDelta, TerminalResultInput } from './attempts/terminal-record.ts'
 export { getAgentHistory } from './attempts/agent-history.ts'
 export { pingStore } from './ping.ts'
@@ -102,11 +106,24 @@ export { getRun } from './runs/get-run.ts'
 export type { RunRecord } from './runs/get-run.ts'
 export type { DeliveryState, RunStatus, RunTrigger, SuppressionReason } from './schema.ts'
 export { DEFAULT_RESULT_POLICY } from './artifacts/result-policy.ts'
+export { getNamespaceLimits, setNamespaceLimits } from './tenants/namespace-limits.ts'
 export type { ResultPolicy } from './artifacts/result-policy.ts'
 export { expireArtifacts } from './artifacts/expire-artifacts.ts'
 export type { ExpiryReport } from './artifacts/expire-artifacts.ts'
 export { loadArtifact } from './artifacts/load-artifact.ts'
-export type { ArtifactLoad, ArtifactRecord } from './artifacts/load-artifact.ts'
+export type {
+  ArtifactLoad,
+  ArtifactRecord,
+  ByteRange,
+  RangeChoice,
+} from './artifacts/load-artifact.ts'
+export {
+  UPLOAD_GRACE_MS,
+  collectOrphanUploads,
+  discardUpload,
+  stageArtifact,
+} from './artifacts/stage-artifact.ts'
+export type { StagedArtifact } from './artifacts/stage-artifact.ts'
 export { loadAttemptResult, loadAttemptResults } from './artifacts/load-attempt-result.ts'
 export { namespaceArtifactBytes } from './artifacts/namespace-artifact-bytes.ts'
 export { countContinuations } from './continuations/count-continuations.ts'

@@ -21,6 +21,8 @@ import * as m0012 from './migrations/0012-terminal-time.ts'
 import * as m0013 from './migrations/0013-continuation-content-by-reference.ts'
 import * as m0014 from './migrations/0014-run-leases.ts'
 import * as m0015 from './migrations/0015-continuation-indexes.ts'
+import * as m0020 from './migrations/0020-artifact-chunks.ts'
+import * as m0021 from './migrations/0021-namespace-limits.ts'
 import * as m0030 from './migrations/0030-webhooks.ts'
 
 /** Every migration, in order. Numbered and append-only. */
@@ -40,6 +42,8 @@ const MIGRATIONS: Readonly<Record<string, Migration>> = {
   '0013-continuation-content-by-reference': m0013,
   '0014-run-leases': m0014,
   '0015-continuation-indexes': m0015,
+  '0020-artifact-chunks': m0020,
+  '0021-namespace-limits': m0021,
   '0030-webhooks': m0030,
 }
 

@@ -9,6 +9,10 @@ export interface NamespaceTable {
   id: string
   description: string | null
   created_at: CreatedAt
+  /** Stored limits (bytes); null where the processes' defaults apply. */
+  artifact_quota_bytes: ColumnType<string | null, number | null, number | null>
+  artifact_max_bytes: ColumnType<string | null, number | null, number | null>
+  agent_history_max_bytes: ColumnType<string | null, number | null, number | null>
 }
 
 export interface ApiKeyTable {
@@ -163,8 +167,10 @@ export interface ArtifactTable {
   id: string
   namespace_id: string
   attempt_id: string
-  /** The output's UTF-8 bytes; null once retention deleted them. */
-  content: Buffer | null
+  /** The upload whose chunks hold the output's UTF-8 bytes (`artifact_chunks`). */
+  upload_id: string | null
+  /** The size of each chunk but the last; null for an artifact expired before chunks existed. */
+  chunk_bytes: number | null
   preview: string
   /** bigint: pg returns it as a string. */
   bytes: ColumnType<string, number, never>
@@ -172,6 +178,24 @@ export interface ArtifactTable {
   created_at: CreatedAt
   expires_at: Date
   expired_at: Date | null
+}
+
+/** Content written ahead of its terminal commit, not yet bound to an artifact. */
+export interface ArtifactUploadTable {
+  id: string
+  attempt_id: string
+  bytes: ColumnType<string, number, never>
+  digest: string
+  chunks: number
+  created_at: CreatedAt
+}
+
+/** One chunk of an upload's content, with its `chunkDigest`. */
+export interface ArtifactChunkTable {
+  upload_id: string
+  seq: number
+  content: Buffer
+  digest: string
 }
 
 export interface NamespaceUsageTable {
@@ -225,6 +249,8 @@ export interface DB {
   runs: RunTable
   continuations: ContinuationTable
   artifacts: ArtifactTable
+  artifact_uploads: ArtifactUploadTable
+  artifact_chunks: ArtifactChunkTable
   namespace_usage: NamespaceUsageTable
   webhooks: WebhookTable
   webhook_deliveries: WebhookDeliveryTable

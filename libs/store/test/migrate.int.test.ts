@@ -53,6 +53,8 @@ describe('migrations', () => {
           '0013-continuation-content-by-reference',
           '0014-run-leases',
           '0015-continuation-indexes',
+          '0020-artifact-chunks',
+          '0021-namespace-limits',
           '0030-webhooks',
         ])
         expect((await migrateToLatest(db)).applied).toEqual([
@@ -71,6 +73,8 @@ describe('migrations', () => {
           '0013-continuation-content-by-reference',
           '0014-run-leases',
           '0015-continuation-indexes',
+          '0020-artifact-chunks',
+          '0021-namespace-limits',
           '0030-webhooks',
         ])
         const tables = await sql<{ table_name: string }>`
@@ -137,6 +141,8 @@ describe('migrations', () => {
           '0013-continuation-content-by-reference',
           '0014-run-leases',
           '0015-continuation-indexes',
+          '0020-artifact-chunks',
+          '0021-namespace-limits',
           '0030-webhooks',
         ])
         const executed = await sql<{
@@ -221,6 +227,8 @@ describe('migrations', () => {
           '0013-continuation-content-by-reference',
           '0014-run-leases',
           '0015-continuation-indexes',
+          '0020-artifact-chunks',
+          '0021-namespace-limits',
           '0030-webhooks',
         ])
         const owners = await sql<{ namespace_id: string }>`
@@ -270,7 +278,7 @@ describe('0013: continuations admitted with their content in the input', () => {
             kind: 'artifact',
           })
           expect(await admitContinuations(db, [row.attemptId])).toEqual([row.receipt])
-          expect(await ledgerCopiesOf(db, row.content)).toEqual(['artifacts.content'])
+          expect(await ledgerCopiesOf(db, row.content)).toEqual(['artifact_chunks.content'])
         }
 
         // Delivered while the content lasts: the input the receipt binds, restored exactly.

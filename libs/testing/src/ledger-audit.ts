@@ -219,8 +219,8 @@ export async function auditExecutionWitness(
  *   the run the delivery names);
  * - `missing`: attempts with neither a continuation nor a recorded suppression (no row, still held
  *   for an ended run, or a suppression without its reason);
- * - `expiredBytes`: attempts whose artifact expired while a continuation still holds a copy of its
- *   content (an input embedding it as `base64`);
+ * - `expiredBytes`: attempts whose artifact expired while a copy of its content remains: a
+ *   continuation's input embedding it as `base64`, or a chunk of it left in `artifact_chunks`;
  * - `unreceipted`: deliveries without a receipt that binds their input (the receipt's digest is not
  *   the stored one, or the stored one is not the input's), or without a completed consumer.
  */
@@ -289,7 +289,9 @@ export async function auditContinuations(
       select c.attempt_id as id from continuations c
       join attempts a on a.id = c.attempt_id
       join artifacts ar on ar.id = a.artifact_id and ar.expired_at is not null
-      where ${inScope(sql.ref('c.session_id'))} and strpos(c.input, '"base64":') > 0
+      where ${inScope(sql.ref('c.session_id'))}
+        and (strpos(c.input, '"base64":') > 0
+             or exists (select 1 from artifact_chunks k where k.upload_id = ar.upload_id))
     `,
   )
   const unreceipted = await ids(
@@ -339,7 +341,7 @@ export interface ArtifactAudit extends CheckResults<ArtifactCheck> {
 export async function auditArtifacts(db: Db): Promise<ArtifactAudit> {
   const { violations, samples, violate, bad } = violationTally(ARTIFACT_CHECKS)
   const r = await sql<{ id: string; namespace_id: string; content_kept: boolean; bound: boolean }>`
-    select ar.id, ar.namespace_id, ar.content is not null as content_kept,
+    select ar.id, ar.namespace_id, ar.expired_at is null as content_kept,
            coalesce(a.artifact_id = ar.id and a.output_digest = ar.digest
                     and a.output_bytes = ar.bytes, false) as bound
     from artifacts ar left join attempts a on a.id = ar.attempt_id
@@ -357,7 +359,7 @@ export async function auditArtifacts(db: Db): Promise<ArtifactAudit> {
            coalesce(u.artifact_bytes, 0) as recorded, coalesce(s.bytes, 0) as stored
     from namespace_usage u
     full join (select namespace_id, sum(bytes) as bytes from artifacts
-               where content is not null group by namespace_id) s
+               where expired_at is null group by namespace_id) s
       on s.namespace_id = u.namespace_id
     where coalesce(u.artifact_bytes, 0) <> coalesce(s.bytes, 0)
   `.execute(db)

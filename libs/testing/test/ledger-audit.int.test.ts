@@ -147,7 +147,7 @@ describe('execution witness', () => {
     const attemptId = await accept(db, 'audit-artifacts', 'z')
     await runToCompletion(db, attemptId, 'a large output '.repeat(1000))
     expect(await auditArtifacts(db)).toMatchObject({ artifacts: 1, verified: 1, bad: 0 })
-    await sql`update artifacts set content = ${Buffer.from('forged')}`.execute(db)
+    await sql`update artifact_chunks set content = ${Buffer.from('forged')}`.execute(db)
     expect((await auditArtifacts(db)).violations.get('content_digest')).toBe(1)
     await sql`update namespace_usage set artifact_bytes = artifact_bytes + 1`.execute(db)
     await sql`update attempts set output_bytes = 1 where id = ${attemptId}`.execute(db)
@@ -226,15 +226,22 @@ describe('continuation audit', () => {
       where attempt_id = ${attemptId}
     `.execute(db)
     expect(await auditContinuations(db, [sessionId])).toMatchObject({ unreceipted: 1 })
-    // The content copied into the input, as admission did before inputs referred to artifacts,
-    // and the artifact expired: the copy outlived it.
+    // The artifact marked expired while its chunks stay: bytes outlived it.
+    await sql`
+      update artifacts set expired_at = now() where attempt_id = ${attemptId}
+    `.execute(db)
+    expect(await auditContinuations(db, [sessionId])).toMatchObject({ expiredBytes: 1 })
+    // Its chunks gone, the content copied into the input instead, as admission did before inputs
+    // referred to artifacts: the copy outlived it.
+    await sql`
+      delete from artifact_chunks
+      where upload_id = (select upload_id from artifacts where attempt_id = ${attemptId})
+    `.execute(db)
+    expect(await auditContinuations(db, [sessionId])).toMatchObject({ expiredBytes: 0 })
     await sql`
       update continuations
       set input = replace(input, '"artifactId"', '"base64":"AAAA","artifactId"')
       where attempt_id = ${attemptId}
-    `.execute(db)
-    await sql`
-      update artifacts set content = null, expired_at = now() where attempt_id = ${attemptId}
     `.execute(db)
     expect(await auditContinuations(db, [sessionId])).toMatchObject({ expiredBytes: 1 })
   })

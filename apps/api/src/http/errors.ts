@@ -17,6 +17,7 @@ export const STATUS: Readonly<Record<ErrorCode, number>> = {
   [ErrorCode.WebhookUrlRefused]: 400,
   [ErrorCode.ArtifactExpired]: 410,
   [ErrorCode.ArtifactIntegrity]: 500,
+  [ErrorCode.RangeNotSatisfiable]: 416,
   [ErrorCode.NotFound]: 404,
   [ErrorCode.NamespaceNotFound]: 404,
   [ErrorCode.ApiKeyNotFound]: 404,

@@ -9,18 +9,24 @@ import {
   issueApiKeyRequestSchema,
   issuedApiKeySchema,
   namespaceIdSchema,
+  namespaceLimitsViewSchema,
   namespaceListSchema,
   namespaceViewSchema,
+  setNamespaceLimitsRequestSchema,
   uuidSchema,
   type ApiKeyView,
+  type NamespaceLimitsView,
   type NamespaceView,
+  type StoredNamespaceLimits,
 } from '@baton/contracts'
 import {
   createNamespace,
+  getNamespaceLimits,
   issueApiKey,
   listApiKeys,
   listNamespaces,
   revokeApiKey,
+  setNamespaceLimits,
   type ApiKeyRecord,
   type NamespaceRecord,
 } from '@baton/store'
@@ -40,6 +46,11 @@ const tags: readonly ApiTag[] = ['Admin']
  */
 export function adminRoutes(deps: ApiDeps & { readonly keys: KeyResolver }): FastifyPluginAsyncZod {
   const log = deps.logger.child({ component: 'admin' })
+  const limitsView = (namespaceId: string, limits: StoredNamespaceLimits): NamespaceLimitsView => ({
+    namespaceId,
+    limits,
+    defaults: deps.config.limitDefaults,
+  })
   const namespaceParams = z.strictObject({ namespaceId: namespaceIdSchema })
   return async (app) => {
     app.post(
@@ -152,6 +163,73 @@ export function adminRoutes(deps: ApiDeps & { readonly keys: KeyResolver }): Fas
         const keys = await listApiKeys(deps.db, namespaceId)
         if (keys === undefined) throw namespaceNotFound(namespaceId)
         return { keys: keys.map(keyView) }
+      },
+    )
+
+    app.get(
+      '/v1/admin/namespaces/:namespaceId/limits',
+      {
+        schema: {
+          operationId: 'getNamespaceLimits',
+          tags,
+          summary: "Read a namespace's limits",
+          description:
+            "The namespace's limits as stored in the ledger (`null` where the default applies) " +
+            "and this API's defaults (`ARTIFACT_MAX_BYTES`, `NAMESPACE_ARTIFACT_MAX_BYTES`, " +
+            '`AGENT_HISTORY_MAX_BYTES`).',
+          security,
+          params: namespaceParams,
+          response: answers(
+            { 200: answer("The namespace's limits", namespaceLimitsViewSchema) },
+            Refusals.admin,
+            Refusals.params,
+            [ErrorCode.NamespaceNotFound],
+          ),
+        },
+      },
+      async (request) => {
+        const { namespaceId } = request.params
+        const limits = await getNamespaceLimits(deps.db, namespaceId)
+        if (limits === undefined) throw namespaceNotFound(namespaceId)
+        return limitsView(namespaceId, limits)
+      },
+    )
+
+    app.put(
+      '/v1/admin/namespaces/:namespaceId/limits',
+      {
+        schema: {
+          operationId: 'setNamespaceLimits',
+          tags,
+          summary: "Set a namespace's limits",
+          description:
+            "Replaces the namespace's limits, in bytes: `artifactQuotaBytes` (unexpired " +
+            'artifacts together), `artifactMaxBytes` (one artifact, at most what Baton can ' +
+            "store and serve) and `agentHistoryMaxBytes` (one agent's history). An absent or " +
+            '`null` limit falls back to the default. They are stored in the ledger and every ' +
+            "worker's next commit enforces them, whatever its own environment.",
+          security,
+          params: namespaceParams,
+          body: setNamespaceLimitsRequestSchema,
+          response: answers(
+            { 200: answer("The namespace's limits, as stored", namespaceLimitsViewSchema) },
+            Refusals.admin,
+            Refusals.params,
+            Refusals.body,
+            [ErrorCode.NamespaceNotFound],
+          ),
+        },
+      },
+      async (request) => {
+        const { namespaceId } = request.params
+        const limits = await setNamespaceLimits(deps.db, namespaceId, {
+          artifactQuotaBytes: request.body.artifactQuotaBytes ?? null,
+          artifactMaxBytes: request.body.artifactMaxBytes ?? null,
+          agentHistoryMaxBytes: request.body.agentHistoryMaxBytes ?? null,
+        })
+        if (limits === undefined) throw namespaceNotFound(namespaceId)
+        log.info({ namespaceId, limits }, 'namespace limits set')
+        return limitsView(namespaceId, limits)
       },
     )
 

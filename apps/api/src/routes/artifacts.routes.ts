@@ -2,7 +2,7 @@ import { createHash } from 'node:crypto'
 import type { FastifyPluginAsyncZod } from 'fastify-type-provider-zod'
 import { z } from 'zod'
 import { BatonError, ErrorCode, uuidSchema } from '@baton/contracts'
-import { loadArtifact, type ArtifactLoad } from '@baton/store'
+import { loadArtifact, type ArtifactLoad, type ByteRange } from '@baton/store'
 import type { ApiDeps } from '../deps.ts'
 import { callerNamespace } from '../http/caller.ts'
 import type { ApiTag } from '../http/openapi.ts'
@@ -15,11 +15,13 @@ const tags: readonly ApiTag[] = ['Artifacts']
 export const DIGEST_HEADER = 'baton-digest'
 
 const CONTENT = { 'text/plain; charset=utf-8': { schema: z.string() } }
-const CONTENT_HEADERS = {
+const REPR_DIGEST_HEADER = {
   'repr-digest': {
     description: 'RFC 9530: `sha-256=:<base64>:`, the SHA-256 of the complete content',
     type: 'string' as const,
   },
+}
+const CONTENT_HEADERS = {
   [DIGEST_HEADER]: {
     description: "Baton's result digest of the complete content (the view's `digest`)",
     type: 'string' as const,
@@ -37,17 +39,19 @@ export function artifactRoutes(deps: ApiDeps): FastifyPluginAsyncZod {
           tags,
           summary: "Read an attempt's complete output",
           description:
-            "The complete output's bytes, checked against the digest stored with them before a " +
-            'byte is sent (never sent when they differ). One byte range (`Range: bytes=a-b`) is ' +
-            'answered with `206`; anything else gets the whole content. An expired artifact keeps ' +
-            'its evidence (size, digest, expiry) in the `410` body.',
+            "The complete output's bytes, checked against the digest its attempt's terminal " +
+            'commit bound before a byte is sent (never sent when they differ). One byte range ' +
+            '(`Range: bytes=a-b`, `bytes=a-`, `bytes=-n`) is answered with `206`, reading and ' +
+            'verifying only the stored chunks that cover it; a range beyond the content with ' +
+            '`416`; several ranges or a malformed header get the whole content. An expired ' +
+            'artifact keeps its evidence (size, digest, expiry) in the `410` body.',
           params,
           response: answers(
             {
               200: {
                 description: "The complete output's bytes (UTF-8 text)",
                 content: CONTENT,
-                headers: CONTENT_HEADERS,
+                headers: { ...CONTENT_HEADERS, ...REPR_DIGEST_HEADER },
               },
               206: {
                 description: 'The one byte range asked for with `Range: bytes=a-b`',
@@ -60,32 +64,45 @@ export function artifactRoutes(deps: ApiDeps): FastifyPluginAsyncZod {
             },
             Refusals.tenant,
             Refusals.params,
-            [ErrorCode.ArtifactNotFound, ErrorCode.ArtifactExpired, ErrorCode.ArtifactIntegrity],
+            [
+              ErrorCode.ArtifactNotFound,
+              ErrorCode.ArtifactExpired,
+              ErrorCode.ArtifactIntegrity,
+              ErrorCode.RangeNotSatisfiable,
+            ],
           ),
         },
       },
       async (request, reply) => {
         const { artifactId } = request.params
-        const load = await loadArtifact(deps.db, callerNamespace(request), artifactId)
+        const header = request.headers.range
+        const load = await loadArtifact(deps.db, callerNamespace(request), artifactId, (size) =>
+          byteRange(header, size),
+        )
         if (load.kind === 'corrupt') {
           request.log.error({ artifactId }, 'artifact content does not match its digest')
         }
+        if (load.kind === 'unsatisfiable') {
+          void reply.header('content-range', `bytes */${load.artifact.bytes}`)
+        }
         if (load.kind !== 'content') throw loadError(load, artifactId)
-        const { content, artifact } = load
-        const range = byteRange(request.headers.range, content.length)
+        const { content, artifact, range } = load
         void reply
           .header('content-type', 'text/plain; charset=utf-8')
           .header('accept-ranges', 'bytes')
-          .header(
-            'repr-digest',
-            `sha-256=:${createHash('sha256').update(content).digest('base64')}:`,
-          )
           .header(DIGEST_HEADER, artifact.digest)
-        if (range === undefined) return reply.send(content)
+        if (range === undefined) {
+          return reply
+            .header(
+              'repr-digest',
+              `sha-256=:${createHash('sha256').update(content).digest('base64')}:`,
+            )
+            .send(content)
+        }
         return reply
           .status(206)
-          .header('content-range', `bytes ${range.start}-${range.end}/${content.length}`)
-          .send(content.subarray(range.start, range.end + 1))
+          .header('content-range', `bytes ${range.start}-${range.end}/${artifact.bytes}`)
+          .send(content)
       },
     )
   }
@@ -118,6 +135,12 @@ function loadError(
         'the stored artifact does not match its digest; it is not served',
         { details: { artifactId, digest: load.artifact.digest } },
       )
+    case 'unsatisfiable':
+      return new BatonError(
+        ErrorCode.RangeNotSatisfiable,
+        `the range holds no byte of the artifact's ${load.artifact.bytes}`,
+        { details: { artifactId, bytes: load.artifact.bytes } },
+      )
     default: {
       const never: never = load
       throw new Error(`unexpected artifact load ${JSON.stringify(never)}`)
@@ -126,20 +149,27 @@ function loadError(
 }
 
 /**
- * One satisfiable byte range (`bytes=a-b`, `bytes=a-`, `bytes=-n`), inclusive; anything else
- * (several ranges, a malformed or unsatisfiable one) is ignored and the whole content is sent,
- * as HTTP allows.
+ * The one byte range a `Range` header asks for (`bytes=a-b`, `bytes=a-`, `bytes=-n`, inclusive,
+ * clipped to the content), `unsatisfiable` when it holds no byte of content of `length` bytes
+ * (`416`), or `undefined` when the header is absent, names several ranges or is malformed: then
+ * the whole content is sent, as HTTP allows.
  */
 export function byteRange(
   header: string | undefined,
   length: number,
-): { start: number; end: number } | undefined {
+): ByteRange | 'unsatisfiable' | undefined {
   const match = header === undefined ? null : /^bytes=(\d*)-(\d*)$/.exec(header.trim())
   if (match === null) return undefined
   const [, first = '', last = ''] = match
   if (first === '' && last === '') return undefined
-  const start = first === '' ? Math.max(0, length - Number(last)) : Number(first)
-  const end = first === '' || last === '' ? length - 1 : Math.min(Number(last), length - 1)
-  if (start > end) return undefined
-  return { start, end }
+  if (first === '') {
+    const suffix = Number(last)
+    return suffix === 0 || length === 0
+      ? 'unsatisfiable'
+      : { start: Math.max(0, length - suffix), end: length - 1 }
+  }
+  const start = Number(first)
+  if (last !== '' && Number(last) < start) return undefined
+  if (start >= length) return 'unsatisfiable'
+  return { start, end: last === '' ? length - 1 : Math.min(Number(last), length - 1) }
 }

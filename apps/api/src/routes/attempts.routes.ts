@@ -37,7 +37,7 @@ export function attemptRoutes(deps: ApiDeps): FastifyPluginAsyncZod {
             { 200: answer('The terminal view, or the snapshot', attemptViewSchema) },
             Refusals.tenant,
             Refusals.params,
-            [ErrorCode.AttemptNotFound],
+            [ErrorCode.AttemptNotFound, ErrorCode.ArtifactIntegrity],
           ),
         },
       },

@@ -1,4 +1,10 @@
-import type { AnyAttemptView } from '@baton/contracts'
+import {
+  BatonError,
+  ErrorCode,
+  isTerminalView,
+  resultDigest,
+  type AnyAttemptView,
+} from '@baton/contracts'
 import {
   createGroupBatcher,
   getAttempts,
@@ -16,6 +22,10 @@ import {
  * caller cannot tell another tenant's attempt from a missing one). Concurrent reads on one pool
  * share a statement: a lone read leaves at once, and when many waits end together (a burst of
  * cancels, a fan-out settling) their final reads cost a few statements, not one each.
+ *
+ * A terminal output the view shows whole (not truncated) is verified against the digest its
+ * terminal commit bound before it is answered: one that no longer matches is never sent, the
+ * read fails `ARTIFACT_INTEGRITY` as the artifact route does.
  */
 export async function readAttemptView(
   db: Db,
@@ -23,7 +33,16 @@ export async function readAttemptView(
   scope: ReadScope,
 ): Promise<AnyAttemptView | undefined> {
   const record = await attemptReaderOf(db).submit(attemptId)
-  return record === undefined || !inScope(record, scope) ? undefined : toAttemptView(record)
+  if (record === undefined || !inScope(record, scope)) return undefined
+  const view = toAttemptView(record)
+  if (isTerminalView(view) && !view.outputTruncated && resultDigest(view.output) !== view.digest) {
+    throw new BatonError(
+      ErrorCode.ArtifactIntegrity,
+      'the stored output does not match its digest; it is not served',
+      { details: { attemptId, digest: view.digest } },
+    )
+  }
+  return view
 }
 
 /** Each pool's read batcher, made on its first read and gone with the pool. */

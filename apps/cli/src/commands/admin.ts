@@ -1,5 +1,10 @@
 // Namespace and key management: these commands need the admin key (BATON_API_KEY or --api-key).
-import type { ApiKeyView, NamespaceView } from '@baton/contracts'
+import type {
+  ApiKeyView,
+  NamespaceLimitsView,
+  NamespaceView,
+  StoredNamespaceLimits,
+} from '@baton/contracts'
 import { ANSWER_GRACE_MS, type CommandContext } from '../command-context.ts'
 import { ExitCode } from '../exit-codes.ts'
 
@@ -49,6 +54,33 @@ export async function revokeKey(ctx: CommandContext, keyId: string): Promise<Exi
   const revoked = await ctx.client.admin.revokeKey(keyId, call)
   ctx.print(revoked, () => `key ${revoked.keyId} (${revoked.prefix}…) revoked`)
   return ExitCode.Ok
+}
+
+export async function showLimits(ctx: CommandContext, namespaceId: string): Promise<ExitCode> {
+  const view = await ctx.client.admin.getNamespaceLimits(namespaceId, call)
+  ctx.print(view, () => limitsText(view))
+  return ExitCode.Ok
+}
+
+/** Replaces the namespace's limits: one not given falls back to the default. */
+export async function setLimits(
+  ctx: CommandContext,
+  namespaceId: string,
+  limits: Partial<StoredNamespaceLimits>,
+): Promise<ExitCode> {
+  const view = await ctx.client.admin.setNamespaceLimits(namespaceId, limits, call)
+  ctx.print(view, () => limitsText(view))
+  return ExitCode.Ok
+}
+
+function limitsText(view: NamespaceLimitsView): string {
+  const line = (name: keyof StoredNamespaceLimits) => {
+    const stored = view.limits[name]
+    return stored === null ? `${name}  ${view.defaults[name]} (default)` : `${name}  ${stored}`
+  }
+  return [line('artifactQuotaBytes'), line('artifactMaxBytes'), line('agentHistoryMaxBytes')].join(
+    '\n',
+  )
 }
 
 function namespaceLine(n: NamespaceView): string {

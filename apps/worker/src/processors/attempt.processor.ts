@@ -454,12 +454,17 @@ async function commitWithRetry(
         log.debug({ outcome, stopReason: result.stopReason }, 'terminal committed')
         return answer
       case 'history_conflict':
-        // The history moved on under this attempt: record the outcome, append nothing.
-        log.warn('context delta does not extend the agent history; committing without it')
+      case 'history_too_large':
+        // The history moved on under this attempt, or would pass its namespace's agent history
+        // limit: record the outcome, keep the result, append nothing.
+        log.warn({ outcome }, 'context delta not appended; committing without it')
         result = {
           stopReason: 'error',
           output: result.output,
-          failureCategory: FailureCategory.ContextRejected,
+          failureCategory:
+            outcome === 'history_conflict'
+              ? FailureCategory.ContextRejected
+              : FailureCategory.HistoryLimitExceeded,
         }
         continue
       case 'refused':

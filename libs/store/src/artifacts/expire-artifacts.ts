@@ -1,6 +1,8 @@
 import { sql } from 'kysely'
 import { resultDigest, terminalFingerprint } from '@baton/contracts'
 import type { Db } from '../db.ts'
+import { readArtifactContent } from './load-artifact.ts'
+import { collectOrphanUploads } from './stage-artifact.ts'
 import {
   STORED_ARTIFACT_TERMINAL_COLUMNS,
   storedArtifactProjection,
@@ -12,6 +14,8 @@ export interface ExpiryReport {
   readonly expired: number
   /** Attempts that had no fingerprint and got one from their still-complete projection. */
   readonly backfilled: number
+  /** Uploads no commit bound within `UPLOAD_GRACE_MS`, deleted with their chunks. */
+  readonly discarded: number
 }
 
 interface DueArtifact {
@@ -32,13 +36,19 @@ interface DueArtifact {
  * an artifact row). An attempt without a fingerprint gets one first, computed from its terminal
  * projection while that is still complete (content present and matching its digest); expired
  * evidence without one stays without, so a replay of it is refused.
- * Outcome: how many were expired and backfilled. Retry safety: a repeat finds nothing due twice.
+ * Expiry deletes the artifact's chunks with it. Before the batch, uploads no commit bound are
+ * collected (`collectOrphanUploads`).
+ * Outcome: how many were expired, backfilled and discarded. Retry safety: a repeat finds nothing
+ * due twice.
  */
 export async function expireArtifacts(
   db: Db,
   input: { readonly limit: number },
 ): Promise<ExpiryReport> {
-  return db.transaction().execute(async (trx) => {
+  const discarded = await db
+    .transaction()
+    .execute((trx) => collectOrphanUploads(trx, { limit: input.limit }))
+  const report = await db.transaction().execute(async (trx) => {
     const due = await sql<DueArtifact>`
       select ar.id, ar.namespace_id, ar.bytes, ar.attempt_id, a.fingerprint is not null as has_fingerprint
       from artifacts ar join attempts a on a.id = ar.attempt_id
@@ -47,7 +57,7 @@ export async function expireArtifacts(
       limit ${input.limit}
       for update of ar skip locked
     `.execute(trx)
-    if (due.rows.length === 0) return { expired: 0, backfilled: 0 }
+    if (due.rows.length === 0) return { expired: 0, backfilled: 0, discarded: 0 }
     const backfilled = await backfillFingerprints(
       trx,
       due.rows.filter((r) => !r.has_fingerprint).map((r) => r.attempt_id),
@@ -59,19 +69,22 @@ export async function expireArtifacts(
     `.execute(trx)
     await sql`
       with freed as (
-        update artifacts set content = null, expired_at = now()
+        update artifacts set expired_at = now()
         where id = any(${due.rows.map((r) => r.id)}::uuid[]) and expired_at is null
-        returning namespace_id, bytes
+        returning namespace_id, bytes, upload_id
+      ), chunks as (
+        delete from artifact_chunks c using freed where c.upload_id = freed.upload_id
       ), per as (select namespace_id, sum(bytes) as bytes from freed group by namespace_id)
       update namespace_usage u set artifact_bytes = u.artifact_bytes - per.bytes
       from per where u.namespace_id = per.namespace_id
     `.execute(trx)
     return { expired: due.rows.length, backfilled }
   })
+  return { ...report, discarded }
 }
 
 interface ProjectionRow extends StoredArtifactTerminal {
-  readonly content: Buffer
+  readonly namespace_id: string
 }
 
 /**
@@ -82,12 +95,16 @@ interface ProjectionRow extends StoredArtifactTerminal {
 async function backfillFingerprints(trx: Db, attemptIds: readonly string[]): Promise<number> {
   if (attemptIds.length === 0) return 0
   const rows = await sql<ProjectionRow>`
-    select ${STORED_ARTIFACT_TERMINAL_COLUMNS}, ar.content
+    select ${STORED_ARTIFACT_TERMINAL_COLUMNS}, ar.namespace_id
     from attempts a join artifacts ar on ar.id = a.artifact_id
     where a.id = any(${attemptIds}::uuid[]) and a.status = 'terminal' and a.fingerprint is null
-      and ar.content is not null
+      and ar.upload_id is not null
   `.execute(trx)
-  const complete = rows.rows.filter((r) => resultDigest(r.content) === r.artifact_digest)
+  const complete: ProjectionRow[] = []
+  for (const row of rows.rows) {
+    const content = await readArtifactContent(trx, row.artifact_id)
+    if (content !== undefined && resultDigest(content) === row.artifact_digest) complete.push(row)
+  }
   if (complete.length === 0) return 0
   const result = await sql`
     update attempts a set fingerprint = f.fingerprint

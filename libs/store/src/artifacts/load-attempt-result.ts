@@ -1,13 +1,12 @@
 import { sql } from 'kysely'
-import { resultDigest, terminalFingerprint } from '@baton/contracts'
+import { resultDigest } from '@baton/contracts'
 import type { Db } from '../db.ts'
 import { TRANSIENT_READ_RETRY, retryTransient } from '../pg-errors.ts'
 import {
   STORED_ARTIFACT_TERMINAL_COLUMNS,
-  storedArtifactProjection,
   type StoredArtifactTerminal,
 } from '../attempts/terminal-record.ts'
-import { loadArtifact, type ArtifactRecord } from './load-artifact.ts'
+import { bindsStoredFingerprint, loadArtifact, type ArtifactRecord } from './load-artifact.ts'
 
 export type AttemptResultLoad =
   /** No such attempt in this namespace. */
@@ -105,15 +104,18 @@ async function loadOne(db: Db, namespaceId: string, row: ResultRow): Promise<Att
   }
   const corrupt = { kind: 'corrupt', artifactId, bytes, digest } as const
   if (!bindsStoredFingerprint(row)) return corrupt
+  // `loadArtifact` checks the binding against the fingerprint again, in its own snapshot, and
+  // the complete content against the digest it binds.
   const load = await loadArtifact(db, namespaceId, artifactId)
   switch (load.kind) {
     case 'content':
-      return load.content.length === bytes && resultDigest(load.content) === digest
+      return load.artifact.digest === digest && load.content.length === bytes
         ? { kind: 'complete', output: load.content.toString('utf8'), bytes, digest, artifactId }
         : corrupt
     case 'expired':
       return load
     case 'corrupt':
+    case 'unsatisfiable':
       return corrupt
     case 'missing':
       throw new Error(`attempt ${row.id} binds artifact ${artifactId}, which is missing`)
@@ -123,25 +125,3 @@ async function loadOne(db: Db, namespaceId: string, row: ResultRow): Promise<Att
     }
   }
 }
-
-/** Whether the attempt's stored fingerprint is the one its columns and artifact binding make. */
-function bindsStoredFingerprint(row: ResultRow): boolean {
-  if (Object.entries(row).some(([k, v]) => v === null && REQUIRED.has(k))) return false
-  const stored = row as StoredArtifactTerminal & { readonly fingerprint: string }
-  return terminalFingerprint(storedArtifactProjection(stored)) === stored.fingerprint
-}
-
-/** What a projection with an artifact cannot be rebuilt without. */
-const REQUIRED: ReadonlySet<string> = new Set([
-  'fingerprint',
-  'owner_generation',
-  'stop_reason',
-  'output_preview',
-  'output_truncated',
-  'output_bytes',
-  'output_digest',
-  'artifact_id',
-  'artifact_bytes',
-  'artifact_digest',
-  'retention_ms',
-])

@@ -11,6 +11,8 @@ export interface ResultPolicy {
   readonly namespaceMaxBytes: number
   /** How long after its commit (database clock) an artifact's content is kept. */
   readonly retentionMs: number
+  /** The most bytes of history (its events' JSON text) one agent may hold. */
+  readonly agentHistoryMaxBytes: number
 }
 
 export const DEFAULT_RESULT_POLICY: ResultPolicy = Object.freeze({
@@ -18,4 +20,5 @@ export const DEFAULT_RESULT_POLICY: ResultPolicy = Object.freeze({
   artifactMaxBytes: 64 * 1024 * 1024,
   namespaceMaxBytes: 1024 * 1024 * 1024,
   retentionMs: 7 * 24 * 60 * 60 * 1000,
+  agentHistoryMaxBytes: 64 * 1024 * 1024,
 })

@@ -44,6 +44,17 @@ export async function getAgentHistory(
   }, TRANSIENT_READ_RETRY)
 }
 
+/**
+ * The size of an agent's history in bytes (its events' JSON text): what its last event recorded,
+ * read by the primary key from its end.
+ */
+export function historyBytes(agentId: RawBuilder<unknown>): RawBuilder<number> {
+  return sql<number>`coalesce((
+    select total_bytes from agent_context_events where agent_id = ${agentId}
+    order by seq desc limit 1
+  ), 0)`
+}
+
 /** The length of an agent's history: its next event's `seq` (the primary key keeps it gap-free). */
 export function historyLength(agentId: RawBuilder<unknown>): RawBuilder<number> {
   return sql<number>`(

@@ -103,6 +103,16 @@ export function buildTerminalProjection(
 }
 
 /**
+ * Whether a result's output goes into an artifact under the inline bound `inlineBytes` (as
+ * `buildTerminalProjection` decides it): its commit stages content and runs a transaction of its
+ * own, so a worker commits it apart from its batch of inline results.
+ */
+export function resultNeedsArtifact(result: TerminalResultInput, inlineBytes: number): boolean {
+  const output = storedOutput(result.output)
+  return needsArtifact(output, Buffer.byteLength(output, 'utf8'), inlineBytes)
+}
+
+/**
  * The artifact id of an attempt's output: derived from the attempt id, so a retried commit binds
  * the same id (and so has the same fingerprint) without having seen the first one's answer.
  */

@@ -1,7 +1,9 @@
 import { randomUUID } from 'node:crypto'
 import { sql } from 'kysely'
-import { resultDigest } from '@baton/contracts'
-import { describe, eventually, expect, test } from '@baton/testing'
+import { ARTIFACT_CHUNK_BYTES, chunkDigest, resultDigest } from '@baton/contracts'
+import { describe, eventually, expect, ledgerCopiesOf, test } from '@baton/testing'
+import { createDb } from '../../src/db.ts'
+import { stageArtifact } from '../../src/artifacts/stage-artifact.ts'
 import type { Db } from '../../src/db.ts'
 import { getAgentHistory } from '../../src/attempts/agent-history.ts'
 import { claimAttempt } from '../../src/attempts/claim-attempt.ts'
@@ -248,7 +250,11 @@ describe('artifact quotas', () => {
     expect(await commitTerminal(db, { ...fence, result }, limits)).toBe('committed')
     expect(await commitTerminal(db, { ...fence, result }, limits)).toBe('replayed')
     expect(await usage(db, ns)).toBe(100)
-    expect(await expireArtifacts(db, { limit: 10 })).toEqual({ expired: 1, backfilled: 0 })
+    expect(await expireArtifacts(db, { limit: 10 })).toEqual({
+      expired: 1,
+      backfilled: 0,
+      discarded: 0,
+    })
     expect(await commitTerminal(db, { ...fence, result }, limits)).toBe('replayed')
     expect(await commitTerminal(db, { ...fence, result: completed('v'.repeat(100)) }, limits)).toBe(
       'refused',
@@ -280,7 +286,11 @@ describe('artifact retention', () => {
     await commitTerminal(db, { ...kept, result: completed(output) }, policy())
     const before = await getAttempt(db, due.attemptId)
     const fingerprint = await fingerprintOf(db, due.attemptId)
-    expect(await expireArtifacts(db, { limit: 10 })).toEqual({ expired: 1, backfilled: 0 })
+    expect(await expireArtifacts(db, { limit: 10 })).toEqual({
+      expired: 1,
+      backfilled: 0,
+      discarded: 0,
+    })
 
     const after = await getAttempt(db, due.attemptId)
     expect(after).toEqual(before)
@@ -294,10 +304,11 @@ describe('artifact retention', () => {
       kind: 'expired',
       artifact: { artifactId, digest: resultDigest(output) },
     })
-    const stored = await sql<{ content: Buffer | null }>`
-      select content from artifacts where id = ${artifactId}
+    const stored = await sql<{ n: number }>`
+      select count(*)::int as n from artifact_chunks
+      where upload_id = (select upload_id from artifacts where id = ${artifactId})
     `.execute(db)
-    expect(stored.rows).toEqual([{ content: null }])
+    expect(stored.rows).toEqual([{ n: 0 }])
     expect(await usage(db, ns)).toBe(Buffer.byteLength(output))
     expect(await liveArtifactBytes(db, ns)).toBe(Buffer.byteLength(output))
     expect(
@@ -346,8 +357,14 @@ describe('artifact retention', () => {
       return { first, second }
     })
     const [first, second] = await Promise.allSettled([runs.first, runs.second])
-    expect(second).toEqual({ status: 'fulfilled', value: { expired: 0, backfilled: 0 } })
-    expect(first).toEqual({ status: 'fulfilled', value: { expired: count, backfilled: 0 } })
+    expect(second).toEqual({
+      status: 'fulfilled',
+      value: { expired: 0, backfilled: 0, discarded: 0 },
+    })
+    expect(first).toEqual({
+      status: 'fulfilled',
+      value: { expired: count, backfilled: 0, discarded: 0 },
+    })
     expect(await usage(db, ns)).toBe(0)
   })
 
@@ -376,9 +393,10 @@ describe('artifact retention', () => {
     const fence = await running(db, ns)
     await commitTerminal(db, { ...fence, result: completed('the true output') }, policy())
     const artifactId = (await getAttempt(db, fence.attemptId))?.artifact?.artifactId ?? ''
-    await sql`update artifacts set content = ${Buffer.from('the fake output')} where id = ${artifactId}`.execute(
-      db,
-    )
+    await sql`
+      update artifact_chunks set content = ${Buffer.from('the fake output')}
+      where upload_id = (select upload_id from artifacts where id = ${artifactId})
+    `.execute(db)
     expect(await loadArtifact(db, ns, artifactId)).toMatchObject({ kind: 'corrupt' })
     expect(await loadAttemptResult(db, ns, fence.attemptId)).toMatchObject({
       kind: 'corrupt',
@@ -405,13 +423,17 @@ describe('artifact retention', () => {
     try {
       await sql`update attempts set fingerprint = null where id = ${legacy.attemptId}`.execute(db)
       const expiry = await expireArtifacts(db, { limit: 10 })
-      expect(expiry).toEqual({ expired: 2, backfilled: 1 })
+      expect(expiry).toEqual({ expired: 2, backfilled: 1, discarded: 0 })
       expect(await fingerprintOf(db, legacy.attemptId)).toBe(original)
       expect(await commitTerminal(db, { ...legacy, result }, limits)).toBe('replayed')
 
       // Already expired and without a fingerprint: nothing can prove a replay exact.
       await sql`update attempts set fingerprint = null where id = ${late.attemptId}`.execute(db)
-      expect(await expireArtifacts(db, { limit: 10 })).toEqual({ expired: 0, backfilled: 0 })
+      expect(await expireArtifacts(db, { limit: 10 })).toEqual({
+        expired: 0,
+        backfilled: 0,
+        discarded: 0,
+      })
       expect(await fingerprintOf(db, late.attemptId)).toBeNull()
       expect(await commitTerminal(db, { ...late, result }, limits)).toBe('refused')
     } finally {
@@ -509,11 +531,20 @@ describe('evidence a read checks', () => {
     // artifact's own check passes, but not what the terminal commit bound.
     const forged = 'a forged output, self-consistent'
     await sql`
-      update artifacts set content = ${Buffer.from(forged)}, digest = ${resultDigest(forged)},
-                           bytes = ${Buffer.byteLength(forged)}
+      update artifact_chunks set content = ${Buffer.from(forged)},
+                                 digest = ${chunkDigest(0, Buffer.from(forged))}
+      where upload_id = (select upload_id from artifacts where id = ${artifactId})
+    `.execute(db)
+    await sql`
+      update artifacts set digest = ${resultDigest(forged)}, bytes = ${Buffer.byteLength(forged)}
       where id = ${artifactId}
     `.execute(db)
-    expect((await loadArtifact(db, ns, artifactId)).kind).toBe('content')
+    // The artifact route's load checks the same binding: neither a complete nor a range read
+    // serves the forged bytes.
+    expect((await loadArtifact(db, ns, artifactId)).kind).toBe('corrupt')
+    expect((await loadArtifact(db, ns, artifactId, () => ({ start: 0, end: 0 }))).kind).toBe(
+      'corrupt',
+    )
     expect(await loadAttemptResult(db, ns, fence.attemptId)).toEqual({
       kind: 'corrupt',
       artifactId,
@@ -579,3 +610,204 @@ describe('evidence a read checks', () => {
     )
   })
 })
+
+/** Bytes of every `Buffer` value in the rows the ledger answered through `db` (a read's cost). */
+function countingReads(db: Db): { db: Db; bytes: () => number } {
+  let bytes = 0
+  const counted = db.withPlugin({
+    transformQuery: (args) => args.node,
+    transformResult: (args) => {
+      for (const row of args.result.rows as Record<string, unknown>[])
+        for (const value of Object.values(row)) if (Buffer.isBuffer(value)) bytes += value.length
+      return Promise.resolve(args.result)
+    },
+  })
+  return { db: counted, bytes: () => bytes }
+}
+
+/** An output of `chunks` and a half chunks whose every byte says where it is. */
+function chunkedOutput(chunks: number): string {
+  const bytes = Math.floor((chunks + 0.5) * ARTIFACT_CHUNK_BYTES)
+  return Array.from({ length: bytes }, (_, i) => String.fromCharCode(97 + ((i >> 10) % 26))).join(
+    '',
+  )
+}
+
+describe('artifact content in chunks, written before the commit', () => {
+  test("the commit's statements carry no content: only the chunk writes before it do, one chunk each", async ({
+    databaseUrl,
+    db,
+  }) => {
+    const ns = 'ns-chunks-structure'
+    const fence = await running(db, ns)
+    const statements: { sql: string; parameterBytes: number; buffers: number[] }[] = []
+    const watched = createDb({
+      connectionString: databaseUrl,
+      maxConnections: 2,
+      onQuery: (text, parameters) => {
+        const buffers = parameters.filter((p) => Buffer.isBuffer(p)).map((b) => b.length)
+        const parameterBytes = parameters.reduce<number>(
+          (sum, p) => sum + (Buffer.isBuffer(p) ? p.length : String(p).length),
+          0,
+        )
+        statements.push({ sql: text, parameterBytes, buffers })
+      },
+    })
+    try {
+      const output = chunkedOutput(3)
+      const result = completed(output)
+      expect(await commitTerminal(watched, { ...fence, result }, policy())).toBe('committed')
+      const chunkWrites = statements.filter((s) => s.sql.includes('insert into artifact_chunks'))
+      expect(chunkWrites.map((s) => s.buffers)).toEqual([
+        [ARTIFACT_CHUNK_BYTES],
+        [ARTIFACT_CHUNK_BYTES],
+        [ARTIFACT_CHUNK_BYTES],
+        [ARTIFACT_CHUNK_BYTES / 2],
+      ])
+      const lockAt = statements.findIndex((s) => s.sql.includes('namespace_usage'))
+      expect(lockAt).toBeGreaterThan(statements.indexOf(chunkWrites.at(-1) ?? statements[0]!))
+      // From the namespace lock to the end of the commit: no content, a few KiB of parameters.
+      for (const statement of statements.slice(lockAt)) {
+        expect(statement.buffers).toEqual([])
+        expect(statement.parameterBytes).toBeLessThan(16 * 1024)
+      }
+      const load = await loadAttemptResult(db, ns, fence.attemptId)
+      expect(load).toMatchObject({ kind: 'complete', bytes: output.length })
+      expect(load.kind === 'complete' && load.output === output).toBe(true)
+    } finally {
+      await watched.destroy()
+    }
+  })
+
+  test('a commit refused over quota, a replay and a stale owner leave no uploaded bytes; usage counts the artifact once', async ({
+    db,
+  }) => {
+    const ns = 'ns-chunks-refused'
+    const fence = await running(db, ns)
+    const big = completed('q'.repeat(2 * ARTIFACT_CHUNK_BYTES))
+    expect(
+      await commitTerminal(db, { ...fence, result: big }, policy({ namespaceMaxBytes: 100 })),
+    ).toBe('committed')
+    expect((await getAttempt(db, fence.attemptId))?.failureCategory).toBe('quota_exceeded')
+    expect(await uploadedBytes(db, fence.attemptId)).toBe(0)
+    expect(await usage(db, ns)).toBe(0)
+
+    const other = await running(db, ns)
+    const fits = completed('f'.repeat(ARTIFACT_CHUNK_BYTES + 10))
+    expect(await commitTerminal(db, { ...other, result: fits }, policy())).toBe('committed')
+    expect(await commitTerminal(db, { ...other, result: fits }, policy())).toBe('replayed')
+    expect(
+      await commitTerminal(db, { ...other, ownerGeneration: 99, result: fits }, policy()),
+    ).toBe('refused')
+    expect(await usage(db, ns)).toBe(ARTIFACT_CHUNK_BYTES + 10)
+    expect(await uploadRows(db, other.attemptId)).toBe(0)
+    expect(await chunkBytesOf(db, other.attemptId)).toBe(ARTIFACT_CHUNK_BYTES + 10)
+  })
+
+  test('an upload no commit bound is collected by expiry after the grace period, with its chunks', async ({
+    db,
+  }) => {
+    const fence = await running(db, 'ns-chunks-orphan')
+    const content = Buffer.from('o'.repeat(ARTIFACT_CHUNK_BYTES + 1))
+    const staged = await stageArtifact(db, {
+      attemptId: fence.attemptId,
+      content,
+      digest: resultDigest(content),
+    })
+    expect((await expireArtifacts(db, { limit: 10 })).discarded).toBe(0)
+    await sql`
+      update artifact_uploads set created_at = now() - interval '1 day' where id = ${staged.uploadId}
+    `.execute(db)
+    expect((await expireArtifacts(db, { limit: 10 })).discarded).toBe(1)
+    const left = await sql<{ n: number }>`
+      select count(*)::int as n from artifact_chunks where upload_id = ${staged.uploadId}
+    `.execute(db)
+    expect(left.rows[0]?.n).toBe(0)
+  })
+
+  test('expiry deletes the chunks: no byte of the content is left in the ledger', async ({
+    db,
+  }) => {
+    const ns = 'ns-chunks-expiry'
+    await drainExpiry(db)
+    const fence = await running(db, ns)
+    const output = `expiring ${randomUUID()} `.repeat(100)
+    await commitTerminal(db, { ...fence, result: completed(output) }, policy({ retentionMs: 0 }))
+    expect(await ledgerCopiesOf(db, Buffer.from(output))).toEqual(['artifact_chunks.content'])
+    expect((await expireArtifacts(db, { limit: 10 })).expired).toBe(1)
+    expect(await ledgerCopiesOf(db, Buffer.from(output))).toEqual([])
+  })
+})
+
+describe('range reads', () => {
+  test('a one-byte range of a large artifact reads one chunk and verifies it; a complete read reads them all', async ({
+    db,
+  }) => {
+    const ns = 'ns-range'
+    const fence = await running(db, ns)
+    const output = chunkedOutput(6)
+    await commitTerminal(db, { ...fence, result: completed(output) }, policy())
+    const artifactId = (await getAttempt(db, fence.attemptId))?.artifact?.artifactId ?? ''
+    const at = 4 * ARTIFACT_CHUNK_BYTES + 12345
+
+    const ranged = countingReads(db)
+    const one = await loadArtifact(ranged.db, ns, artifactId, () => ({ start: at, end: at }))
+    expect(one).toMatchObject({ kind: 'content', range: { start: at, end: at } })
+    expect(one.kind === 'content' && one.content.toString()).toBe(output[at])
+    expect(ranged.bytes()).toBe(ARTIFACT_CHUNK_BYTES)
+
+    // Across a chunk boundary: the two chunks covering it.
+    const across = countingReads(db)
+    const start = 2 * ARTIFACT_CHUNK_BYTES - 3
+    const two = await loadArtifact(across.db, ns, artifactId, () => ({ start, end: start + 5 }))
+    expect(two.kind === 'content' && two.content.toString()).toBe(output.slice(start, start + 6))
+    expect(across.bytes()).toBe(2 * ARTIFACT_CHUNK_BYTES)
+
+    const whole = countingReads(db)
+    const all = await loadArtifact(whole.db, ns, artifactId)
+    expect(all.kind === 'content' && all.content.toString() === output).toBe(true)
+    expect(whole.bytes()).toBe(output.length)
+
+    // A damaged chunk fails the reads that cover it, and only those.
+    await sql`
+      update artifact_chunks set content = ${Buffer.alloc(ARTIFACT_CHUNK_BYTES, 'x')}
+      where upload_id = (select upload_id from artifacts where id = ${artifactId}) and seq = 1
+    `.execute(db)
+    expect((await loadArtifact(db, ns, artifactId)).kind).toBe('corrupt')
+    expect((await loadArtifact(db, ns, artifactId, () => ({ start, end: start + 5 }))).kind).toBe(
+      'corrupt',
+    )
+    expect((await loadArtifact(db, ns, artifactId, () => ({ start: at, end: at }))).kind).toBe(
+      'content',
+    )
+    expect((await loadArtifact(db, ns, artifactId, () => 'unsatisfiable')).kind).toBe(
+      'unsatisfiable',
+    )
+  })
+})
+
+async function uploadRows(db: Db, attemptId: string): Promise<number> {
+  const r = await sql<{ n: number }>`
+    select count(*)::int as n from artifact_uploads where attempt_id = ${attemptId}
+  `.execute(db)
+  return r.rows[0]?.n ?? 0
+}
+
+/** Bytes in chunks of uploads of the attempt, bound or not. */
+async function uploadedBytes(db: Db, attemptId: string): Promise<number> {
+  const r = await sql<{ n: string }>`
+    select coalesce(sum(octet_length(c.content)), 0) as n from artifact_chunks c
+    where c.upload_id in (select id from artifact_uploads where attempt_id = ${attemptId}
+                          union select upload_id from artifacts where attempt_id = ${attemptId})
+  `.execute(db)
+  return Number(r.rows[0]?.n ?? 0)
+}
+
+/** Bytes in the chunks of the attempt's artifact. */
+async function chunkBytesOf(db: Db, attemptId: string): Promise<number> {
+  const r = await sql<{ n: string }>`
+    select coalesce(sum(octet_length(c.content)), 0) as n from artifact_chunks c
+    join artifacts ar on ar.upload_id = c.upload_id where ar.attempt_id = ${attemptId}
+  `.execute(db)
+  return Number(r.rows[0]?.n ?? 0)
+}

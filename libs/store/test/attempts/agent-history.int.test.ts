@@ -8,6 +8,8 @@ import { commitTerminal, commitTerminals } from '../../src/attempts/commit-termi
 import { getAttempt } from '../../src/attempts/get-attempt.ts'
 import { commitProcessLoss } from '../../src/attempts/reconcile-process-loss.ts'
 import { acceptScripted } from '../support/attempts.ts'
+import { DEFAULT_RESULT_POLICY } from '../../src/artifacts/result-policy.ts'
+import { setNamespaceLimits } from '../../src/tenants/namespace-limits.ts'
 
 const done = { stopReason: 'completed', output: 'done', failureCategory: null }
 
@@ -115,5 +117,56 @@ describe('agent context deltas', () => {
 
   test('an unknown agent has no context', async ({ db }) => {
     expect(await getAgentHistory(db, randomUUID())).toBeUndefined()
+  })
+})
+
+describe('the agent history limit', () => {
+  test('a delta that would take the history past its limit is refused history_too_large with nothing written, in a batch too; the namespace limit in the ledger overrides the default', async ({
+    db,
+  }) => {
+    const policy = { ...DEFAULT_RESULT_POLICY, agentHistoryMaxBytes: 400 }
+    const events = historyTurn(0, 'one')
+    const size = events.reduce<number>((sum, e) => sum + Buffer.byteLength(JSON.stringify(e)), 0)
+    expect(size).toBeLessThan(400)
+    const first = await acceptAndClaim(db)
+    const result = { ...done, history: { baseSeq: 0, events } }
+    expect(await commitTerminal(db, { ...first.fence, result }, policy)).toBe('committed')
+
+    // A continuation whose delta would pass the limit: refused, alone and in a batch.
+    const next = await acceptAndClaim(db, first.agentId)
+    const more = { ...done, history: { baseSeq: 3, events: historyTurn(3, 'x'.repeat(400)) } }
+    expect(await commitTerminal(db, { ...next.fence, result: more }, policy)).toBe(
+      'history_too_large',
+    )
+    const other = await acceptAndClaim(db)
+    expect(
+      await commitTerminals(
+        db,
+        [
+          { ...next.fence, result: more },
+          { ...other.fence, result },
+        ],
+        policy,
+      ),
+    ).toEqual(['history_too_large', 'committed'])
+    expect((await getAttempt(db, next.fence.attemptId))?.status).toBe('running')
+    expect(await history(db, first.agentId)).toHaveLength(3)
+
+    // The namespace's stored limit takes precedence over the default.
+    await setNamespaceLimits(db, 'default', {
+      artifactQuotaBytes: null,
+      artifactMaxBytes: null,
+      agentHistoryMaxBytes: 10_000,
+    })
+    try {
+      expect(await commitTerminal(db, { ...next.fence, result: more }, policy)).toBe('committed')
+      expect(await history(db, first.agentId)).toHaveLength(6)
+    } finally {
+      await setNamespaceLimits(db, 'default', {
+        artifactQuotaBytes: null,
+        artifactMaxBytes: null,
+        agentHistoryMaxBytes: null,
+      })
+    }
   })
 })

@@ -204,6 +204,7 @@ export type {
   WebhookPayload,
   WebhookView,
 } from './webhook.ts'
+export {
   ARTIFACT_CHUNK_BYTES,
   ARTIFACT_MAX_BYTES_CEILING,
   namespaceLimitDefaults,

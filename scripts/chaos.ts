@@ -17,7 +17,8 @@
 //   orphan_transitions   attempts named by audit rows (transitions) that the ledger does not hold
 //   context.bad          violations of the agent-history checks (lib/chaos/history.ts)
 //   witness.bad          disagreements between the ledger and the witnessed starts
-//   artifacts.bad        artifacts whose content, binding or namespace usage is wrong
+//   artifacts.bad        artifacts whose content, binding or namespace usage is wrong, or chunks
+//                        left behind (of an expired artifact, or of nothing)
 // The parts live in lib/chaos/: workload, follow-ups, faults, fleet, audit, report, one run object
 // (run.ts) passed to each, and one retry helper (retry.ts). With --json the last stdout line is one
 // JSON object (everything else goes to stderr). Exits non-zero when an invariant fails, when fewer

@@ -19,7 +19,8 @@
 //   orphan_transitions   attempts named by audit rows (transitions) that the ledger does not hold
 //   context.bad          violations of the agent-history checks (lib/chaos/history.ts)
 //   witness.bad          disagreements between the ledger and the witnessed starts
-//   artifacts.bad        artifacts whose content, binding or namespace usage is wrong
+//   artifacts.bad        artifacts whose content, binding or namespace usage is wrong, or chunks
+//                        left behind (of an expired artifact, or of nothing)
 //   webhooks.missing     events of the pushed sessions the receiver never processed
 //   webhooks.bad_signature  requests whose Standard Webhooks signature did not verify
 // The parts live in lib/chaos/: workload, follow-ups, faults, fleet, audit, report, one run object

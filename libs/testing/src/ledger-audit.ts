@@ -323,6 +323,8 @@ export const ARTIFACT_CHECKS = {
   content_digest: "an artifact's stored content does not match its digest or size",
   binding: "an attempt's digest or size differs from its artifact's, or an artifact is unbound",
   usage: "a namespace's usage differs from the bytes of its artifacts with content",
+  expired_bytes: "an expired artifact's chunks are still stored",
+  stray_chunks: 'chunks of neither an artifact nor an upload waiting for its commit',
 } as const
 export type ArtifactCheck = keyof typeof ARTIFACT_CHECKS
 
@@ -335,8 +337,9 @@ export interface ArtifactAudit extends CheckResults<ArtifactCheck> {
 
 /**
  * Checks every artifact: its content (while present) is re-read and verified against its digest
- * by the store's own load; the attempt that binds it carries the same digest and size; and each
- * namespace's usage equals the bytes of its artifacts whose content is still stored.
+ * by the store's own load; the attempt that binds it carries the same digest and size; each
+ * namespace's usage equals the bytes of its artifacts whose content is still stored; no chunk of
+ * an expired artifact is left, and no chunk belongs to nothing.
  */
 export async function auditArtifacts(db: Db): Promise<ArtifactAudit> {
   const { violations, samples, violate, bad } = violationTally(ARTIFACT_CHECKS)
@@ -365,5 +368,15 @@ export async function auditArtifacts(db: Db): Promise<ArtifactAudit> {
   `.execute(db)
   for (const row of usage.rows)
     violate('usage', `${row.namespace_id}: recorded ${row.recorded}, stored ${row.stored}`)
+  const leftovers = await sql<{ id: string; kind: 'expired_bytes' | 'stray_chunks' }>`
+    select distinct ar.id::text, 'expired_bytes' as kind
+    from artifacts ar join artifact_chunks c on c.upload_id = ar.upload_id
+    where ar.expired_at is not null
+    union all
+    select distinct c.upload_id::text, 'stray_chunks' from artifact_chunks c
+    where not exists (select 1 from artifacts ar where ar.upload_id = c.upload_id)
+      and not exists (select 1 from artifact_uploads u where u.id = c.upload_id)
+  `.execute(db)
+  for (const row of leftovers.rows) violate(row.kind, `upload or artifact ${row.id}`)
   return { artifacts: r.rows.length, verified, violations, bad: bad(), samples }
 }

@@ -156,6 +156,22 @@ describe('execution witness', () => {
     expect(audit.violations.get('binding')).toBe(1)
     expect(audit.bad).toBe(3)
   })
+
+  test('chunks left behind an expired artifact, and chunks of nothing, are violations', async ({
+    db,
+  }) => {
+    const attemptId = await accept(db, 'audit-chunks', 'z')
+    await runToCompletion(db, attemptId, 'a large output '.repeat(1000))
+    const clean = await auditArtifacts(db)
+    expect(clean.violations.get('expired_bytes')).toBe(0)
+    await sql`update artifacts set expired_at = now() where attempt_id = ${attemptId}`.execute(db)
+    expect((await auditArtifacts(db)).violations.get('expired_bytes')).toBe(1)
+    await sql`
+      insert into artifact_chunks (upload_id, seq, content, digest)
+      values (gen_random_uuid(), 0, '\\x00'::bytea, 'd')
+    `.execute(db)
+    expect((await auditArtifacts(db)).violations.get('stray_chunks')).toBe(1)
+  })
 })
 
 describe('continuation audit', () => {

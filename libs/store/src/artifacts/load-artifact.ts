@@ -92,6 +92,8 @@ export async function loadArtifact(
   artifactId: string,
   range?: RangeChoice,
 ): Promise<ArtifactLoad> {
+  // Inside a caller's transaction, its snapshot is the one.
+  if (db.isTransaction) return loadIn(db, namespaceId, artifactId, range)
   return retryTransient(
     () =>
       db

@@ -337,3 +337,45 @@ async function deliveredHistory(
     from ${each}
   `.execute(db)
 }
+
+describe('artifact chunks are read and collected through indexes', () => {
+  test("a range read takes its chunks by primary key; expiry's orphan collection takes uploads by age; a commit reads its agent's history size from the history's end", async ({
+    db,
+  }) => {
+    // Many uploads of many chunks, most of them recent, analysed.
+    await sql`
+      insert into artifact_uploads (id, attempt_id, bytes, digest, chunks, created_at)
+      select gen_random_uuid(), gen_random_uuid(), 20, 'd', 20, now() - (g % 100) * interval '1 minute'
+      from generate_series(1, 500) g
+    `.execute(db)
+    await sql`
+      insert into artifact_chunks (upload_id, seq, content, digest)
+      select u.id, s, '\\x00'::bytea, 'd' from artifact_uploads u, generate_series(0, 19) s
+    `.execute(db)
+    await sql`analyze artifact_uploads`.execute(db)
+    await sql`analyze artifact_chunks`.execute(db)
+    const planOf = async (statement: string) => {
+      const explained = await sql<{ 'QUERY PLAN': string }>`explain ${sql.raw(statement)}`.execute(
+        db,
+      )
+      return explained.rows.map((r) => r['QUERY PLAN']).join('\n')
+    }
+    const range = await planOf(`
+      select seq, content, digest from artifact_chunks
+      where upload_id = '00000000-0000-4000-8000-000000000000' and seq between 3 and 4
+      order by seq`)
+    expect(range).toContain('artifact_chunks_pkey')
+    expect(range).toMatch(/Index Cond: \(\(upload_id = .*seq >= 3.*seq <= 4/)
+    expect(range).not.toMatch(/Seq Scan/)
+    const orphans = await planOf(`
+      select id from artifact_uploads
+      where created_at < now() - interval '15 minutes' order by created_at limit 100
+      for update skip locked`)
+    expect(orphans).toContain('artifact_uploads_created_idx')
+    expect(orphans).not.toMatch(/Seq Scan/)
+    const size = await planOf(`
+      select total_bytes from agent_context_events
+      where agent_id = '00000000-0000-4000-8000-000000000000' order by seq desc limit 1`)
+    expect(size).toContain('Index Scan Backward using agent_context_events_pkey')
+  })
+})

@@ -60,6 +60,7 @@ export async function composeApi(
   // any connection opens, so a bad spec directory stops the process with nothing to close.
   const subagents = await loadSubagentCatalog({
     ...(config.subagentsDir === undefined ? {} : { subagentsDir: config.subagentsDir }),
+    ...(config.profilesFile === undefined ? {} : { profilesFile: config.profilesFile }),
     logger: logger.child({ component: 'subagents' }),
     scriptedEnabled: config.scriptedEnabled,
   })

@@ -166,3 +166,4 @@ export type {
   DashboardTimeline,
   DashboardTimelineEntry,
 } from './dashboard.ts'
+export { ModelProviderPrefix, modelIdProblem } from './model-id.ts'

@@ -161,3 +161,5 @@ export type {
   SubagentCatalogOptions,
   SubagentLaunch,
 } from './subagent-catalog.ts'
+export { loadProfiles, parseProfiles, PROFILE_TOOLSETS, profileSubagentSpecs } from './profiles.ts'
+export type { Profile, ProfileBudgets, ProfileFile, ProfileSubagent } from './profiles.ts'

@@ -48,6 +48,8 @@ export function builtInSubagents(
 export interface LoadSubagentsOptions {
   /** Directory of markdown subagent specs; absent means built-ins only. */
   readonly subagentsDir?: string
+  /** The profiles file (TOML); its subagents join the catalog. */
+  readonly profilesFile?: string
   /** Directory of `<name>.json` scripts for `scripted:<name>` models. */
   readonly scriptedModelsDir?: string
   /** Model for specs that omit `model` or say `inherit`. */
@@ -65,6 +67,7 @@ export interface LoadSubagentsOptions {
 export async function loadWorkerSubagents(options: LoadSubagentsOptions): Promise<WorkerSubagents> {
   const catalog = await loadSubagentCatalog({
     ...(options.subagentsDir === undefined ? {} : { subagentsDir: options.subagentsDir }),
+    ...(options.profilesFile === undefined ? {} : { profilesFile: options.profilesFile }),
     defaultModel: options.defaultModel,
     logger: options.logger,
     ...(options.scriptedEnabled === undefined ? {} : { scriptedEnabled: options.scriptedEnabled }),

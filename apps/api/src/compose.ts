@@ -27,6 +27,7 @@ import { createAdmission } from './services/admission.ts'
 import { traceAdmission } from './services/admission-tracing.ts'
 import { createAttemptCommands } from './services/attempt-commands.ts'
 import { createDoorbell, createSettledDoorbell } from './services/bounded-wait.ts'
+import { createHostedCommands } from './services/hosted-commands.ts'
 import { claimKey, createRunCommands } from './services/run-commands.ts'
 
 /** Observation hooks for tests; production passes none. */
@@ -127,6 +128,14 @@ export async function composeApi(
   })
   const keys = createKeyResolver(db, config.apiKeyCacheMs)
   const runs = createRunCommands({ db, claimBell, settlements, logger, metrics })
+  const hosted = createHostedCommands({
+    db,
+    queue,
+    doorbell,
+    attempts: commands,
+    subagents,
+    logger,
+  })
   const app = await buildServer({
     config,
     logger,
@@ -136,6 +145,7 @@ export async function composeApi(
     commands,
     keys,
     runs,
+    hosted,
     metrics,
     tracing,
   })

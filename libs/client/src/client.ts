@@ -17,6 +17,9 @@ import type {
   RunConsumption,
   RunLease,
   RunView,
+  CreateSessionRequest,
+  HostedRunView,
+  SessionView,
 } from '@baton/contracts'
 
 /** An error answer of the Baton API, with its HTTP status, typed code and raw body. */
@@ -114,7 +117,21 @@ export interface BatonClient {
     input?: { readonly consume?: readonly string[]; readonly leaseMs?: number },
     options?: CallOptions,
   ): Promise<RunConsumption>
-  getRun(runId: string, options?: CallOptions): Promise<RunView>
+  getRun(runId: string, options?: CallOptions): Promise<HostedRunView>
+  /** Create a hosted session on a profile of the deployment's profiles file. */
+  createSession(input: CreateSessionRequest, options?: CallOptions): Promise<SessionView>
+  getSession(sessionId: string, options?: CallOptions): Promise<SessionView>
+  /**
+   * Queue a run of a hosted session, executed by the fleet after every run admitted before it;
+   * with `wait`, one bounded wait of that many milliseconds for its end.
+   */
+  startRun(
+    sessionId: string,
+    input: { readonly input: Prompt; readonly wait?: number },
+    options?: CallOptions,
+  ): Promise<HostedRunView>
+  /** One bounded wait for a run's end: the ended run, or at the bound the run as it is. */
+  waitRun(runId: string, timeoutMs: number, options?: CallOptions): Promise<HostedRunView>
   /** Extend a run's lease by `leaseMs` from now. */
   heartbeatRun(runId: string, leaseMs: number, options?: CallOptions): Promise<RunLease>
   /**
@@ -352,6 +369,11 @@ export function createBatonClient(options: CreateClientOptions): BatonClient {
     createRun: (sessionId, input = {}, o) =>
       call('POST', `${sessionPath(sessionId)}/runs`, input, o),
     getRun: (runId, o) => call('GET', runPath(runId), undefined, o),
+    createSession: (input, o) => call('POST', '/v1/sessions', input, o),
+    getSession: (sessionId, o) => call('GET', sessionPath(sessionId), undefined, o),
+    startRun: (sessionId, input, o) => call('POST', `${sessionPath(sessionId)}/runs`, input, o),
+    waitRun: (runId, timeoutMs, o) =>
+      call('GET', `${runPath(runId)}/wait?timeoutMs=${timeoutMs}`, undefined, o),
     heartbeatRun: (runId, leaseMs, o) =>
       call('POST', `${runPath(runId)}/heartbeat`, { leaseMs }, o),
     completeRun: (runId, input = {}, o) => call('POST', `${runPath(runId)}/complete`, input, o),

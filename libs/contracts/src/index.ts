@@ -167,3 +167,10 @@ export type {
   DashboardTimelineEntry,
 } from './dashboard.ts'
 export { ModelProviderPrefix, modelIdProblem } from './model-id.ts'
+export {
+  createSessionRequestSchema,
+  hostedRunViewSchema,
+  runRequestSchema,
+  sessionViewSchema,
+} from './hosted.ts'
+export type { CreateSessionRequest, HostedRunView, RunRequest, SessionView } from './hosted.ts'

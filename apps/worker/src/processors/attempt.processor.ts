@@ -12,6 +12,7 @@ import type { SubagentHistoryEvent } from '@baton/subagents'
 import {
   commitProcessLoss,
   getAgentHistory,
+  isParentAgentName,
   isTransientStoreError,
   releaseClaims,
   retryTransient,
@@ -58,6 +59,18 @@ export interface AttemptProcessorDeps {
   readonly metrics?: WorkerMetrics
   /** The child's run gets a span when on (claim and commit are traced by the runtime). */
   readonly tracing?: Tracing
+  /**
+   * Starts a hosted session's next run, if it is idle, and enqueues it: called after a hosted
+   * run's terminal and after a result was handed back to a session (a continuation admitted).
+   * Never rejects.
+   */
+  readonly startNextRun?: (session: HostedSession) => Promise<void>
+}
+
+/** A session whose next hosted run may start now. */
+export interface HostedSession {
+  readonly namespaceId: string
+  readonly sessionId: string
 }
 
 /**
@@ -151,6 +164,7 @@ async function claimAndRun(
       if (lost !== undefined) {
         log.warn('owner vanished mid-run; recorded process loss')
         ringTerminal(deps, attemptId, log, undefined, lost.parentSession)
+        void deps.startNextRun?.(lost.session)
       }
       return undefined
     }
@@ -250,6 +264,14 @@ async function claimAndRun(
     deps.leaseKeeper.release(attemptId)
     if (answer.outcome === 'committed' || answer.outcome === 'replayed') {
       ringTerminal(deps, attemptId, log, answer.record, answer.parentSession)
+      // A hosted run ended (its session's next run may start), or a result came back to a
+      // session (its continuation may be the next run).
+      if (isParentAgentName(claim.attempt.name) && answer.record !== undefined)
+        void deps.startNextRun?.({
+          namespaceId: answer.record.namespaceId,
+          sessionId: claim.attempt.sessionId,
+        })
+      if (answer.parentSession !== undefined) void deps.startNextRun?.(answer.parentSession)
     }
     return undefined
   } finally {

@@ -9,6 +9,7 @@ import {
   type ModelConfig,
 } from '@baton/agents'
 import type { Logger } from '@baton/observability'
+import { parentAgentName } from '@baton/store'
 import {
   createSubagentCatalog,
   createSubagentService,
@@ -134,6 +135,17 @@ function subagentsFromCatalog(
       ...(subagent.agentOptions === undefined ? {} : { agentOptions: subagent.agentOptions }),
       ...(subagent.persona === undefined ? {} : { persona: subagent.persona }),
       ...(subagent.toolFilter === undefined ? {} : { toolFilter: subagent.toolFilter }),
+    })
+  }
+  // Each profile's parent: a hosted run is an attempt of its session's parent agent, run in
+  // process on the profile's model.
+  for (const profile of catalog.profiles.values()) {
+    if (providers.spawn === undefined) throw new Error('hosted profiles need the spawn provider')
+    const name = parentAgentName(profile.name)
+    entries.set(name, {
+      name,
+      provider: providers.spawn.name,
+      agentOptions: { model: profile.modelId },
     })
   }
   return { service, entries }

@@ -107,6 +107,7 @@ export function createWorkerRuntime(
     timeouts: redisTimeouts,
   })
   const queue = createAttemptQueue({ connection, prefix: config.queuePrefix })
+  subagents.bindHosted?.({ db, queue })
   const publisher = createSettlementPublisher({
     redisUrl: config.redisUrl,
     prefix: config.queuePrefix,

@@ -24,6 +24,7 @@ const stepSchema = z.discriminatedUnion('kind', [
   }),
   z.strictObject({ kind: z.literal('hang'), text: z.string().optional(), ...delay }),
   z.strictObject({ kind: z.literal('recall'), ...delay }),
+  z.strictObject({ kind: z.literal('request'), ...delay }),
 ])
 const scriptSchema = z.strictObject({ steps: z.array(stepSchema).min(1) })
 

@@ -49,6 +49,11 @@ export type ScriptStep =
    * which conversation (history, prompt, steering) the model was actually given.
    */
   | (ScriptStepBase & { readonly kind: 'recall' })
+  /**
+   * Answer with the request the model was given, as JSON: the names of the tools offered
+   * (sorted), and every tool result in the prompt (`{ toolName, output }`, in order).
+   */
+  | (ScriptStepBase & { readonly kind: 'request' })
 
 export interface Script {
   readonly steps: readonly ScriptStep[]
@@ -112,6 +117,7 @@ export function createScriptedModel(
         break
       case 'text':
       case 'recall':
+      case 'request':
       case 'refusal':
       case 'max-tokens':
         if (text !== undefined) content.push({ type: 'text', text })
@@ -199,6 +205,8 @@ function textOf(step: ScriptStep, callOptions: LanguageModelV4CallOptions): stri
       return step.text
     case 'recall':
       return recalledText(callOptions)
+    case 'request':
+      return requestText(callOptions)
     case 'fail':
       return step.afterText
     case 'tool-calls':
@@ -219,10 +227,26 @@ function finishReasonOf(step: ScriptStep): LanguageModelV4FinishReason {
       return { unified: 'length', raw: 'max_tokens' }
     case 'text':
     case 'recall':
+    case 'request':
     case 'fail':
     case 'hang':
       return { unified: 'stop', raw: 'stop' }
   }
+}
+
+/** The request a `request` step answers with (see `ScriptStep`). */
+function requestText(callOptions: LanguageModelV4CallOptions): string {
+  const tools = (callOptions.tools ?? []).map((t) => t.name).sort()
+  const toolResults: { toolName: string; output: unknown }[] = []
+  for (const message of callOptions.prompt) {
+    if (message.role !== 'tool') continue
+    for (const part of message.content) {
+      if (part.type !== 'tool-result') continue
+      const output = part.output as { readonly type: string; readonly value?: unknown }
+      toolResults.push({ toolName: part.toolName, output: output.value ?? output })
+    }
+  }
+  return JSON.stringify({ tools, toolResults })
 }
 
 /** Each user message's text parts, joined, one message per line; messages without text are skipped. */

@@ -142,7 +142,11 @@ export {
   delegationToolNames,
   SubagentDelegationMode,
 } from './delegation-mode.ts'
-export { delegationToolDefinitions } from './delegation-tools.ts'
+export {
+  ASYNC_DELEGATION_INPUTS,
+  asyncDelegationToolDefinitions,
+  delegationToolDefinitions,
+} from './delegation-tools.ts'
 export { subagentTransport, transportSteerable } from './subagent-transport.ts'
 export type { SubagentTransport } from './subagent-transport.ts'
 export {

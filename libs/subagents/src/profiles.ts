@@ -264,7 +264,9 @@ function lineLocator(text: string): (path: readonly string[]) => number {
     const [section, name, key] = path
     if (section === undefined) return 1
     if (name === undefined) {
-      const index = lines.findIndex((line) => new RegExp(`^\\s*\\[?\\s*${escape(section)}\\b`).test(line))
+      const index = lines.findIndex((line) =>
+        new RegExp(`^\\s*\\[?\\s*${escape(section)}\\b`).test(line),
+      )
       return index === -1 ? 1 : index + 1
     }
     const header = headerOf([section, name])

@@ -1,5 +1,10 @@
 import { SubagentError } from './errors.ts'
-import { loadProfiles, profileSubagentSpecs, type Profile } from './profiles.ts'
+import {
+  loadProfiles,
+  profileSubagentSpecs,
+  type Profile,
+  type ProfileSubagent,
+} from './profiles.ts'
 import { loadSubagentDirectory } from './subagent-directory.ts'
 import { projectSubagentSpec } from './subagent-spec-projection.ts'
 import type { SubagentSpec } from './subagent-spec.ts'
@@ -65,6 +70,8 @@ export interface SubagentCatalog {
   readonly refused: ReadonlyMap<string, RefusedSubagent>
   /** The profiles file's profiles (empty without one): what a hosted session may run on. */
   readonly profiles: ReadonlyMap<string, Profile>
+  /** The profiles file's `[subagents.*]`, with their descriptions, for hosted parents' tools. */
+  readonly profileSubagents: ReadonlyMap<string, ProfileSubagent>
   admit(name: string): SubagentAdmission
 }
 
@@ -91,6 +98,7 @@ export interface SubagentCatalogOptions {
   readonly scriptedEnabled?: boolean
   /** The profiles a hosted session may run on (from a profiles file). */
   readonly profiles?: ReadonlyMap<string, Profile>
+  readonly profileSubagents?: ReadonlyMap<string, ProfileSubagent>
 }
 
 export interface LoadSubagentCatalogOptions extends SubagentCatalogOptions {
@@ -115,6 +123,7 @@ export async function loadSubagentCatalog(
   return createSubagentCatalog([...specs, ...profileSubagentSpecs(file, offered)], {
     ...options,
     profiles: file.profiles,
+    profileSubagents: file.subagents,
   })
 }
 
@@ -174,6 +183,7 @@ export function createSubagentCatalog(
     runnable,
     refused,
     profiles: options.profiles ?? new Map(),
+    profileSubagents: options.profileSubagents ?? new Map(),
     admit(name) {
       const found = runnable.get(name)
       if (found !== undefined) return { kind: 'runnable', steerable: found.steerable }

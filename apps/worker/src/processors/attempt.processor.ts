@@ -30,7 +30,12 @@ import { countProcessLoss } from '../ledger-metrics.ts'
 import type { LeaseKeeper, OwnedExecution } from '../lease/lease-keeper.ts'
 import type { WorkerOutputBudget } from '../output-budget.ts'
 import type { SteeringDelivery } from '../steering/steering-delivery.ts'
-import type { WorkerSubagents } from '../subagents/subagent-catalog.ts'
+import {
+  HOSTED_RUN_OPTION,
+  type HostedRunOption,
+  type SubagentEntry,
+  type WorkerSubagents,
+} from '../subagents/subagent-catalog.ts'
 import type { ActiveJob, ActiveJobs } from './active-jobs.ts'
 import { readAttemptJob } from './attempt-job.ts'
 import { traceRun } from './attempt-tracing.ts'
@@ -216,7 +221,7 @@ async function claimAndRun(
       result = { stopReason: 'error', output: '', failureCategory: FailureCategory.UnknownSubagent }
     else {
       const child = traceRun(deps.tracing ?? DISABLED_TRACING, claim.attempt, () =>
-        runChild(deps.subagents, entry, claim.attempt, {
+        runChild(deps.subagents, hostedEntry(entry, claim.attempt), claim.attempt, {
           signal: execution.signal,
           workspaceDir: deps.workspaceDir,
           history,
@@ -280,6 +285,16 @@ async function claimAndRun(
     deps.leaseKeeper.release(attemptId)
     outputHold.release()
   }
+}
+
+/** A hosted run's entry tells its tools which run it is (see `HOSTED_RUN_OPTION`). */
+function hostedEntry(entry: SubagentEntry, attempt: ClaimedAttempt): SubagentEntry {
+  if (!isParentAgentName(attempt.name)) return entry
+  const run: HostedRunOption = {
+    runId: attempt.attemptId,
+    profile: attempt.name.slice(attempt.name.indexOf(':') + 1),
+  }
+  return { ...entry, agentOptions: { ...entry.agentOptions, [HOSTED_RUN_OPTION]: run } }
 }
 
 /** A claim whose answer never came before the job was stopped. */

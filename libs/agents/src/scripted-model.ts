@@ -57,6 +57,11 @@ export type ScriptStep =
 
 export interface Script {
   readonly steps: readonly ScriptStep[]
+  /**
+   * The steps of a model whose first call continues a conversation (its prompt already holds an
+   * assistant turn): a resumed agent, e.g. a hosted parent's later runs. Absent: `steps`.
+   */
+  readonly resumeSteps?: readonly ScriptStep[]
 }
 
 /** A LanguageModel (spec v4) that replays a script; `calls` records every call for assertions. */
@@ -80,6 +85,7 @@ export function createScriptedModel(
   options: CreateScriptedModelOptions = {},
 ): ScriptedModel {
   const calls: LanguageModelV4CallOptions[] = []
+  let steps = script.steps
 
   function nextStep(callOptions: LanguageModelV4CallOptions): {
     step: ScriptStep
@@ -87,11 +93,15 @@ export function createScriptedModel(
   } {
     const callIndex = calls.length
     calls.push(callOptions)
-    const step = script.steps[callIndex]
+    if (callIndex === 0 && script.resumeSteps !== undefined) {
+      const resumed = callOptions.prompt.some((message) => message.role === 'assistant')
+      if (resumed) steps = script.resumeSteps
+    }
+    const step = steps[callIndex]
     if (step === undefined) {
       throw new AgentsError(
         AgentsErrorCode.SCRIPT_EXHAUSTED,
-        `Scripted model "${options.modelId ?? 'anonymous'}" was called ${callIndex + 1} times but its script has ${script.steps.length} steps.`,
+        `Scripted model "${options.modelId ?? 'anonymous'}" was called ${callIndex + 1} times but its script has ${steps.length} steps.`,
       )
     }
     return { step, callIndex }

@@ -5,19 +5,28 @@ import { join } from 'node:path'
 /** A step of a `scripted:<name>` model (the JSON shape `loadScriptDirectory` reads). */
 export type ScriptStepJson = Readonly<Record<string, unknown>>
 
+/** A whole script: its steps, and the steps of a model that resumes a conversation. */
+export interface ScriptJson {
+  readonly steps: readonly ScriptStepJson[]
+  readonly resumeSteps?: readonly ScriptStepJson[]
+}
+
 /**
  * A profiles file and a scripts directory for hosted tests: `profiles` is the TOML text, `scripts`
  * the scripted models by name. Answers the environment API and workers need.
  */
 export async function hostedEnv(
   profiles: string,
-  scripts: Readonly<Record<string, readonly ScriptStepJson[]>>,
+  scripts: Readonly<Record<string, readonly ScriptStepJson[] | ScriptJson>>,
 ): Promise<Record<string, string>> {
   const dir = await mkdtemp(join(tmpdir(), 'baton-hosted-'))
   const scriptsDir = join(dir, 'scripts')
   await mkdir(scriptsDir)
-  for (const [name, steps] of Object.entries(scripts))
-    await writeFile(join(scriptsDir, `${name}.json`), JSON.stringify({ steps }))
+  for (const [name, script] of Object.entries(scripts))
+    await writeFile(
+      join(scriptsDir, `${name}.json`),
+      JSON.stringify(Array.isArray(script) ? { steps: script } : script),
+    )
   const profilesFile = join(dir, 'profiles.toml')
   await writeFile(profilesFile, profiles)
   return { PROFILES_FILE: profilesFile, SCRIPTED_MODELS_DIR: scriptsDir }

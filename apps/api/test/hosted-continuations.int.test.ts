@@ -3,20 +3,9 @@
 // worker killed mid-run ends that run as process loss and the next proceeds.
 import { sql } from 'kysely'
 import { describe, eventually, expect, test } from '@baton/testing'
-import { hostedEnv } from './support/hosted-profiles.ts'
+import { hostedEnv, leadWithHelper } from './support/hosted-profiles.ts'
 
-const PROFILES = `
-[profiles.lead]
-model_id = "scripted:lead"
-subagents = ["helper"]
-
-[profiles.helper]
-model_id = "scripted:helper"
-
-[subagents.helper]
-profile = "helper"
-description = "Echoes its task"
-`
+const PROFILES = leadWithHelper('Echoes its task')
 
 const TASKS = ['task 1', 'task 2', 'task 3', 'task 4', 'task 5']
 

@@ -6,20 +6,9 @@ import { join } from 'node:path'
 import { sql } from 'kysely'
 import type { Db } from '@baton/store'
 import { describe, eventually, expect, test } from '@baton/testing'
-import { hostedEnv } from './support/hosted-profiles.ts'
+import { hostedEnv, leadWithHelper } from './support/hosted-profiles.ts'
 
-const PROFILES = `
-[profiles.lead]
-model_id = "scripted:lead"
-subagents = ["helper"]
-
-[profiles.helper]
-model_id = "scripted:helper"
-
-[subagents.helper]
-profile = "helper"
-description = "Helps with anything"
-`
+const PROFILES = leadWithHelper('Helps with anything')
 
 async function ledgerCounts(db: Db) {
   const row = await sql<{ attempts: number; agents: number; messages: number }>`

@@ -37,3 +37,19 @@ export const RECALLING_PARENT = `
 [profiles.recall]
 model_id = "scripted:recall"
 `
+
+/** A parent on `scripted:lead` that may delegate to `helper`, a child on `scripted:helper`. */
+export function leadWithHelper(description: string): string {
+  return `
+[profiles.lead]
+model_id = "scripted:lead"
+subagents = ["helper"]
+
+[profiles.helper]
+model_id = "scripted:helper"
+
+[subagents.helper]
+profile = "helper"
+description = "${description}"
+`
+}

@@ -372,6 +372,14 @@ async function hostedSessions(call: Call, key: string): Promise<void> {
   expect(outcome(await call('POST', `/v1/sessions/${sessionId}/runs`, { key, body: {} }))).toBe(
     '409 SESSION_NOT_HOSTED',
   )
+  for (const path of [`/v1/sessions/${sessionId}/events`, `/v1/runs/${runId}/events`])
+    expect((await call('GET', `${path}?follow=false`, { key })).status).toBe(200)
+  expect(outcome(await call('GET', '/v1/sessions/no-such-session/events', { key }))).toBe(
+    '404 SESSION_NOT_FOUND',
+  )
+  expect(outcome(await call('GET', `/v1/runs/${NO_SUCH_ID}/events`, { key }))).toBe(
+    '404 RUN_NOT_FOUND',
+  )
 }
 
 async function runsAndContinuations(call: Call, key: string): Promise<void> {

@@ -114,6 +114,8 @@ export {
   parentAgentName,
 } from './sessions/hosted-session.ts'
 export type { SessionRecord } from './sessions/hosted-session.ts'
+export { readSessionEvents } from './sessions/session-events.ts'
+export type { SessionEventRecord } from './sessions/session-events.ts'
 export type { RunRecord } from './runs/get-run.ts'
 export type { DeliveryState, RunStatus, RunTrigger, SuppressionReason } from './schema.ts'
 export { DEFAULT_RESULT_POLICY } from './artifacts/result-policy.ts'

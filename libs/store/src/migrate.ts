@@ -22,6 +22,7 @@ import * as m0013 from './migrations/0013-continuation-content-by-reference.ts'
 import * as m0014 from './migrations/0014-run-leases.ts'
 import * as m0015 from './migrations/0015-continuation-indexes.ts'
 import * as m0040 from './migrations/0040-hosted-sessions.ts'
+import * as m0041 from './migrations/0041-session-events.ts'
 
 /** Every migration, in order. Numbered and append-only. */
 const MIGRATIONS: Readonly<Record<string, Migration>> = {
@@ -41,6 +42,7 @@ const MIGRATIONS: Readonly<Record<string, Migration>> = {
   '0014-run-leases': m0014,
   '0015-continuation-indexes': m0015,
   '0040-hosted-sessions': m0040,
+  '0041-session-events': m0041,
 }
 
 const provider: MigrationProvider = {

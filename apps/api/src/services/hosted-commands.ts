@@ -14,11 +14,16 @@ import {
   createHostedSession,
   getRunWithOutput,
   getSession,
+  readSessionEvents,
   startNextRun,
   type Db,
   type RunRecord,
+  type SessionEventRecord,
   type SessionRecord,
 } from '@baton/store'
+
+/** Events read per statement of a stream. */
+const EVENT_PAGE = 500
 import type { SubagentCatalog } from '@baton/subagents'
 import type { Refusal } from '../http/refusals.ts'
 import type { AttemptCommands } from './attempt-commands.ts'
@@ -52,6 +57,22 @@ export interface HostedCommands {
     timeoutMs: number,
     signal: AbortSignal,
   ): Promise<HostedRunOutcome>
+  /**
+   * Where a stream reads: a session's events, or a run's (within its session). Answers the
+   * session, or the refusal of an unknown session or run.
+   */
+  eventScope(
+    namespaceId: string,
+    target: { readonly sessionId: string } | { readonly runId: string },
+  ): Promise<
+    { readonly kind: 'scope'; readonly sessionId: string; readonly runId?: string } | Refusal
+  >
+  /** The next events of a stream after `afterSeq` (see `readSessionEvents`). */
+  readEvents(
+    namespaceId: string,
+    scope: { readonly sessionId: string; readonly runId?: string | undefined },
+    afterSeq: number,
+  ): Promise<readonly SessionEventRecord[]>
   /** Cancels a hosted run: queued, it ends at once; started, its attempt is cancelled. */
   cancelRun(namespaceId: string, runId: string): Promise<HostedRunOutcome | { kind: 'host_run' }>
 }
@@ -144,6 +165,28 @@ export function createHostedCommands(deps: {
 
     readRun,
     waitRun,
+
+    async eventScope(namespaceId, target) {
+      if ('sessionId' in target) {
+        const session = await getSession(deps.db, namespaceId, target.sessionId)
+        return session === undefined
+          ? { kind: 'session_not_found', sessionId: target.sessionId }
+          : { kind: 'scope', sessionId: session.id }
+      }
+      const found = await getRunWithOutput(deps.db, namespaceId, target.runId)
+      return found === undefined
+        ? { kind: 'run_not_found', runId: target.runId }
+        : { kind: 'scope', sessionId: found.run.sessionId, runId: target.runId }
+    },
+
+    readEvents: (namespaceId, scope, afterSeq) =>
+      readSessionEvents(deps.db, {
+        namespaceId,
+        sessionId: scope.sessionId,
+        runId: scope.runId,
+        afterSeq,
+        limit: EVENT_PAGE,
+      }),
 
     async cancelRun(namespaceId, runId) {
       const found = await getRunWithOutput(deps.db, namespaceId, runId)

@@ -116,3 +116,69 @@ describe("a hosted parent's async tools", () => {
     expect(child.rows[0]).toEqual({ parent_run_id: run.runId, session_id: sessionId })
   }, 120_000)
 })
+
+describe("a hosted parent's budgets", () => {
+  test('a delegate over children per run, or over children running at once, is an error the model reads, and nothing is written', async ({
+    baton,
+    db,
+  }) => {
+    const budgeted = `${leadWithHelper('Hangs')}
+[profiles.capped]
+model_id = "scripted:capped"
+subagents = ["helper"]
+children_per_run = 2
+
+[profiles.narrow]
+model_id = "scripted:narrow"
+subagents = ["helper"]
+children_running = 1
+`
+    const three = {
+      steps: [
+        {
+          kind: 'tool-calls',
+          calls: ['a', 'b', 'c'].map((prompt) => ({
+            toolName: 'delegate',
+            input: { name: 'helper', prompt },
+          })),
+        },
+        { kind: 'request' },
+      ],
+    }
+    const env = await hostedEnv(budgeted, {
+      helper: [{ kind: 'hang' }],
+      lead: [{ kind: 'text', text: 'unused' }],
+      capped: three,
+      narrow: three,
+    })
+    const { client } = await baton({ env })
+    for (const [profile, admitted, words] of [
+      ['capped', 2, 'this run may delegate 2 children and has delegated 2'],
+      ['narrow', 1, 'the most this session may run at once is 1'],
+    ] as const) {
+      const before = await ledgerCounts(db)
+      const { sessionId } = await client.createSession({ profile })
+      const run = await client.startRun(sessionId, { input: 'go' })
+      const ended = await eventually(
+        async () => {
+          const view = await client.waitRun(run.runId, 5000)
+          return view.status === 'completed' ? view : undefined
+        },
+        { timeoutMs: 60_000, what: `the ${profile} run to end` },
+      )
+      const results = (JSON.parse(ended.output ?? '{}') as Request).toolResults.map(
+        (r) => r.output as { status?: string; error?: string },
+      )
+      expect(results.filter((r) => r.status === 'accepted')).toHaveLength(admitted)
+      const refused = results.filter((r) => r.error !== undefined)
+      expect(refused).toHaveLength(3 - admitted)
+      for (const r of refused) expect(r.error).toContain(words)
+      // The parent's attempt and the admitted children only.
+      expect(await ledgerCounts(db)).toEqual({
+        attempts: before!.attempts + 1 + admitted,
+        agents: before!.agents + 1 + admitted,
+        messages: before!.messages,
+      })
+    }
+  }, 120_000)
+})

@@ -101,6 +101,7 @@ export type { AbandonedRuns } from './runs/abandon-runs.ts'
 export { getRun } from './runs/get-run.ts'
 export {
   cancelQueuedHostedRun,
+  countRunChildren,
   createHostedRun,
   getRunWithOutput,
   idleHostedSessions,

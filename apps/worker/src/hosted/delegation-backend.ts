@@ -2,9 +2,11 @@ import { randomUUID } from 'node:crypto'
 import { setTimeout as sleep } from 'node:timers/promises'
 import { isTerminalView, Limits, uuidSchema } from '@baton/contracts'
 import type { AsyncDelegationBackend, DelegationToolAnswer } from '@baton/agents'
+import type { ProfileBudgets } from '@baton/subagents'
 import { enqueueAttempt, type AttemptQueue } from '@baton/queue'
 import {
   acceptDelegations,
+  countRunChildren,
   getAttempt,
   isParentAgentName,
   recordSteering,
@@ -28,6 +30,8 @@ export interface HostedBackendDeps {
   readonly subagents: readonly { readonly name: string; readonly description: string }[]
   /** The bound of one `wait_subagent` when the model names none. */
   readonly defaultWaitMs?: number
+  /** The profile's bounds on delegation (none: unbounded). */
+  readonly budgets?: ProfileBudgets
 }
 
 /**
@@ -42,6 +46,25 @@ export function createHostedDelegationBackend(
   run: HostedRunScope,
 ): AsyncDelegationBackend {
   const exposed = new Set(deps.subagents.map((s) => s.name))
+  // A run's delegations are admitted one after another, so its budget counts are exact.
+  let admitting: Promise<unknown> = Promise.resolve()
+
+  /** The budget a new child would exceed, as the error the model reads; none when within. */
+  async function overBudget(): Promise<DelegationToolAnswer | undefined> {
+    const budgets = deps.budgets
+    if (budgets?.childrenPerRun === undefined && budgets?.childrenRunning === undefined)
+      return undefined
+    const counts = await countRunChildren(deps.db, run)
+    if (budgets.childrenPerRun !== undefined && counts.ofRun >= budgets.childrenPerRun)
+      return {
+        error: `over budget: this run may delegate ${String(budgets.childrenPerRun)} children and has delegated ${String(counts.ofRun)}`,
+      }
+    if (budgets.childrenRunning !== undefined && counts.running >= budgets.childrenRunning)
+      return {
+        error: `over budget: ${String(counts.running)} children are running, the most this session may run at once is ${String(budgets.childrenRunning)}`,
+      }
+    return undefined
+  }
 
   /** A child attempt of this session, or the error the model is told. */
   async function childAttempt(
@@ -59,51 +82,67 @@ export function createHostedDelegationBackend(
     return { child: record }
   }
 
+  async function admit({
+    name,
+    prompt,
+    agentId,
+  }: {
+    readonly name: string
+    readonly prompt: string
+    readonly agentId?: string | undefined
+  }): Promise<DelegationToolAnswer> {
+    if (!exposed.has(name))
+      return {
+        error: `unknown subagent "${name}"; you may delegate to: ${[...exposed].join(', ') || 'none'}`,
+      }
+    if (agentId !== undefined && !uuidSchema.safeParse(agentId).success)
+      return { error: `unknown agent_id "${agentId}"` }
+    const over = await overBudget()
+    if (over !== undefined) return over
+    const attemptId = randomUUID()
+    const [outcome] = await acceptDelegations(deps.db, [
+      {
+        namespaceId: run.namespaceId,
+        sessionId: run.sessionId,
+        name,
+        prompt,
+        metadata: {},
+        attemptId,
+        newAgentId: randomUUID(),
+        agentId,
+        parentRunId: run.runId,
+      },
+    ])
+    switch (outcome?.kind) {
+      case 'accepted':
+        await enqueueAttempt(deps.queue, attemptId)
+        return { agent_id: outcome.agentId, attempt_id: outcome.attemptId, status: 'accepted' }
+      case 'agent_not_found':
+        return { error: `unknown agent_id "${agentId ?? ''}": no agent of yours named "${name}"` }
+      case 'agent_busy':
+        return {
+          error: `agent_id "${agentId ?? ''}" is busy: its attempt has not finished (wait for it or cancel it)`,
+        }
+      case 'session_deleted':
+        return { error: 'this session is deleted: nothing new can be delegated' }
+      case 'run_not_active':
+      case 'run_not_found':
+        return { error: 'this run has ended: it can delegate nothing more' }
+      // Unkeyed, so never replayed nor refused by a key.
+      case 'replayed':
+      case 'key_reused':
+      case undefined:
+        throw new Error(`unexpected admission outcome ${outcome?.kind ?? 'none'}`)
+    }
+  }
+
   return {
     subagents: deps.subagents,
 
-    async delegate({ name, prompt, agentId }) {
-      if (!exposed.has(name))
-        return {
-          error: `unknown subagent "${name}"; you may delegate to: ${[...exposed].join(', ') || 'none'}`,
-        }
-      if (agentId !== undefined && !uuidSchema.safeParse(agentId).success)
-        return { error: `unknown agent_id "${agentId}"` }
-      const attemptId = randomUUID()
-      const [outcome] = await acceptDelegations(deps.db, [
-        {
-          namespaceId: run.namespaceId,
-          sessionId: run.sessionId,
-          name,
-          prompt,
-          metadata: {},
-          attemptId,
-          newAgentId: randomUUID(),
-          agentId,
-          parentRunId: run.runId,
-        },
-      ])
-      switch (outcome?.kind) {
-        case 'accepted':
-          await enqueueAttempt(deps.queue, attemptId)
-          return { agent_id: outcome.agentId, attempt_id: outcome.attemptId, status: 'accepted' }
-        case 'agent_not_found':
-          return { error: `unknown agent_id "${agentId ?? ''}": no agent of yours named "${name}"` }
-        case 'agent_busy':
-          return {
-            error: `agent_id "${agentId ?? ''}" is busy: its attempt has not finished (wait for it or cancel it)`,
-          }
-        case 'session_deleted':
-          return { error: 'this session is deleted: nothing new can be delegated' }
-        case 'run_not_active':
-        case 'run_not_found':
-          return { error: 'this run has ended: it can delegate nothing more' }
-        // Unkeyed, so never replayed nor refused by a key.
-        case 'replayed':
-        case 'key_reused':
-        case undefined:
-          throw new Error(`unexpected admission outcome ${outcome?.kind ?? 'none'}`)
-      }
+    delegate(input) {
+      const admitted = admitting.then(() => admit(input))
+      admitting = admitted.catch(() => undefined)
+      return admitted
     },
 
     async steer({ attemptId, message }) {

@@ -144,7 +144,7 @@ async function hostedTools(
   }))
   return createAsyncDelegationTools(
     createHostedDelegationBackend(
-      { ...deps, subagents },
+      { ...deps, subagents, budgets: profile.budgets },
       { namespaceId: attempt.namespaceId, sessionId: attempt.sessionId, runId: run.runId },
     ),
   )

@@ -66,8 +66,10 @@ export async function up(db: Kysely<unknown>): Promise<void> {
       return null;
     end
     $f$;
+    -- Only a parent agent's attempts are runs (\`profile:\` names no delegation can take): other
+    -- attempts pay no statement for this trigger.
     create trigger attempts_hosted_run after update of status on attempts
-      for each row when (old.status is distinct from new.status)
+      for each row when (old.status is distinct from new.status and new.name like 'profile:%')
       execute function baton_hosted_run_follows_attempt();
   `.execute(db)
 }

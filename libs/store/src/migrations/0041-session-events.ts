@@ -106,10 +106,12 @@ export async function up(db: Kysely<unknown>): Promise<void> {
       return null;
     end
     $f$;
+    -- Only children that name a parent run can be a hosted parent's children.
     create trigger attempts_subagent_started after insert on attempts
-      for each row execute function baton_subagent_lifecycle();
+      for each row when (new.parent_run_id is not null)
+      execute function baton_subagent_lifecycle();
     create trigger attempts_subagent_ended after update of status on attempts
-      for each row when (old.status is distinct from new.status)
+      for each row when (old.status is distinct from new.status and new.parent_run_id is not null)
       execute function baton_subagent_lifecycle();
 
     create function baton_run_event() returns trigger language plpgsql as $f$

@@ -180,3 +180,22 @@ export async function getRunWithOutput(
     output: row.hosted && row.stop_reason === 'completed' ? row.output_preview : null,
   }
 }
+
+/**
+ * What a hosted run's delegations count against its profile's budgets: the children the run
+ * delegated, and the children of its session not finished yet.
+ */
+export async function countRunChildren(
+  db: Db,
+  input: { readonly namespaceId: string; readonly sessionId: string; readonly runId: string },
+): Promise<{ readonly ofRun: number; readonly running: number }> {
+  const result = await sql<{ of_run: number; running: number }>`
+    select count(*) filter (where parent_run_id = ${input.runId}::uuid)::int as of_run,
+           count(*) filter (where status <> 'terminal')::int as running
+    from attempts
+    where namespace_id = ${input.namespaceId} and session_id = ${input.sessionId}
+      and parent_run_id is not null
+  `.execute(db)
+  const row = result.rows[0]
+  return { ofRun: row?.of_run ?? 0, running: row?.running ?? 0 }
+}

@@ -1,4 +1,5 @@
 import { ErrorCode, resultDigest } from '@baton/contracts'
+import { readEventStream } from './event-stream.ts'
 import { sendRequest, sendWithFetch, type Answer, type Transport } from './transport.ts'
 import type {
   AgentHistoryView,
@@ -20,6 +21,7 @@ import type {
   CreateSessionRequest,
   HostedRunView,
   SessionView,
+  SessionEvent,
 } from '@baton/contracts'
 
 /** An error answer of the Baton API, with its HTTP status, typed code and raw body. */
@@ -132,6 +134,19 @@ export interface BatonClient {
   ): Promise<HostedRunView>
   /** One bounded wait for a run's end: the ended run, or at the bound the run as it is. */
   waitRun(runId: string, timeoutMs: number, options?: CallOptions): Promise<HostedRunView>
+  /**
+   * A hosted session's events (or one run's), read from the Server-Sent Events stream as they
+   * come, after `after`; with `follow: false` the stored ones only. A followed run stream ends
+   * once the run has ended.
+   */
+  events(
+    target: { readonly sessionId: string } | { readonly runId: string },
+    options?: {
+      readonly after?: number
+      readonly follow?: boolean
+      readonly signal?: AbortSignal
+    },
+  ): AsyncIterable<SessionEvent>
   /** Extend a run's lease by `leaseMs` from now. */
   heartbeatRun(runId: string, leaseMs: number, options?: CallOptions): Promise<RunLease>
   /**
@@ -374,6 +389,15 @@ export function createBatonClient(options: CreateClientOptions): BatonClient {
     startRun: (sessionId, input, o) => call('POST', `${sessionPath(sessionId)}/runs`, input, o),
     waitRun: (runId, timeoutMs, o) =>
       call('GET', `${runPath(runId)}/wait?timeoutMs=${timeoutMs}`, undefined, o),
+    events: (target, o = {}) =>
+      readEventStream(
+        `${base}${'runId' in target ? runPath(target.runId) : sessionPath(target.sessionId)}/events` +
+          `?follow=${String(o.follow ?? true)}${o.after === undefined ? '' : `&after=${String(o.after)}`}`,
+        options.apiKey,
+        options.fetch ?? globalThis.fetch,
+        o.signal,
+        (status, text) => apiError(status, parseJson(text), text),
+      ),
     heartbeatRun: (runId, leaseMs, o) =>
       call('POST', `${runPath(runId)}/heartbeat`, { leaseMs }, o),
     completeRun: (runId, input = {}, o) => call('POST', `${runPath(runId)}/complete`, input, o),

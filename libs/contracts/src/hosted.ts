@@ -49,3 +49,25 @@ export const hostedRunViewSchema = runViewSchema
   })
   .meta({ id: 'HostedRunView' })
 export type HostedRunView = z.infer<typeof hostedRunViewSchema>
+
+/** The kinds of a hosted session's events (see docs/hosted.md). */
+export const SESSION_EVENT_KINDS = [
+  'record',
+  'subagent_started',
+  'subagent_completed',
+  'subagent_failed',
+  'run_queued',
+  'run_started',
+  'run_ended',
+] as const
+
+/** One event of a session's stream, as each SSE frame's `data` carries it. */
+export interface SessionEvent {
+  readonly seq: number
+  readonly kind: (typeof SESSION_EVENT_KINDS)[number]
+  readonly runId: string | null
+  /** A child's record: the child agent id, name, task id, attempt id, parent run id, its seq. */
+  readonly source: Readonly<Record<string, unknown>> | null
+  readonly payload: unknown
+  readonly at: string
+}

@@ -168,9 +168,16 @@ export type {
 } from './dashboard.ts'
 export { ModelProviderPrefix, modelIdProblem } from './model-id.ts'
 export {
+  SESSION_EVENT_KINDS,
   createSessionRequestSchema,
   hostedRunViewSchema,
   runRequestSchema,
   sessionViewSchema,
 } from './hosted.ts'
-export type { CreateSessionRequest, HostedRunView, RunRequest, SessionView } from './hosted.ts'
+export type {
+  CreateSessionRequest,
+  HostedRunView,
+  RunRequest,
+  SessionEvent,
+  SessionView,
+} from './hosted.ts'

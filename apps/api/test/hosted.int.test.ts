@@ -1,6 +1,12 @@
 // Hosted parents end to end: sessions on a profile, runs executed by the worker fleet (API and
 // workers as real processes), one conversation continued across runs.
+import { execFile } from 'node:child_process'
+import { mkdtemp, writeFile } from 'node:fs/promises'
+import { tmpdir } from 'node:os'
+import { join } from 'node:path'
+import { promisify } from 'node:util'
 import { sql } from 'kysely'
+import { REPO_ROOT } from '@baton/testing/processes'
 import { BatonApiError } from '@baton/client'
 import type { Db } from '@baton/store'
 import { describe, eventually, expect, test } from '@baton/testing'
@@ -136,4 +142,29 @@ describe('hosted sessions and runs', () => {
     expect(cancelled.output).toBeNull()
     expect((await client.getRun(second.runId)).status).toBe('cancelled')
   }, 120_000)
+
+  test.each([
+    ['api', 'apps/api/src/main.ts'],
+    ['worker', 'apps/worker/src/main.ts'],
+  ])(
+    'the %s refuses to start on a malformed profiles file, naming its line and problem',
+    async (_, main) => {
+      const dir = await mkdtemp(join(tmpdir(), 'baton-bad-profiles-'))
+      const file = join(dir, 'profiles.toml')
+      await writeFile(file, '[profiles.lead]\nmodel_id = "scripted:lead"\nsubagents = ["ghost"]\n')
+      const started = await promisify(execFile)(process.execPath, [join(REPO_ROOT, main)], {
+        env: { ...process.env, PROFILES_FILE: file, LOG_LEVEL: 'error' },
+        timeout: 60_000,
+      }).then(
+        () => ({ code: 0, stderr: '' }),
+        (error: { code?: number; stderr?: string; stdout?: string }) => ({
+          code: error.code ?? -1,
+          stderr: `${error.stderr ?? ''}${error.stdout ?? ''}`,
+        }),
+      )
+      expect(started.code).not.toBe(0)
+      expect(started.stderr).toContain(`${file}:3: profile "lead": unknown subagent "ghost"`)
+    },
+    90_000,
+  )
 })

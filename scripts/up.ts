@@ -213,6 +213,9 @@ const env: Record<string, string> = {
   HOST: host,
   PORT: String(port),
   ADMIN_API_KEY: adminKey,
+  // The demo hosted parent (docs/hosted.md), unless the environment names other profiles.
+  PROFILES_FILE: process.env.PROFILES_FILE ?? `${REPO_ROOT}examples/hosted/profiles.toml`,
+  SCRIPTED_MODELS_DIR: process.env.SCRIPTED_MODELS_DIR ?? `${REPO_ROOT}examples/hosted/scripts`,
 }
 const processes = [
   {

@@ -27,6 +27,7 @@ import { createAdmission } from './services/admission.ts'
 import { traceAdmission } from './services/admission-tracing.ts'
 import { createAttemptCommands } from './services/attempt-commands.ts'
 import { createDoorbell, createSettledDoorbell } from './services/bounded-wait.ts'
+import { createHostedCommands } from './services/hosted-commands.ts'
 import { claimKey, createRunCommands } from './services/run-commands.ts'
 
 /** Observation hooks for tests; production passes none. */
@@ -60,6 +61,7 @@ export async function composeApi(
   // any connection opens, so a bad spec directory stops the process with nothing to close.
   const subagents = await loadSubagentCatalog({
     ...(config.subagentsDir === undefined ? {} : { subagentsDir: config.subagentsDir }),
+    ...(config.profilesFile === undefined ? {} : { profilesFile: config.profilesFile }),
     logger: logger.child({ component: 'subagents' }),
     scriptedEnabled: config.scriptedEnabled,
   })
@@ -126,6 +128,14 @@ export async function composeApi(
   })
   const keys = createKeyResolver(db, config.apiKeyCacheMs)
   const runs = createRunCommands({ db, claimBell, settlements, logger, metrics })
+  const hosted = createHostedCommands({
+    db,
+    queue,
+    doorbell,
+    attempts: commands,
+    subagents,
+    logger,
+  })
   const app = await buildServer({
     config,
     logger,
@@ -135,6 +145,7 @@ export async function composeApi(
     commands,
     keys,
     runs,
+    hosted,
     metrics,
     tracing,
   })

@@ -19,6 +19,7 @@ const configSchema = z.object({
   REDIS_URL: z.string().url().default('redis://127.0.0.1:6379'),
   QUEUE_PREFIX: z.string().min(1).default('baton'),
   SUBAGENTS_DIR: z.string().min(1).optional(),
+  PROFILES_FILE: z.string().min(1).optional(),
   SCRIPTED_ENABLED: z.enum(['true', 'false']).default('true'),
   BODY_LIMIT_BYTES: z.coerce
     .number()
@@ -60,6 +61,8 @@ export interface ApiConfig {
   readonly queuePrefix: string
   /** Markdown subagent specs; with the built-in `scripted`, the names this API accepts. */
   readonly subagentsDir: string | undefined
+  /** The profiles file (TOML): the profiles sessions may be created with. */
+  readonly profilesFile: string | undefined
   /** Whether the built-in `scripted` child is offered (off in production). */
   readonly scriptedEnabled: boolean
   readonly bodyLimitBytes: number
@@ -104,6 +107,7 @@ export function loadConfig(env: Readonly<Record<string, string | undefined>>): A
     redisUrl: c.REDIS_URL,
     queuePrefix: c.QUEUE_PREFIX,
     subagentsDir: c.SUBAGENTS_DIR,
+    profilesFile: c.PROFILES_FILE,
     scriptedEnabled: c.SCRIPTED_ENABLED === 'true',
     bodyLimitBytes: c.BODY_LIMIT_BYTES,
     dbPoolSize: c.DB_POOL_SIZE,

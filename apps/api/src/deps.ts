@@ -5,6 +5,7 @@ import type { Redis } from 'ioredis'
 import type { ApiConfig } from './config.ts'
 import type { KeyResolver } from './http/caller.ts'
 import type { AttemptCommands } from './services/attempt-commands.ts'
+import type { HostedCommands } from './services/hosted-commands.ts'
 import type { RunCommands } from './services/run-commands.ts'
 
 /** Everything the HTTP layer needs, built by compose.ts (or a test) and passed in. */
@@ -18,6 +19,8 @@ export interface ApiDeps {
   /** Verifies tenants' API keys (with a short cache). */
   readonly keys: KeyResolver
   readonly runs: RunCommands
+  /** Hosted sessions and their runs on the fleet. */
+  readonly hosted: HostedCommands
   /** This process's metrics (its own registry), served at `/metrics`. */
   readonly metrics: ApiMetrics
   /** Request spans when on (see http/request-tracing.ts). */

@@ -28,6 +28,8 @@ import { delegationRoutes } from './routes/delegations.routes.ts'
 import { healthRoutes } from './routes/health.routes.ts'
 import { metricsRoutes } from './routes/metrics.routes.ts'
 import { runRoutes } from './routes/runs.routes.ts'
+import { sessionRoutes } from './routes/sessions.routes.ts'
+import { eventRoutes } from './routes/events.routes.ts'
 
 export const DASHBOARD_PATH = '/admin/queues'
 export const DOCS_PATH = '/docs'
@@ -77,6 +79,8 @@ export async function buildServer(deps: ApiDeps): Promise<BatonServer> {
   await app.register(attemptRoutes(deps))
   await app.register(agentRoutes(deps))
   await app.register(adminRoutes(deps))
+  await app.register(sessionRoutes(deps))
+  await app.register(eventRoutes(deps))
   await app.register(runRoutes(deps))
   await app.register(continuationRoutes(deps))
   await app.register(artifactRoutes(deps))

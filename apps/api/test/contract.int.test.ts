@@ -15,6 +15,7 @@ import {
   type Operation,
 } from './support/openapi-contract.ts'
 import { apiTest } from './support/api-harness.ts'
+import { RECALLING_PARENT, hostedEnv } from './support/hosted-profiles.ts'
 
 const ADMIN_KEY = `admin-${'k'.repeat(40)}`
 const NO_SUCH_ID = '00000000-0000-4000-8000-000000000000'
@@ -109,7 +110,11 @@ describe('the OpenAPI document is the contract', () => {
     'every documented operation answers only documented statuses, bodies, content types and headers; every operation and every reachable status is exercised',
     { timeout: 180_000 },
     async ({ services: ctx, baton, db }) => {
-      const harness = await baton({ apiEnv: { ADMIN_API_KEY: ADMIN_KEY } })
+      const hostedEnvironment = await hostedEnv(RECALLING_PARENT, { recall: [{ kind: 'recall' }] })
+      const harness = await baton({
+        apiEnv: { ADMIN_API_KEY: ADMIN_KEY },
+        env: hostedEnvironment,
+      })
       const limited = await baton({
         workers: 0,
         apiEnv: { RATE_LIMIT_MAX: '1', RATE_LIMIT_WINDOW_MS: '60000' },
@@ -127,6 +132,7 @@ describe('the OpenAPI document is the contract', () => {
       await rateLimits(checker, caller(checker, limited.base), limited.key)
       await delegationsAndAttempts(call, key)
       await runsAndContinuations(call, key)
+      await hostedSessions(call, key)
       await artifacts(call, key, db)
       await administration(call)
       await webhooks(call, key)
@@ -337,6 +343,43 @@ async function delegationsAndAttempts(call: Call, key: string): Promise<void> {
   expect(history.body).toMatchObject({ agentId, events: [] })
   expect(outcome(await call('GET', `/v1/agents/${NO_SUCH_ID}/context`, { key }))).toBe(
     '404 AGENT_NOT_FOUND',
+  )
+}
+
+async function hostedSessions(call: Call, key: string): Promise<void> {
+  expect(outcome(await call('POST', '/v1/sessions', { key, body: { profile: 'nope' } }))).toBe(
+    '400 UNKNOWN_PROFILE',
+  )
+  const created = await call('POST', '/v1/sessions', { key, body: { profile: 'recall' } })
+  expect(created.status).toBe(201)
+  const sessionId = created.body.sessionId as string
+  expect((await call('GET', `/v1/sessions/${sessionId}`, { key })).status).toBe(200)
+  expect(outcome(await call('GET', '/v1/sessions/no-such-session', { key }))).toBe(
+    '404 SESSION_NOT_FOUND',
+  )
+  const run = await call('POST', `/v1/sessions/${sessionId}/runs`, {
+    key,
+    body: { input: 'hello', wait: 20_000 },
+  })
+  expect(run.status).toBe(201)
+  const runId = run.body.runId as string
+  expect((await call('GET', `/v1/runs/${runId}/wait?timeoutMs=10`, { key })).status).toBe(200)
+  expect(outcome(await call('GET', `/v1/runs/${NO_SUCH_ID}/wait?timeoutMs=10`, { key }))).toBe(
+    '404 RUN_NOT_FOUND',
+  )
+  expect(
+    outcome(await call('POST', '/v1/sessions/no-such-session/runs', { key, body: { input: 'x' } })),
+  ).toBe('404 SESSION_NOT_FOUND')
+  expect(outcome(await call('POST', `/v1/sessions/${sessionId}/runs`, { key, body: {} }))).toBe(
+    '409 SESSION_NOT_HOSTED',
+  )
+  for (const path of [`/v1/sessions/${sessionId}/events`, `/v1/runs/${runId}/events`])
+    expect((await call('GET', `${path}?follow=false`, { key })).status).toBe(200)
+  expect(outcome(await call('GET', '/v1/sessions/no-such-session/events', { key }))).toBe(
+    '404 SESSION_NOT_FOUND',
+  )
+  expect(outcome(await call('GET', `/v1/runs/${NO_SUCH_ID}/events`, { key }))).toBe(
+    '404 RUN_NOT_FOUND',
   )
 }
 

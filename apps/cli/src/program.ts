@@ -21,6 +21,7 @@ import {
   failContinuation,
   heartbeatContinuation,
 } from './commands/continuations.ts'
+import { chat, createSession, runHosted, showSession } from './commands/sessions.ts'
 import { delegate, type DelegateOptions } from './commands/delegate.ts'
 import {
   cancelRun,
@@ -159,6 +160,38 @@ export function createProgram(io: CliIo, exit: (code: ExitCode) => void): Comman
         getArtifact(ctx, artifactId, options.output),
       ),
     )
+
+  const sessions = program
+    .command('sessions')
+    .description('hosted sessions: their parent runs on the fleet with a profile')
+  sessions
+    .command('create')
+    .description('create a hosted session on a profile of the profiles file')
+    .requiredOption('--profile <name>', 'the profile, e.g. demo')
+    .action(run((ctx, options: { profile: string }) => createSession(ctx, options.profile)))
+  sessions
+    .command('show')
+    .description('show a session')
+    .argument('<sessionId>')
+    .action(run((ctx, sessionId: string) => showSession(ctx, sessionId)))
+  program
+    .command('run')
+    .description(
+      'run INPUT on a hosted session; with --follow, stream its events (children attributed)',
+    )
+    .argument('<input>', "the parent's input")
+    .requiredOption('--session <id>', 'the hosted session')
+    .option('--follow', "stream the run's events until it ends")
+    .action(
+      run((ctx, input: string, options: { session: string; follow?: boolean }) =>
+        runHosted(ctx, options.session, input, { follow: options.follow }),
+      ),
+    )
+  program
+    .command('chat')
+    .description('an interactive session on a hosted parent: each line of stdin is a run')
+    .requiredOption('--session <id>', 'the hosted session')
+    .action(run((ctx, options: { session: string }) => chat(ctx, options.session)))
 
   const runs = program
     .command('runs')

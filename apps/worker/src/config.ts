@@ -48,6 +48,7 @@ const configSchema = z
     CONTINUATION_UNCLAIMED_MS: ms(7 * 24 * 60 * 60 * 1000),
     WORKSPACE_DIR: z.string().min(1).default(process.cwd()),
     SUBAGENTS_DIR: z.string().min(1).optional(),
+    PROFILES_FILE: z.string().min(1).optional(),
     SCRIPTED_ENABLED: z.enum(['true', 'false']).default('true'),
     SCRIPTED_MODELS_DIR: z.string().min(1).optional(),
     DEFAULT_MODEL: z.string().min(1).default('openai-responses:gpt-5-mini'),
@@ -113,6 +114,8 @@ export interface WorkerConfig {
   readonly workspaceDir: string
   /** Markdown subagent specs (absent: the built-in `scripted` subagent only). */
   readonly subagentsDir: string | undefined
+  /** The profiles file (TOML): hosted parents' profiles and the subagents they expose. */
+  readonly profilesFile: string | undefined
   /** Whether the built-in `scripted` child is offered (off in production). */
   readonly scriptedEnabled: boolean
   readonly scriptedModelsDir: string | undefined
@@ -174,6 +177,7 @@ export function loadConfig(env: Readonly<Record<string, string | undefined>>): W
     }),
     workspaceDir: c.WORKSPACE_DIR,
     subagentsDir: c.SUBAGENTS_DIR,
+    profilesFile: c.PROFILES_FILE,
     scriptedEnabled: c.SCRIPTED_ENABLED === 'true',
     scriptedModelsDir: c.SCRIPTED_MODELS_DIR,
     defaultModel: c.DEFAULT_MODEL,

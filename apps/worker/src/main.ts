@@ -8,6 +8,7 @@ const config = loadConfig(process.env)
 const logger = createLogger({ service: 'baton-worker', level: config.logLevel })
 const subagents = await loadWorkerSubagents({
   ...(config.subagentsDir === undefined ? {} : { subagentsDir: config.subagentsDir }),
+  ...(config.profilesFile === undefined ? {} : { profilesFile: config.profilesFile }),
   ...(config.scriptedModelsDir === undefined
     ? {}
     : { scriptedModelsDir: config.scriptedModelsDir }),

@@ -14,9 +14,16 @@ import {
   createRedisConnection,
   createSettlementPublisher,
   createWorkerCommandListener,
+  enqueueAttempt,
   type StreamListener,
 } from '@baton/queue'
-import { createDb, ledgerMaintenanceGaps, type CreateDbOptions, type Db } from '@baton/store'
+import {
+  createDb,
+  ledgerMaintenanceGaps,
+  startNextRun,
+  type CreateDbOptions,
+  type Db,
+} from '@baton/store'
 import type { WorkerConfig } from './config.ts'
 import { RENEWAL_POOL_SIZE, createLeaseKeeper, renewalTimeouts } from './lease/lease-keeper.ts'
 import { createClaimBatcher, createCommitBatcher } from './ledger-batchers.ts'
@@ -101,6 +108,7 @@ export function createWorkerRuntime(
     timeouts: redisTimeouts,
   })
   const queue = createAttemptQueue({ connection, prefix: config.queuePrefix })
+  subagents.bindHosted?.({ db, queue })
   const publisher = createSettlementPublisher({
     redisUrl: config.redisUrl,
     prefix: config.queuePrefix,
@@ -174,6 +182,15 @@ export function createWorkerRuntime(
     logger: log.child({ component: 'attempt-processor' }),
     metrics,
     tracing,
+    startNextRun: async (session) => {
+      try {
+        const started = await startNextRun(db, session)
+        if (started !== undefined) await enqueueAttempt(queue, started)
+      } catch (error) {
+        // The reconciler's sweep starts it instead.
+        log.warn({ err: error, ...session }, 'next hosted run not started; left to the reconciler')
+      }
+    },
   })
   const worker = new Worker<AttemptJob>(QueueName.Attempts, traceAttemptJobs(tracing, processor), {
     // The auto-pipelined connection of the queue and the bells: the moves, lock renewals and bells

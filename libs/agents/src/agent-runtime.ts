@@ -27,6 +27,8 @@ export interface ToolScope {
   readonly sessionId: SessionId
   readonly cwd: string
   readonly signal: AbortSignal | undefined
+  /** The agent's options (its model, and any extension its host put there). */
+  readonly options: AgentOptions
 }
 
 export interface AgentRuntimeOptions {
@@ -159,6 +161,7 @@ export function createAgentRuntime(runtimeOptions: AgentRuntimeOptions): AgentRu
         sessionId: id,
         cwd: create.cwd,
         signal,
+        options: { ...options, model: modelId },
       })
       throwIfAborted(signal)
       const allowed = new Set(applyToolFilter(Object.keys(tools), create.toolFilter))
@@ -327,7 +330,8 @@ export function createAgentRuntime(runtimeOptions: AgentRuntimeOptions): AgentRu
 
 type DistributiveOmit<T, K extends PropertyKey> = T extends unknown ? Omit<T, K> : never
 
-function defaultTools(scope: ToolScope): ToolSet {
+/** Every agent's toolset unless the runtime is given another: the read-only workspace tools. */
+export function defaultTools(scope: ToolScope): ToolSet {
   return createWorkspaceTools({ cwd: scope.cwd })
 }
 

@@ -45,6 +45,8 @@ export type {
   SessionLogCheck,
 } from './session-events.ts'
 export { createAgentRuntime } from './agent-runtime.ts'
+export { createAsyncDelegationTools } from './async-delegation-tools.ts'
+export type { AsyncDelegationBackend, DelegationToolAnswer } from './async-delegation-tools.ts'
 export type {
   AgentRuntime,
   AgentRuntimeOptions,
@@ -73,6 +75,7 @@ export {
   viewFile,
   WorkspaceToolName,
 } from './workspace-tools.ts'
+export { defaultTools } from './agent-runtime.ts'
 export type { WorkspaceToolsOptions } from './workspace-tools.ts'
 export { createAcpProvider, AcpProviderError, AcpStartErrorCode } from './acp/index.ts'
 export type { AcpProviderOptions } from './acp/index.ts'

@@ -1,6 +1,7 @@
 import { createAnthropic } from '@ai-sdk/anthropic'
 import { createOpenAI } from '@ai-sdk/openai'
 import { createOpenAICompatible } from '@ai-sdk/openai-compatible'
+import { ModelProviderPrefix } from '@baton/contracts'
 import { AgentsError, AgentsErrorCode } from './agents-error.ts'
 import type { LanguageModelV4 } from './language-model.ts'
 import type { ScriptRegistry } from './script-registry.ts'
@@ -30,14 +31,7 @@ export interface ModelConfig {
   readonly scripts?: ScriptRegistry
 }
 
-export const ModelProviderPrefix = {
-  OPENAI_RESPONSES: 'openai-responses',
-  OPENAI_CHAT: 'openai-chat',
-  ANTHROPIC: 'anthropic',
-  OPENAI_COMPATIBLE: 'openai-compatible',
-  SCRIPTED: 'scripted',
-} as const
-export type ModelProviderPrefix = (typeof ModelProviderPrefix)[keyof typeof ModelProviderPrefix]
+export { ModelProviderPrefix }
 
 /** Resolve `<provider>:<model>` to an AI SDK language model (spec v4). */
 export function resolveModel(modelId: string, config: ModelConfig): LanguageModelV4 {

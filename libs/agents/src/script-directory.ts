@@ -24,8 +24,12 @@ const stepSchema = z.discriminatedUnion('kind', [
   }),
   z.strictObject({ kind: z.literal('hang'), text: z.string().optional(), ...delay }),
   z.strictObject({ kind: z.literal('recall'), ...delay }),
+  z.strictObject({ kind: z.literal('request'), ...delay }),
 ])
-const scriptSchema = z.strictObject({ steps: z.array(stepSchema).min(1) })
+const scriptSchema = z.strictObject({
+  steps: z.array(stepSchema).min(1),
+  resumeSteps: z.array(stepSchema).min(1).optional(),
+})
 
 /**
  * Loads every `<name>.json` in `dir` as the script of the model `scripted:<name>`: deterministic

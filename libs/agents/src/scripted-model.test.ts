@@ -151,4 +151,50 @@ describe('scripted model', () => {
     const registry = await loadScriptDirectory(dir)
     expect(registry.get('echo-history')).toEqual({ steps: [{ kind: 'recall', delayMs: 5 }] })
   })
+
+  test('a resumed conversation plays resumeSteps; a fresh one plays steps', async () => {
+    const script = {
+      steps: [{ kind: 'text' as const, text: 'fresh' }],
+      resumeSteps: [{ kind: 'text' as const, text: 'resumed' }],
+    }
+    const fresh = await generateText({ model: createScriptedModel(script), prompt: 'hello' })
+    expect(fresh.text).toBe('fresh')
+    const resumed = await runAgent({
+      model: createScriptedModel(script),
+      history: [
+        { role: 'user', content: 'hello' },
+        { role: 'assistant', content: 'fresh' },
+      ],
+      prompt: 'again',
+    })
+    expect(resumed.output).toEqual([{ type: 'text', text: 'resumed' }])
+  })
+
+  test('a request step answers with the tools offered and the tool results given', async () => {
+    const model = createScriptedModel({
+      steps: [
+        { kind: 'tool-calls', calls: [{ toolName: 'lookup', input: { q: 'x' } }] },
+        { kind: 'request' },
+      ],
+    })
+    const outcome = await runAgent({
+      model,
+      prompt: 'go',
+      tools: {
+        lookup: tool({
+          inputSchema: jsonSchema<{ q: string }>({ type: 'object' }),
+          execute: ({ q }) => Promise.resolve({ found: q }),
+        }),
+      },
+    })
+    expect(outcome.output).toEqual([
+      {
+        type: 'text',
+        text: JSON.stringify({
+          tools: ['lookup'],
+          toolResults: [{ toolName: 'lookup', output: { found: 'x' } }],
+        }),
+      },
+    ])
+  })
 })

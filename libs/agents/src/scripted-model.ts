@@ -49,9 +49,19 @@ export type ScriptStep =
    * which conversation (history, prompt, steering) the model was actually given.
    */
   | (ScriptStepBase & { readonly kind: 'recall' })
+  /**
+   * Answer with the request the model was given, as JSON: the names of the tools offered
+   * (sorted), and every tool result in the prompt (`{ toolName, output }`, in order).
+   */
+  | (ScriptStepBase & { readonly kind: 'request' })
 
 export interface Script {
   readonly steps: readonly ScriptStep[]
+  /**
+   * The steps of a model whose first call continues a conversation (its prompt already holds an
+   * assistant turn): a resumed agent, e.g. a hosted parent's later runs. Absent: `steps`.
+   */
+  readonly resumeSteps?: readonly ScriptStep[]
 }
 
 /** A LanguageModel (spec v4) that replays a script; `calls` records every call for assertions. */
@@ -75,6 +85,7 @@ export function createScriptedModel(
   options: CreateScriptedModelOptions = {},
 ): ScriptedModel {
   const calls: LanguageModelV4CallOptions[] = []
+  let steps = script.steps
 
   function nextStep(callOptions: LanguageModelV4CallOptions): {
     step: ScriptStep
@@ -82,11 +93,15 @@ export function createScriptedModel(
   } {
     const callIndex = calls.length
     calls.push(callOptions)
-    const step = script.steps[callIndex]
+    if (callIndex === 0 && script.resumeSteps !== undefined) {
+      const resumed = callOptions.prompt.some((message) => message.role === 'assistant')
+      if (resumed) steps = script.resumeSteps
+    }
+    const step = steps[callIndex]
     if (step === undefined) {
       throw new AgentsError(
         AgentsErrorCode.SCRIPT_EXHAUSTED,
-        `Scripted model "${options.modelId ?? 'anonymous'}" was called ${callIndex + 1} times but its script has ${script.steps.length} steps.`,
+        `Scripted model "${options.modelId ?? 'anonymous'}" was called ${callIndex + 1} times but its script has ${steps.length} steps.`,
       )
     }
     return { step, callIndex }
@@ -112,6 +127,7 @@ export function createScriptedModel(
         break
       case 'text':
       case 'recall':
+      case 'request':
       case 'refusal':
       case 'max-tokens':
         if (text !== undefined) content.push({ type: 'text', text })
@@ -199,6 +215,8 @@ function textOf(step: ScriptStep, callOptions: LanguageModelV4CallOptions): stri
       return step.text
     case 'recall':
       return recalledText(callOptions)
+    case 'request':
+      return requestText(callOptions)
     case 'fail':
       return step.afterText
     case 'tool-calls':
@@ -219,10 +237,26 @@ function finishReasonOf(step: ScriptStep): LanguageModelV4FinishReason {
       return { unified: 'length', raw: 'max_tokens' }
     case 'text':
     case 'recall':
+    case 'request':
     case 'fail':
     case 'hang':
       return { unified: 'stop', raw: 'stop' }
   }
+}
+
+/** The request a `request` step answers with (see `ScriptStep`). */
+function requestText(callOptions: LanguageModelV4CallOptions): string {
+  const tools = (callOptions.tools ?? []).map((t) => t.name).sort()
+  const toolResults: { toolName: string; output: unknown }[] = []
+  for (const message of callOptions.prompt) {
+    if (message.role !== 'tool') continue
+    for (const part of message.content) {
+      if (part.type !== 'tool-result') continue
+      const output = part.output as { readonly type: string; readonly value?: unknown }
+      toolResults.push({ toolName: part.toolName, output: output.value ?? output })
+    }
+  }
+  return JSON.stringify({ tools, toolResults })
 }
 
 /** Each user message's text parts, joined, one message per line; messages without text are skipped. */

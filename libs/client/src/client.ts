@@ -1,4 +1,5 @@
 import { ErrorCode, resultDigest } from '@baton/contracts'
+import { readEventStream } from './event-stream.ts'
 import {
   sendRequest,
   sendWithFetch,
@@ -30,6 +31,10 @@ import type {
   WebhookDeliveryState,
   WebhookDeliveryView,
   WebhookView,
+  CreateSessionRequest,
+  HostedRunView,
+  SessionView,
+  SessionEvent,
 } from '@baton/contracts'
 
 /** An error answer of the Baton API, with its HTTP status, typed code and raw body. */
@@ -127,7 +132,34 @@ export interface BatonClient {
     input?: { readonly consume?: readonly string[]; readonly leaseMs?: number },
     options?: CallOptions,
   ): Promise<RunConsumption>
-  getRun(runId: string, options?: CallOptions): Promise<RunView>
+  getRun(runId: string, options?: CallOptions): Promise<HostedRunView>
+  /** Create a hosted session on a profile of the deployment's profiles file. */
+  createSession(input: CreateSessionRequest, options?: CallOptions): Promise<SessionView>
+  getSession(sessionId: string, options?: CallOptions): Promise<SessionView>
+  /**
+   * Queue a run of a hosted session, executed by the fleet after every run admitted before it;
+   * with `wait`, one bounded wait of that many milliseconds for its end.
+   */
+  startRun(
+    sessionId: string,
+    input: { readonly input: Prompt; readonly wait?: number },
+    options?: CallOptions,
+  ): Promise<HostedRunView>
+  /** One bounded wait for a run's end: the ended run, or at the bound the run as it is. */
+  waitRun(runId: string, timeoutMs: number, options?: CallOptions): Promise<HostedRunView>
+  /**
+   * A hosted session's events (or one run's), read from the Server-Sent Events stream as they
+   * come, after `after`; with `follow: false` the stored ones only. A followed run stream ends
+   * once the run has ended.
+   */
+  events(
+    target: { readonly sessionId: string } | { readonly runId: string },
+    options?: {
+      readonly after?: number
+      readonly follow?: boolean
+      readonly signal?: AbortSignal
+    },
+  ): AsyncIterable<SessionEvent>
   /** Extend a run's lease by `leaseMs` from now. */
   heartbeatRun(runId: string, leaseMs: number, options?: CallOptions): Promise<RunLease>
   /**
@@ -403,6 +435,20 @@ export function createBatonClient(options: CreateClientOptions): BatonClient {
     createRun: (sessionId, input = {}, o) =>
       call('POST', `${sessionPath(sessionId)}/runs`, input, o),
     getRun: (runId, o) => call('GET', runPath(runId), undefined, o),
+    createSession: (input, o) => call('POST', '/v1/sessions', input, o),
+    getSession: (sessionId, o) => call('GET', sessionPath(sessionId), undefined, o),
+    startRun: (sessionId, input, o) => call('POST', `${sessionPath(sessionId)}/runs`, input, o),
+    waitRun: (runId, timeoutMs, o) =>
+      call('GET', `${runPath(runId)}/wait?timeoutMs=${timeoutMs}`, undefined, o),
+    events: (target, o = {}) =>
+      readEventStream(
+        `${base}${'runId' in target ? runPath(target.runId) : sessionPath(target.sessionId)}/events` +
+          `?follow=${String(o.follow ?? true)}${o.after === undefined ? '' : `&after=${String(o.after)}`}`,
+        options.apiKey,
+        options.fetch ?? globalThis.fetch,
+        o.signal,
+        (status, text) => apiError(status, parseJson(text), text),
+      ),
     heartbeatRun: (runId, leaseMs, o) =>
       call('POST', `${runPath(runId)}/heartbeat`, { leaseMs }, o),
     completeRun: (runId, input = {}, o) => call('POST', `${runPath(runId)}/complete`, input, o),

@@ -26,6 +26,10 @@ export const ErrorCode = {
   SessionNotFound: 'SESSION_NOT_FOUND',
   /** The session is behind its deletion fence: it admits nothing new. */
   SessionDeleted: 'SESSION_DELETED',
+  /** No profile of that name in this deployment's profiles file. */
+  UnknownProfile: 'UNKNOWN_PROFILE',
+  /** The operation needs a hosted session (created with a profile), or a host-managed one. */
+  SessionNotHosted: 'SESSION_NOT_HOSTED',
   ArtifactNotFound: 'ARTIFACT_NOT_FOUND',
   WebhookNotFound: 'WEBHOOK_NOT_FOUND',
   /** The webhook URL is refused by the operator's destination policy (`details.reason`). */

@@ -211,3 +211,18 @@ export {
   namespaceLimitsEnvShape,
 } from './namespace-limits.ts'
 export type { NamespaceLimits, NamespaceLimitsEnv } from './namespace-limits.ts'
+export { ModelProviderPrefix, modelIdProblem } from './model-id.ts'
+export {
+  SESSION_EVENT_KINDS,
+  createSessionRequestSchema,
+  hostedRunViewSchema,
+  runRequestSchema,
+  sessionViewSchema,
+} from './hosted.ts'
+export type {
+  CreateSessionRequest,
+  HostedRunView,
+  RunRequest,
+  SessionEvent,
+  SessionView,
+} from './hosted.ts'

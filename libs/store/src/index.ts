@@ -103,6 +103,24 @@ export type { RenewRunLeaseOutcome } from './runs/renew-run-lease.ts'
 export { abandonExpiredRuns } from './runs/abandon-runs.ts'
 export type { AbandonedRuns } from './runs/abandon-runs.ts'
 export { getRun } from './runs/get-run.ts'
+export {
+  cancelQueuedHostedRun,
+  countRunChildren,
+  createHostedRun,
+  getRunWithOutput,
+  idleHostedSessions,
+  startNextRun,
+} from './runs/hosted-runs.ts'
+export type { CreateHostedRunOutcome } from './runs/hosted-runs.ts'
+export {
+  createHostedSession,
+  getSession,
+  isParentAgentName,
+  parentAgentName,
+} from './sessions/hosted-session.ts'
+export type { SessionRecord } from './sessions/hosted-session.ts'
+export { readSessionEvents } from './sessions/session-events.ts'
+export type { SessionEventRecord } from './sessions/session-events.ts'
 export type { RunRecord } from './runs/get-run.ts'
 export type { DeliveryState, RunStatus, RunTrigger, SuppressionReason } from './schema.ts'
 export { DEFAULT_RESULT_POLICY } from './artifacts/result-policy.ts'

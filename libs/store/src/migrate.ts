@@ -24,6 +24,8 @@ import * as m0015 from './migrations/0015-continuation-indexes.ts'
 import * as m0020 from './migrations/0020-artifact-chunks.ts'
 import * as m0021 from './migrations/0021-namespace-limits.ts'
 import * as m0030 from './migrations/0030-webhooks.ts'
+import * as m0040 from './migrations/0040-hosted-sessions.ts'
+import * as m0041 from './migrations/0041-session-events.ts'
 
 /** Every migration, in order. Numbered and append-only. */
 const MIGRATIONS: Readonly<Record<string, Migration>> = {
@@ -45,6 +47,8 @@ const MIGRATIONS: Readonly<Record<string, Migration>> = {
   '0020-artifact-chunks': m0020,
   '0021-namespace-limits': m0021,
   '0030-webhooks': m0030,
+  '0040-hosted-sessions': m0040,
+  '0041-session-events': m0041,
 }
 
 const provider: MigrationProvider = {

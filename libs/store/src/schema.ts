@@ -33,6 +33,11 @@ export interface SessionTable {
   created_at: CreatedAt
   /** The deletion fence: set once, never cleared; the session's rows stay as evidence. */
   deleted_at: Date | null
+  /** A hosted session's profile (0040); null for a host-managed session. */
+  profile: string | null
+  metadata: ColumnType<unknown, string | undefined, never> | null
+  /** A hosted session's parent agent: each of its runs is an attempt of this agent. */
+  parent_agent_id: string | null
 }
 
 export interface AgentTable {
@@ -125,6 +130,12 @@ export interface RunTable {
   created_at: CreatedAt
   /** When the run ended (column named before runs had their own verb). */
   settled_at: Date | null
+  /** A run of a hosted session (0040): executed by the fleet as an attempt with the run's id. */
+  hosted: Generated<boolean>
+  /** A hosted user run's input. */
+  input: ColumnType<unknown, string | undefined, never> | null
+  /** Hosted runs start one at a time in this order. */
+  admission_seq: Generated<string>
 }
 export type RunRow = Selectable<RunTable>
 

@@ -56,6 +56,8 @@ describe('migrations', () => {
           '0020-artifact-chunks',
           '0021-namespace-limits',
           '0030-webhooks',
+          '0040-hosted-sessions',
+          '0041-session-events',
         ])
         expect((await migrateToLatest(db)).applied).toEqual([
           '0001-ledger',
@@ -76,6 +78,8 @@ describe('migrations', () => {
           '0020-artifact-chunks',
           '0021-namespace-limits',
           '0030-webhooks',
+          '0040-hosted-sessions',
+          '0041-session-events',
         ])
         const tables = await sql<{ table_name: string }>`
           select table_name from information_schema.tables where table_schema = 'public' order by 1
@@ -144,6 +148,8 @@ describe('migrations', () => {
           '0020-artifact-chunks',
           '0021-namespace-limits',
           '0030-webhooks',
+          '0040-hosted-sessions',
+          '0041-session-events',
         ])
         const executed = await sql<{
           n: number
@@ -230,6 +236,8 @@ describe('migrations', () => {
           '0020-artifact-chunks',
           '0021-namespace-limits',
           '0030-webhooks',
+          '0040-hosted-sessions',
+          '0041-session-events',
         ])
         const owners = await sql<{ namespace_id: string }>`
           select distinct namespace_id from attempts

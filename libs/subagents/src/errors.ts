@@ -35,6 +35,8 @@ export const SubagentErrorCode = {
   MISSING_REQUIRED_TOOL: 'MISSING_REQUIRED_TOOL',
   /** A subagent spec (markdown file or frontmatter) is malformed. */
   INVALID_SPEC: 'INVALID_SPEC',
+  /** A profiles file (TOML) is malformed or names something that does not exist. */
+  INVALID_PROFILES: 'INVALID_PROFILES',
   /** The spec inherits its model but the host supplied no concrete model id. */
   INHERITED_MODEL_REQUIRED: 'INHERITED_MODEL_REQUIRED',
   /** Delegation was requested while the delegation mode is `disabled`. */

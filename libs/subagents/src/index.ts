@@ -142,7 +142,11 @@ export {
   delegationToolNames,
   SubagentDelegationMode,
 } from './delegation-mode.ts'
-export { delegationToolDefinitions } from './delegation-tools.ts'
+export {
+  ASYNC_DELEGATION_INPUTS,
+  asyncDelegationToolDefinitions,
+  delegationToolDefinitions,
+} from './delegation-tools.ts'
 export { subagentTransport, transportSteerable } from './subagent-transport.ts'
 export type { SubagentTransport } from './subagent-transport.ts'
 export {
@@ -161,3 +165,5 @@ export type {
   SubagentCatalogOptions,
   SubagentLaunch,
 } from './subagent-catalog.ts'
+export { loadProfiles, parseProfiles, PROFILE_TOOLSETS, profileSubagentSpecs } from './profiles.ts'
+export type { Profile, ProfileBudgets, ProfileFile, ProfileSubagent } from './profiles.ts'

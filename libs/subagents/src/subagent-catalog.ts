@@ -1,4 +1,10 @@
 import { SubagentError } from './errors.ts'
+import {
+  loadProfiles,
+  profileSubagentSpecs,
+  type Profile,
+  type ProfileSubagent,
+} from './profiles.ts'
 import { loadSubagentDirectory } from './subagent-directory.ts'
 import { projectSubagentSpec } from './subagent-spec-projection.ts'
 import type { SubagentSpec } from './subagent-spec.ts'
@@ -62,6 +68,10 @@ export type SubagentAdmission =
 export interface SubagentCatalog {
   readonly runnable: ReadonlyMap<string, RunnableSubagent>
   readonly refused: ReadonlyMap<string, RefusedSubagent>
+  /** The profiles file's profiles (empty without one): what a hosted session may run on. */
+  readonly profiles: ReadonlyMap<string, Profile>
+  /** The profiles file's `[subagents.*]`, with their descriptions, for hosted parents' tools. */
+  readonly profileSubagents: ReadonlyMap<string, ProfileSubagent>
   admit(name: string): SubagentAdmission
 }
 
@@ -86,20 +96,35 @@ export interface SubagentCatalogOptions {
    * it off: it is for demos, tests and the benchmark. Its name stays reserved either way.
    */
   readonly scriptedEnabled?: boolean
+  /** The profiles a hosted session may run on (from a profiles file). */
+  readonly profiles?: ReadonlyMap<string, Profile>
+  readonly profileSubagents?: ReadonlyMap<string, ProfileSubagent>
 }
 
 export interface LoadSubagentCatalogOptions extends SubagentCatalogOptions {
   /** Directory of markdown subagent specs; absent means the built-in subagent only. */
   readonly subagentsDir?: string
+  /** The profiles file (TOML); its `[subagents.*]` join the markdown specs in one catalog. */
+  readonly profilesFile?: string
 }
 
-/** Reads `subagentsDir` (if any) and classifies its specs; see `createSubagentCatalog`. */
+/**
+ * Reads `subagentsDir` and `profilesFile` (each if any) and classifies their specs together; see
+ * `createSubagentCatalog`. A malformed profiles file fails the load, naming its line and problem.
+ */
 export async function loadSubagentCatalog(
   options: LoadSubagentCatalogOptions = {},
 ): Promise<SubagentCatalog> {
   const specs =
     options.subagentsDir === undefined ? [] : await loadSubagentDirectory(options.subagentsDir)
-  return createSubagentCatalog(specs, options)
+  if (options.profilesFile === undefined) return createSubagentCatalog(specs, options)
+  const file = await loadProfiles(options.profilesFile)
+  const offered = (options.offeredTools ?? WORKSPACE_TOOLS).map((tool) => tool.name)
+  return createSubagentCatalog([...specs, ...profileSubagentSpecs(file, offered)], {
+    ...options,
+    profiles: file.profiles,
+    profileSubagents: file.subagents,
+  })
 }
 
 /**
@@ -157,6 +182,8 @@ export function createSubagentCatalog(
   return {
     runnable,
     refused,
+    profiles: options.profiles ?? new Map(),
+    profileSubagents: options.profileSubagents ?? new Map(),
     admit(name) {
       const found = runnable.get(name)
       if (found !== undefined) return { kind: 'runnable', steerable: found.steerable }

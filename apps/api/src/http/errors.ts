@@ -30,6 +30,8 @@ export const STATUS: Readonly<Record<ErrorCode, number>> = {
   [ErrorCode.StaleClaim]: 409,
   [ErrorCode.ResultNotConsumable]: 409,
   [ErrorCode.SessionDeleted]: 409,
+  [ErrorCode.UnknownProfile]: 400,
+  [ErrorCode.SessionNotHosted]: 409,
   [ErrorCode.AgentBusy]: 409,
   [ErrorCode.AttemptTerminal]: 409,
   [ErrorCode.SteeringUnsupported]: 409,

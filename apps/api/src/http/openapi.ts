@@ -13,9 +13,13 @@ const TAGS = {
     'One execution of a delegated task: read it, wait on it once with a bound, steer it, cancel it',
   Agents: 'A delegated child agent: its durable history, which a continuation resumes from',
   Artifacts: 'Complete outputs above the inline bound, served byte for byte with their digest',
+  Sessions:
+    'Hosted sessions: created on a profile, their parent runs executed by the fleet one at a ' +
+    'time; read them and their runs, wait on a run once with a bound',
   Runs:
-    "A session's parent turns, for hosts that keep their parent agent in their own application: " +
-    "start, read and settle them; and the session's deletion fence",
+    "A session's parent turns: queued on the fleet for a hosted session; for hosts that keep " +
+    'their parent agent in their own application, started, read and settled by them; and the ' +
+    "session's deletion fence",
   Continuations:
     "A finished child's result handed back exactly once, with a receipt, after its parent run " +
     'has ended: claim the next one, keep its lease, settle it',

@@ -25,6 +25,13 @@ export type Refusal =
   | { readonly kind: 'session_not_found'; readonly sessionId: string }
   | { readonly kind: 'session_deleted'; readonly sessionId: string }
   | {
+      readonly kind: 'unknown_profile'
+      readonly profile: string
+      readonly known: readonly string[]
+    }
+  /** `hosted`: what the session is (the operation needs the other kind). */
+  | { readonly kind: 'session_not_hosted'; readonly sessionId: string; readonly hosted: boolean }
+  | {
       readonly kind: 'invalid_script'
       readonly issues: readonly { readonly path: string; readonly message: string }[]
     }
@@ -47,6 +54,8 @@ const REFUSAL_KINDS: ReadonlySet<string> = new Set<RefusalKind>([
   'not_consumable',
   'session_not_found',
   'session_deleted',
+  'unknown_profile',
+  'session_not_hosted',
 ])
 
 export function isRefusal<T extends { readonly kind: string }>(
@@ -125,6 +134,17 @@ export function refusalError(refusal: Refusal): BatonError {
       return new BatonError(
         ErrorCode.SessionDeleted,
         `session "${refusal.sessionId}" is deleted and admits nothing new`,
+      )
+    case 'unknown_profile':
+      return new BatonError(ErrorCode.UnknownProfile, `no profile named "${refusal.profile}"`, {
+        details: { known: [...refusal.known] },
+      })
+    case 'session_not_hosted':
+      return new BatonError(
+        ErrorCode.SessionNotHosted,
+        refusal.hosted
+          ? `session "${refusal.sessionId}" is hosted: its runs take an \`input\` and run on the fleet`
+          : `session "${refusal.sessionId}" has no profile: its host creates and ends its runs`,
       )
     default: {
       const unexpected: never = refusal

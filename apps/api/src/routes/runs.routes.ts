@@ -1,9 +1,11 @@
 import type { FastifyPluginAsyncZod } from 'fastify-type-provider-zod'
 import { z } from 'zod'
 import {
+  BatonError,
   ErrorCode,
   completeRunRequestSchema,
-  createRunRequestSchema,
+  hostedRunViewSchema,
+  runRequestSchema,
   runConsumptionSchema,
   runHeartbeatRequestSchema,
   runLeaseSchema,
@@ -16,6 +18,7 @@ import { callerNamespace } from '../http/caller.ts'
 import { unlessRefused } from '../http/refusals.ts'
 import type { ApiTag } from '../http/openapi.ts'
 import { Refusals, answer, answers, noContent } from '../http/route-answers.ts'
+import { abortOnClose } from './delegations.routes.ts'
 
 /** What ending a run can be refused with (a claimed continuation run is ended by its claim). */
 const END_REFUSALS = [ErrorCode.RunNotFound, ErrorCode.RunNotActive, ErrorCode.StaleClaim]
@@ -39,30 +42,68 @@ export function runRoutes(deps: ApiDeps): FastifyPluginAsyncZod {
           tags,
           summary: 'Start a run',
           description:
-            'Starts a parent run of the session (a `user` run): delegations that name it hand ' +
+            'On a hosted session (created with a profile): `input` queues a `user` run that the ' +
+            "fleet executes with the profile's model, after every run admitted before it; with " +
+            '`wait`, one bounded wait of that many milliseconds for its end. Answered 201 with ' +
+            'the run (`HostedRunView`). ' +
+            'On a host-managed session: starts a parent run (a `user` run): delegations that name it hand ' +
             'their results back to it, or to a continuation once it has ended. With `consume`, an ' +
             '`explicit` run that consumes those suppressed results, once each, answered with ' +
             'their receipts and content. The run lives `leaseMs` (default 600000) unless its ' +
             'host renews it (`heartbeat`); then it is `abandoned` and what it held is released.',
           params: sessionParams,
-          body: createRunRequestSchema.nullish(),
+          body: runRequestSchema.nullish(),
           response: answers(
             {
               201: answer(
-                'The run, active, and the results it consumed with their receipts',
-                runConsumptionSchema,
+                'The run: a hosted run as queued (or ended, with `wait`); a host run active, ' +
+                  'with the results it consumed and their receipts',
+                z.union([runConsumptionSchema, hostedRunViewSchema]),
               ),
             },
             Refusals.tenant,
             Refusals.params,
             Refusals.body,
-            [ErrorCode.SessionDeleted, ErrorCode.ResultNotConsumable],
+            [
+              ErrorCode.SessionDeleted,
+              ErrorCode.ResultNotConsumable,
+              ErrorCode.SessionNotFound,
+              ErrorCode.SessionNotHosted,
+            ],
           ),
         },
       },
       async (request, reply) => {
+        const namespaceId = callerNamespace(request)
+        const { sessionId } = request.params
+        const body = request.body
+        if (body?.input !== undefined) {
+          if (body.consume !== undefined || body.leaseMs !== undefined)
+            throw new BatonError(
+              ErrorCode.ValidationFailed,
+              '`input` (a hosted run) does not go with `consume` or `leaseMs` (a host run)',
+            )
+          const hosted = unlessRefused(
+            await deps.hosted.createRun(
+              namespaceId,
+              sessionId,
+              body.input,
+              body.wait,
+              abortOnClose(reply.raw),
+            ),
+          )
+          return reply.status(201).send(hosted.view)
+        }
+        if (body?.wait !== undefined)
+          throw new BatonError(
+            ErrorCode.ValidationFailed,
+            '`wait` goes with `input` (a hosted run)',
+          )
+        const session = await deps.hosted.readSession(namespaceId, sessionId)
+        if (session.kind === 'session' && session.view.profile !== null)
+          unlessRefused({ kind: 'session_not_hosted', sessionId, hosted: true })
         const outcome = unlessRefused(
-          await deps.runs.create(callerNamespace(request), request.params.sessionId, {
+          await deps.runs.create(namespaceId, sessionId, {
             consume: request.body?.consume ?? [],
             leaseMs: request.body?.leaseMs,
           }),
@@ -80,10 +121,10 @@ export function runRoutes(deps: ApiDeps): FastifyPluginAsyncZod {
           summary: 'Read a run',
           description:
             'The run: its session, trigger, status, cause, when it ended, and while it is ' +
-            'active when its lease ends.',
+            "active when its lease ends; for a completed hosted run, the parent's answer.",
           params: runParams,
           response: answers(
-            { 200: answer('The run', runViewSchema) },
+            { 200: answer('The run', hostedRunViewSchema) },
             Refusals.tenant,
             Refusals.params,
             [ErrorCode.RunNotFound],
@@ -91,7 +132,8 @@ export function runRoutes(deps: ApiDeps): FastifyPluginAsyncZod {
         },
       },
       async (request) =>
-        unlessRefused(await deps.runs.read(callerNamespace(request), request.params.runId)).view,
+        unlessRefused(await deps.hosted.readRun(callerNamespace(request), request.params.runId))
+          .view,
     )
 
     app.post(
@@ -157,9 +199,14 @@ export function runRoutes(deps: ApiDeps): FastifyPluginAsyncZod {
             ),
           },
         },
-        async (request) =>
-          unlessRefused(await deps.runs.end(callerNamespace(request), request.params.runId, status))
-            .view,
+        async (request) => {
+          const namespaceId = callerNamespace(request)
+          if (status === 'cancelled') {
+            const hosted = await deps.hosted.cancelRun(namespaceId, request.params.runId)
+            if (hosted.kind !== 'host_run') return unlessRefused(hosted).view
+          }
+          return unlessRefused(await deps.runs.end(namespaceId, request.params.runId, status)).view
+        },
       )
     }
 

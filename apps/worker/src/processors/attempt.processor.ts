@@ -12,6 +12,7 @@ import type { SubagentHistoryEvent } from '@baton/subagents'
 import {
   commitProcessLoss,
   getAgentHistory,
+  isParentAgentName,
   isTransientStoreError,
   releaseClaims,
   retryTransient,
@@ -29,7 +30,12 @@ import { countProcessLoss } from '../ledger-metrics.ts'
 import type { LeaseKeeper, OwnedExecution } from '../lease/lease-keeper.ts'
 import type { WorkerOutputBudget } from '../output-budget.ts'
 import type { SteeringDelivery } from '../steering/steering-delivery.ts'
-import type { WorkerSubagents } from '../subagents/subagent-catalog.ts'
+import {
+  HOSTED_RUN_OPTION,
+  type HostedRunOption,
+  type SubagentEntry,
+  type WorkerSubagents,
+} from '../subagents/subagent-catalog.ts'
 import type { ActiveJob, ActiveJobs } from './active-jobs.ts'
 import { readAttemptJob } from './attempt-job.ts'
 import { traceRun } from './attempt-tracing.ts'
@@ -58,6 +64,18 @@ export interface AttemptProcessorDeps {
   readonly metrics?: WorkerMetrics
   /** The child's run gets a span when on (claim and commit are traced by the runtime). */
   readonly tracing?: Tracing
+  /**
+   * Starts a hosted session's next run, if it is idle, and enqueues it: called after a hosted
+   * run's terminal and after a result was handed back to a session (a continuation admitted).
+   * Never rejects.
+   */
+  readonly startNextRun?: (session: HostedSession) => Promise<void>
+}
+
+/** A session whose next hosted run may start now. */
+export interface HostedSession {
+  readonly namespaceId: string
+  readonly sessionId: string
 }
 
 /**
@@ -151,6 +169,7 @@ async function claimAndRun(
       if (lost !== undefined) {
         log.warn('owner vanished mid-run; recorded process loss')
         ringTerminal(deps, attemptId, log, undefined, lost.parentSession)
+        void deps.startNextRun?.(lost.session)
       }
       return undefined
     }
@@ -202,7 +221,7 @@ async function claimAndRun(
       result = { stopReason: 'error', output: '', failureCategory: FailureCategory.UnknownSubagent }
     else {
       const child = traceRun(deps.tracing ?? DISABLED_TRACING, claim.attempt, () =>
-        runChild(deps.subagents, entry, claim.attempt, {
+        runChild(deps.subagents, hostedEntry(entry, claim.attempt), claim.attempt, {
           signal: execution.signal,
           workspaceDir: deps.workspaceDir,
           history,
@@ -250,6 +269,14 @@ async function claimAndRun(
     deps.leaseKeeper.release(attemptId)
     if (answer.outcome === 'committed' || answer.outcome === 'replayed') {
       ringTerminal(deps, attemptId, log, answer.record, answer.parentSession)
+      // A hosted run ended (its session's next run may start), or a result came back to a
+      // session (its continuation may be the next run).
+      if (isParentAgentName(claim.attempt.name) && answer.record !== undefined)
+        void deps.startNextRun?.({
+          namespaceId: answer.record.namespaceId,
+          sessionId: claim.attempt.sessionId,
+        })
+      if (answer.parentSession !== undefined) void deps.startNextRun?.(answer.parentSession)
     }
     return undefined
   } finally {
@@ -258,6 +285,16 @@ async function claimAndRun(
     deps.leaseKeeper.release(attemptId)
     outputHold.release()
   }
+}
+
+/** A hosted run's entry tells its tools which run it is (see `HOSTED_RUN_OPTION`). */
+function hostedEntry(entry: SubagentEntry, attempt: ClaimedAttempt): SubagentEntry {
+  if (!isParentAgentName(attempt.name)) return entry
+  const run: HostedRunOption = {
+    runId: attempt.attemptId,
+    profile: attempt.name.slice(attempt.name.indexOf(':') + 1),
+  }
+  return { ...entry, agentOptions: { ...entry.agentOptions, [HOSTED_RUN_OPTION]: run } }
 }
 
 /** A claim whose answer never came before the job was stopped. */

@@ -14,8 +14,10 @@ import {
   expireArtifacts,
   findExpiredRunning,
   findStaleAccepted,
+  idleHostedSessions,
   movedDeliveries,
   reconcileDeliveries,
+  startNextRun,
   type Db,
   type DeliveryOutcome,
 } from '@baton/store'
@@ -106,6 +108,12 @@ export function createReconciler(deps: {
       if (parentSession !== undefined) ringClaimable(attemptId, parentSession)
     }
     stale = await findStaleAccepted(deps.db, { olderThanMs: deps.requeueAfterMs, limit: BATCH })
+    // Hosted sessions left idle with a run queued (their last run lost its process, or the
+    // worker that ended it did not start the next): the next run starts, and is enqueued below.
+    for (const session of await idleHostedSessions(deps.db, BATCH)) {
+      const started = await startNextRun(deps.db, session)
+      if (started !== undefined) stale = [...stale, started]
+    }
     const expiry = await expireArtifacts(deps.db, { limit: EXPIRY_BATCH })
     if (expiry.expired > 0) deps.logger.info(expiry, 'artifact retention ended; content deleted')
     const abandoned = await abandonExpiredRuns(deps.db, { limit: BATCH })

@@ -25,6 +25,8 @@ export interface ProcessLoss {
   readonly attemptId: string
   /** With a parent run, the session its result goes back to (see `CommittedTerminal`). */
   readonly parentSession?: ClaimableDetail
+  /** The attempt's session: for a hosted run, its next run may start now. */
+  readonly session: ClaimableDetail
 }
 
 /**
@@ -72,9 +74,10 @@ export async function commitProcessLoss(
     )
     select id, namespace_id, session_id, parent_run_id is not null as has_parent from c
   `.execute(db)
-  return result.rows.map((r) =>
-    r.has_parent
-      ? { attemptId: r.id, parentSession: { namespaceId: r.namespace_id, sessionId: r.session_id } }
-      : { attemptId: r.id },
-  )
+  return result.rows.map((r) => {
+    const session = { namespaceId: r.namespace_id, sessionId: r.session_id }
+    return r.has_parent
+      ? { attemptId: r.id, parentSession: session, session }
+      : { attemptId: r.id, session }
+  })
 }

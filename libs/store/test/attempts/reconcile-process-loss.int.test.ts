@@ -21,7 +21,9 @@ describe('findExpiredRunning / commitProcessLoss', () => {
       commitProcessLoss(db, expired),
       commitProcessLoss(db, expired),
     ])
-    expect([...(first ?? []), ...(second ?? [])]).toEqual([{ attemptId }])
+    expect([...(first ?? []), ...(second ?? [])]).toEqual([
+      { attemptId, session: { namespaceId: 'default', sessionId: 'session-1' } },
+    ])
     expect(await getAttempt(db, attemptId)).toMatchObject({
       status: 'terminal',
       stopReason: 'error',

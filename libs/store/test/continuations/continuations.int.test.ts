@@ -195,7 +195,7 @@ describe('continuation admission', () => {
       await commitProcessLoss(db, [
         { attemptId: lost.attemptId, ownerGeneration: lost.generation },
       ]),
-    ).toEqual([{ attemptId: lost.attemptId, parentSession: session }])
+    ).toEqual([{ attemptId: lost.attemptId, parentSession: session, session }])
     for (const attemptId of [queuedId, lost.attemptId])
       expect(await getContinuation(db, NS, { attemptId })).toMatchObject({ state: 'pending' })
   })

@@ -1,0 +1,194 @@
+import { randomUUID } from 'node:crypto'
+import { setTimeout as sleep } from 'node:timers/promises'
+import { isTerminalView, Limits, uuidSchema } from '@baton/contracts'
+import type { AsyncDelegationBackend, DelegationToolAnswer } from '@baton/agents'
+import type { ProfileBudgets } from '@baton/subagents'
+import { enqueueAttempt, type AttemptQueue } from '@baton/queue'
+import {
+  acceptDelegations,
+  countRunChildren,
+  getAttempt,
+  isParentAgentName,
+  recordSteering,
+  requestCancel,
+  toAttemptView,
+  type AttemptRecord,
+  type Db,
+} from '@baton/store'
+
+/** The hosted run whose parent model calls the tools. */
+export interface HostedRunScope {
+  readonly namespaceId: string
+  readonly sessionId: string
+  readonly runId: string
+}
+
+export interface HostedBackendDeps {
+  readonly db: Db
+  readonly queue: AttemptQueue
+  /** The subagents the run's profile exposes: exactly these may be delegated to. */
+  readonly subagents: readonly { readonly name: string; readonly description: string }[]
+  /** The bound of one `wait_subagent` when the model names none. */
+  readonly defaultWaitMs?: number
+  /** The profile's bounds on delegation (none: unbounded). */
+  readonly budgets?: ProfileBudgets
+}
+
+/**
+ * The durable backend of a hosted parent's async tools: straight to the ledger and the queue (not
+ * over HTTP). `delegate` accepts through the one admission path (`acceptDelegations`) with the
+ * run as parent, so a late result comes back as a continuation of the session; the others act
+ * only on attempts of the run's own session (another session's id is unknown here). Every
+ * refusal is an `{ error }` the model reads, with nothing written.
+ */
+export function createHostedDelegationBackend(
+  deps: HostedBackendDeps,
+  run: HostedRunScope,
+): AsyncDelegationBackend {
+  const exposed = new Set(deps.subagents.map((s) => s.name))
+  // A run's delegations are admitted one after another, so its budget counts are exact.
+  let admitting: Promise<unknown> = Promise.resolve()
+
+  /** The budget a new child would exceed, as the error the model reads; none when within. */
+  async function overBudget(): Promise<DelegationToolAnswer | undefined> {
+    const budgets = deps.budgets
+    if (budgets?.childrenPerRun === undefined && budgets?.childrenRunning === undefined)
+      return undefined
+    const counts = await countRunChildren(deps.db, run)
+    if (budgets.childrenPerRun !== undefined && counts.ofRun >= budgets.childrenPerRun)
+      return {
+        error: `over budget: this run may delegate ${String(budgets.childrenPerRun)} children and has delegated ${String(counts.ofRun)}`,
+      }
+    if (budgets.childrenRunning !== undefined && counts.running >= budgets.childrenRunning)
+      return {
+        error: `over budget: ${String(counts.running)} children are running, the most this session may run at once is ${String(budgets.childrenRunning)}`,
+      }
+    return undefined
+  }
+
+  /** A child attempt of this session, or the error the model is told. */
+  async function childAttempt(
+    attemptId: string,
+  ): Promise<{ readonly child: AttemptRecord } | { readonly refusal: DelegationToolAnswer }> {
+    const refusal = { error: `unknown attempt_id "${attemptId}": not a subagent attempt of yours` }
+    if (!uuidSchema.safeParse(attemptId).success) return { refusal }
+    const record = await getAttempt(deps.db, attemptId, { namespaceId: run.namespaceId })
+    if (
+      record === undefined ||
+      record.sessionId !== run.sessionId ||
+      isParentAgentName(record.name)
+    )
+      return { refusal }
+    return { child: record }
+  }
+
+  async function admit({
+    name,
+    prompt,
+    agentId,
+  }: {
+    readonly name: string
+    readonly prompt: string
+    readonly agentId?: string | undefined
+  }): Promise<DelegationToolAnswer> {
+    if (!exposed.has(name))
+      return {
+        error: `unknown subagent "${name}"; you may delegate to: ${[...exposed].join(', ') || 'none'}`,
+      }
+    if (agentId !== undefined && !uuidSchema.safeParse(agentId).success)
+      return { error: `unknown agent_id "${agentId}"` }
+    const over = await overBudget()
+    if (over !== undefined) return over
+    const attemptId = randomUUID()
+    const [outcome] = await acceptDelegations(deps.db, [
+      {
+        namespaceId: run.namespaceId,
+        sessionId: run.sessionId,
+        name,
+        prompt,
+        metadata: {},
+        attemptId,
+        newAgentId: randomUUID(),
+        agentId,
+        parentRunId: run.runId,
+      },
+    ])
+    switch (outcome?.kind) {
+      case 'accepted':
+        await enqueueAttempt(deps.queue, attemptId)
+        return { agent_id: outcome.agentId, attempt_id: outcome.attemptId, status: 'accepted' }
+      case 'agent_not_found':
+        return { error: `unknown agent_id "${agentId ?? ''}": no agent of yours named "${name}"` }
+      case 'agent_busy':
+        return {
+          error: `agent_id "${agentId ?? ''}" is busy: its attempt has not finished (wait for it or cancel it)`,
+        }
+      case 'session_deleted':
+        return { error: 'this session is deleted: nothing new can be delegated' }
+      case 'run_not_active':
+      case 'run_not_found':
+        return { error: 'this run has ended: it can delegate nothing more' }
+      // Unkeyed, so never replayed nor refused by a key.
+      case 'replayed':
+      case 'key_reused':
+      case undefined:
+        throw new Error(`unexpected admission outcome ${outcome?.kind ?? 'none'}`)
+    }
+  }
+
+  return {
+    subagents: deps.subagents,
+
+    delegate(input) {
+      const admitted = admitting.then(() => admit(input))
+      admitting = admitted.catch(() => undefined)
+      return admitted
+    },
+
+    async steer({ attemptId, message }) {
+      const found = await childAttempt(attemptId)
+      if ('refusal' in found) return found.refusal
+      const { child } = found
+      const recorded = await recordSteering(deps.db, {
+        attemptId: child.id,
+        content: [{ type: 'text', text: message }],
+      })
+      return recorded.kind === 'recorded'
+        ? { attempt_id: child.id, steered: true }
+        : { error: `attempt "${attemptId}" has finished: it cannot be steered` }
+    },
+
+    async cancel({ attemptId }) {
+      const found = await childAttempt(attemptId)
+      if ('refusal' in found) return found.refusal
+      const { child } = found
+      const outcome = await requestCancel(deps.db, {
+        attemptId: child.id,
+        reason: 'cancelled by its parent',
+        namespaceId: run.namespaceId,
+      })
+      return outcome.kind === 'terminal'
+        ? { error: `attempt "${attemptId}" has already finished` }
+        : { attempt_id: child.id, cancel: 'requested' }
+    },
+
+    // One bounded wait: read, wait out the bound once if it has not finished, read again.
+    async wait({ attemptId, timeoutMs }) {
+      const found = await childAttempt(attemptId)
+      if ('refusal' in found) return found.refusal
+      const { child } = found
+      const first = toAttemptView(child)
+      if (isTerminalView(first)) return { attempt: first }
+      const bound = Math.min(timeoutMs ?? deps.defaultWaitMs ?? 1000, Limits.waitTimeoutMsMax)
+      await sleep(bound)
+      const again = await getAttempt(deps.db, child.id)
+      return { attempt: again === undefined ? first : toAttemptView(again) }
+    },
+
+    info() {
+      return Promise.resolve({
+        subagents: deps.subagents.map((s) => ({ ...s, available: true })),
+      })
+    },
+  }
+}

@@ -1,0 +1,201 @@
+import { sql } from 'kysely'
+import type { Db } from '../db.ts'
+import { acceptDelegations } from '../attempts/accept-delegations.ts'
+import type { RunRow } from '../schema.ts'
+import { parentAgentName } from '../sessions/hosted-session.ts'
+import { toRunRecord, type RunRecord } from './get-run.ts'
+
+export type CreateHostedRunOutcome =
+  | { readonly kind: 'created'; readonly run: RunRecord }
+  | { readonly kind: 'session_not_found' }
+  /** A host-managed session: its runs are created and ended by its host. */
+  | { readonly kind: 'not_hosted' }
+  | { readonly kind: 'session_deleted' }
+
+/**
+ * Queues a user run of a hosted session: `pending`, with its input, after every run admitted
+ * before it (`admission_seq`). The session's row is share-locked against its deletion fence.
+ * `startNextRun` starts it when the session has no other run in flight.
+ * Outcomes: created | session_not_found | not_hosted | session_deleted.
+ * Retry safety: a retry with a fresh run id is a new run.
+ */
+export async function createHostedRun(
+  db: Db,
+  input: {
+    readonly namespaceId: string
+    readonly sessionId: string
+    readonly runId: string
+    readonly input: unknown
+  },
+): Promise<CreateHostedRunOutcome> {
+  return db.transaction().execute(async (trx) => {
+    const session = await sql<{ profile: string | null; deleted: boolean }>`
+      select profile, deleted_at is not null as deleted from sessions
+      where namespace_id = ${input.namespaceId} and id = ${input.sessionId}
+      for share
+    `.execute(trx)
+    const found = session.rows[0]
+    if (found === undefined) return { kind: 'session_not_found' } as const
+    if (found.profile === null) return { kind: 'not_hosted' } as const
+    if (found.deleted) return { kind: 'session_deleted' } as const
+    const run = await sql<RunRow>`
+      insert into runs (id, namespace_id, session_id, trigger_type, status, input)
+      values (${input.runId}::uuid, ${input.namespaceId}, ${input.sessionId}, 'user', 'pending',
+              ${JSON.stringify(input.input)}::jsonb)
+      returning *
+    `.execute(trx)
+    const row = run.rows[0]
+    if (row === undefined) throw new Error('a run insert answered no row')
+    return { kind: 'created', run: toRunRecord(row) } as const
+  })
+}
+
+/** The next run a hosted session would start, with what its attempt is given. */
+interface NextRunRow {
+  id: string
+  trigger_type: string
+  input: unknown
+  continuation_input: string | null
+  profile: string
+  parent_agent_id: string
+}
+
+/**
+ * Starts the session's oldest pending hosted run, if the session has no run in flight: accepts
+ * it as an attempt of the session's parent agent, with the run's id, through the one admission
+ * path (`acceptDelegations`). A user run's attempt is given its input; a continuation run's, the
+ * canonical input its receipt binds. The index that allows one non-terminal attempt per agent
+ * decides: while another run of the session is in flight nothing is written (`undefined`). Behind
+ * the deletion fence, the session's pending user runs are cancelled instead.
+ * Answers the run id whose attempt was accepted (the caller enqueues its job), or `undefined`.
+ * Retry safety: starting twice is refused by that index, or by the attempt's primary key.
+ */
+export async function startNextRun(
+  db: Db,
+  session: { readonly namespaceId: string; readonly sessionId: string },
+): Promise<string | undefined> {
+  const next = await sql<NextRunRow>`
+    select r.id, r.trigger_type, r.input, c.input as continuation_input, s.profile,
+           s.parent_agent_id
+    from runs r
+    join sessions s on s.namespace_id = r.namespace_id and s.id = r.session_id
+    left join continuations c on c.consumer_run_id = r.id
+    where r.namespace_id = ${session.namespaceId} and r.session_id = ${session.sessionId}
+      and r.hosted and r.status = 'pending'
+    order by r.admission_seq
+    limit 1
+  `.execute(db)
+  const run = next.rows[0]
+  if (run === undefined) return undefined
+  const [outcome] = await acceptDelegations(db, [
+    {
+      namespaceId: session.namespaceId,
+      sessionId: session.sessionId,
+      name: parentAgentName(run.profile),
+      prompt: run.trigger_type === 'async_subagent_result' ? run.continuation_input : run.input,
+      metadata: {},
+      attemptId: run.id,
+      newAgentId: run.parent_agent_id,
+      agentId: run.parent_agent_id,
+    },
+  ])
+  if (outcome?.kind === 'accepted') return run.id
+  if (outcome?.kind === 'session_deleted') {
+    await sql`
+      update runs set status = 'cancelled', settled_at = now()
+      where namespace_id = ${session.namespaceId} and session_id = ${session.sessionId}
+        and hosted and status = 'pending' and trigger_type = 'user'
+    `.execute(db)
+  }
+  return undefined
+}
+
+/**
+ * Cancels a hosted run that has no attempt yet (still queued behind another run of its session):
+ * it ends `cancelled`, and a continuation it was to consume is suppressed naming it. A run whose
+ * attempt exists is cancelled through its attempt instead.
+ * Outcome: the run as it is now, or `undefined` when it is not such a run.
+ * Retry safety: applies only to a pending run without an attempt.
+ */
+export async function cancelQueuedHostedRun(
+  db: Db,
+  namespaceId: string,
+  runId: string,
+): Promise<RunRecord | undefined> {
+  return db.transaction().execute(async (trx) => {
+    const updated = await sql<RunRow>`
+      update runs set status = 'cancelled', settled_at = now()
+      where id = ${runId}::uuid and namespace_id = ${namespaceId} and hosted
+        and status = 'pending' and not exists (select 1 from attempts a where a.id = runs.id)
+      returning *
+    `.execute(trx)
+    const row = updated.rows[0]
+    if (row === undefined) return undefined
+    await sql`
+      update continuations
+      set state = 'suppressed', suppression_reason = 'consumer_cancelled',
+          suppression_run_id = ${runId}::uuid
+      where consumer_run_id = ${runId}::uuid and state = 'pending'
+    `.execute(trx)
+    return toRunRecord(row)
+  })
+}
+
+/** Hosted sessions with a pending run and no attempt in flight, for the reconciler's sweep. */
+export async function idleHostedSessions(
+  db: Db,
+  limit: number,
+): Promise<{ readonly namespaceId: string; readonly sessionId: string }[]> {
+  const result = await sql<{ namespace_id: string; session_id: string }>`
+    select distinct r.namespace_id, r.session_id from runs r
+    join sessions s on s.namespace_id = r.namespace_id and s.id = r.session_id
+    where r.hosted and r.status = 'pending'
+      and not exists (select 1 from attempts a
+                      where a.agent_id = s.parent_agent_id and a.status <> 'terminal')
+    limit ${limit}
+  `.execute(db)
+  return result.rows.map((r) => ({ namespaceId: r.namespace_id, sessionId: r.session_id }))
+}
+
+/** A run with, for a hosted run that completed, its parent's answer (the attempt's preview). */
+export async function getRunWithOutput(
+  db: Db,
+  namespaceId: string,
+  runId: string,
+): Promise<
+  { readonly run: RunRecord; readonly hosted: boolean; readonly output: string | null } | undefined
+> {
+  const row = await db
+    .selectFrom('runs')
+    .leftJoin('attempts', 'attempts.id', 'runs.id')
+    .selectAll('runs')
+    .select(['attempts.output_preview', 'attempts.stop_reason'])
+    .where('runs.id', '=', runId)
+    .where('runs.namespace_id', '=', namespaceId)
+    .executeTakeFirst()
+  if (row === undefined) return undefined
+  return {
+    run: toRunRecord(row),
+    hosted: row.hosted,
+    output: row.hosted && row.stop_reason === 'completed' ? row.output_preview : null,
+  }
+}
+
+/**
+ * What a hosted run's delegations count against its profile's budgets: the children the run
+ * delegated, and the children of its session not finished yet.
+ */
+export async function countRunChildren(
+  db: Db,
+  input: { readonly namespaceId: string; readonly sessionId: string; readonly runId: string },
+): Promise<{ readonly ofRun: number; readonly running: number }> {
+  const result = await sql<{ of_run: number; running: number }>`
+    select count(*) filter (where parent_run_id = ${input.runId}::uuid)::int as of_run,
+           count(*) filter (where status <> 'terminal')::int as running
+    from attempts
+    where namespace_id = ${input.namespaceId} and session_id = ${input.sessionId}
+      and parent_run_id is not null
+  `.execute(db)
+  const row = result.rows[0]
+  return { ofRun: row?.of_run ?? 0, running: row?.running ?? 0 }
+}

@@ -104,6 +104,8 @@ export type { DeliveryState, RunStatus, RunTrigger, SuppressionReason } from './
 export { DEFAULT_RESULT_POLICY } from './artifacts/result-policy.ts'
 export type { ResultPolicy } from './artifacts/result-policy.ts'
 export { expireArtifacts } from './artifacts/expire-artifacts.ts'
+export { removeExpiredHistory } from './retention/remove-expired-history.ts'
+export type { RetentionBatch, RetentionCursor } from './retention/remove-expired-history.ts'
 export type { ExpiryReport } from './artifacts/expire-artifacts.ts'
 export { loadArtifact } from './artifacts/load-artifact.ts'
 export type { ArtifactLoad, ArtifactRecord } from './artifacts/load-artifact.ts'

@@ -21,6 +21,7 @@ import * as m0012 from './migrations/0012-terminal-time.ts'
 import * as m0013 from './migrations/0013-continuation-content-by-reference.ts'
 import * as m0014 from './migrations/0014-run-leases.ts'
 import * as m0015 from './migrations/0015-continuation-indexes.ts'
+import * as m0050 from './migrations/0050-ledger-retention.ts'
 
 /** Every migration, in order. Numbered and append-only. */
 const MIGRATIONS: Readonly<Record<string, Migration>> = {
@@ -39,6 +40,7 @@ const MIGRATIONS: Readonly<Record<string, Migration>> = {
   '0013-continuation-content-by-reference': m0013,
   '0014-run-leases': m0014,
   '0015-continuation-indexes': m0015,
+  '0050-ledger-retention': m0050,
 }
 
 const provider: MigrationProvider = {

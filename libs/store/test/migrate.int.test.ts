@@ -53,6 +53,7 @@ describe('migrations', () => {
           '0013-continuation-content-by-reference',
           '0014-run-leases',
           '0015-continuation-indexes',
+          '0050-ledger-retention',
         ])
         expect((await migrateToLatest(db)).applied).toEqual([
           '0001-ledger',
@@ -70,6 +71,7 @@ describe('migrations', () => {
           '0013-continuation-content-by-reference',
           '0014-run-leases',
           '0015-continuation-indexes',
+          '0050-ledger-retention',
         ])
         const tables = await sql<{ table_name: string }>`
           select table_name from information_schema.tables where table_schema = 'public' order by 1
@@ -135,6 +137,7 @@ describe('migrations', () => {
           '0013-continuation-content-by-reference',
           '0014-run-leases',
           '0015-continuation-indexes',
+          '0050-ledger-retention',
         ])
         const executed = await sql<{
           n: number
@@ -218,6 +221,7 @@ describe('migrations', () => {
           '0013-continuation-content-by-reference',
           '0014-run-leases',
           '0015-continuation-indexes',
+          '0050-ledger-retention',
         ])
         const owners = await sql<{ namespace_id: string }>`
           select distinct namespace_id from attempts

@@ -7,6 +7,7 @@ import { acceptDelegations } from '../../src/attempts/accept-delegations.ts'
 import { claimAttempt, claimAttempts } from '../../src/attempts/claim-attempt.ts'
 import { commitTerminal, commitTerminals } from '../../src/attempts/commit-terminal.ts'
 import { getAttempts } from '../../src/attempts/get-attempt.ts'
+import { renewLeases } from '../../src/attempts/renew-leases.ts'
 import { claimContinuation } from '../../src/continuations/claim-continuation.ts'
 import { countContinuations } from '../../src/continuations/count-continuations.ts'
 import { reconcileDeliveries } from '../../src/continuations/reconcile-deliveries.ts'
@@ -77,6 +78,64 @@ describe('hot ledger statements keep one generic plan', () => {
     }
   })
 })
+
+describe("a worker's renewal costs what its leases cost, whatever plan it keeps", () => {
+  test('under the generic plan, no part of the renewal is read once per lease', async ({
+    db,
+    databaseUrl,
+  }) => {
+    // A history behind them, so that reading every attempt would cost what the history costs.
+    await finishedAttempts(db, 3_000)
+    const leases = await runningAttempts(db, 300)
+    const worker = createDb({ connectionString: databaseUrl, maxConnections: 1 })
+    try {
+      // The plan a worker's connection keeps after its first renewals: the generic one, which
+      // cannot know how many leases the array holds.
+      await sql`set plan_cache_mode = force_generic_plan`.execute(worker)
+      const renewals = await renewLeases(worker, { ownerId: 'w1', leases, leaseTtlMs: 30_000 })
+      expect(renewals.filter((r) => r.status === 'renewed')).toHaveLength(300)
+      const { rows } = await sql<{ name: string }>`
+        select name from pg_prepared_statements
+        where strpos(statement, 'with held as') > 0`.execute(worker)
+      const name = rows[0]?.name
+      if (name === undefined) throw new Error('the renewal was not prepared')
+      const ids = `'{${leases.map((l) => l.attemptId).join(',')}}'`
+      const generations = `'{${leases.map((l) => l.ownerGeneration).join(',')}}'`
+      const explained = await sql<{ 'QUERY PLAN': string }>`${sql.raw(
+        `explain (analyze, costs off) execute ${name}(${ids}, ${generations}, 'w1', 30000, 'w1')`,
+      )}`.execute(worker)
+      const plan = explained.rows.map((r) => r['QUERY PLAN']).join('\n')
+      // Every read of a held lease, an owned row or a renewed one happens once per statement or
+      // through an index: a CTE read once per lease is a loop over every pair.
+      const cteLoops = [...plan.matchAll(/CTE Scan on \w+.*loops=(\d+)/g)].map((m) => Number(m[1]))
+      expect(cteLoops.length).toBeGreaterThan(0)
+      expect(cteLoops.every((loops) => loops === 1)).toBe(true)
+      // Each held lease through the primary key or the running leases' index, never the history.
+      expect(plan).not.toMatch(/Seq Scan on attempts/)
+    } finally {
+      await worker.destroy()
+    }
+  })
+})
+
+/** `count` running attempts owned by `w1` at generation 1, written straight into the ledger. */
+async function runningAttempts(db: Db, count: number) {
+  await sql`insert into sessions (namespace_id, id) values ('default', 'renewing')`.execute(db)
+  const { rows } = await sql<{ id: string }>`
+    with agents as (
+      insert into agents (id, namespace_id, session_id, name)
+      select gen_random_uuid(), 'default', 'renewing', 'scripted' from generate_series(1, ${count})
+      returning id
+    )
+    insert into attempts (id, namespace_id, agent_id, session_id, name, prompt, status, owner_id,
+                          owner_generation, lease_expires_at, started_at)
+    select gen_random_uuid(), 'default', id, 'renewing', 'scripted', '"p"', 'running', 'w1', 1,
+           now() + interval '30 seconds', now()
+    from agents
+    returning id`.execute(db)
+  await sql`analyze attempts`.execute(db)
+  return rows.map((r) => ({ attemptId: r.id, ownerGeneration: 1 }))
+}
 
 /**
  * Twelve attempts accepted, then claimed and committed one at a time by a worker's one-connection

@@ -1,4 +1,5 @@
 import {
+  LEDGER_RETENTION_MS_DEFAULT,
   dependencyTimeouts,
   dependencyTimeoutsEnvShape,
   type DependencyTimeouts,
@@ -37,6 +38,7 @@ const configSchema = z.object({
   API_KEY_CACHE_MS: z.coerce.number().int().min(0).max(300_000).default(5000),
   RATE_LIMIT_MAX: z.coerce.number().int().min(0).max(1_000_000).default(0),
   RATE_LIMIT_WINDOW_MS: z.coerce.number().int().min(100).max(86_400_000).default(60_000),
+  LEDGER_RETENTION_MS: z.coerce.number().int().positive().default(LEDGER_RETENTION_MS_DEFAULT),
   ...dependencyTimeoutsEnvShape,
   ...tracingEnvShape,
 })
@@ -68,6 +70,8 @@ export interface ApiConfig {
   /** Requests one key may make per window; 0 turns rate limiting off. */
   readonly rateLimitMax: number
   readonly rateLimitWindowMs: number
+  /** The workers' default ledger retention: the dashboard shows what it removes next. */
+  readonly ledgerRetentionMs: number
   /** How long a call to Postgres or Redis may take (`DB_*_TIMEOUT_MS`, `REDIS_*_TIMEOUT_MS`). */
   readonly timeouts: DependencyTimeouts
   /** Where spans go (`OTEL_*`); off unless an OTLP endpoint is set. */
@@ -99,6 +103,7 @@ export function loadConfig(env: Readonly<Record<string, string | undefined>>): A
     apiKeyCacheMs: c.API_KEY_CACHE_MS,
     rateLimitMax: c.RATE_LIMIT_MAX,
     rateLimitWindowMs: c.RATE_LIMIT_WINDOW_MS,
+    ledgerRetentionMs: c.LEDGER_RETENTION_MS,
     timeouts: dependencyTimeouts(c),
     tracing: tracingConfig(c),
   })

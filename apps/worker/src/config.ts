@@ -2,6 +2,7 @@ import { hostname } from 'node:os'
 import { randomUUID } from 'node:crypto'
 import { z } from 'zod'
 import {
+  LEDGER_RETENTION_MS_DEFAULT,
   dependencyTimeouts,
   dependencyTimeoutsEnvShape,
   type DependencyTimeouts,
@@ -52,7 +53,7 @@ const configSchema = z
       .default(1024 * MIB),
     ARTIFACT_RETENTION_MS: ms(7 * 24 * 60 * 60 * 1000),
     CONTINUATION_UNCLAIMED_MS: ms(7 * 24 * 60 * 60 * 1000),
-    LEDGER_RETENTION_MS: ms(30 * 24 * 60 * 60 * 1000),
+    LEDGER_RETENTION_MS: ms(LEDGER_RETENTION_MS_DEFAULT),
     WORKSPACE_DIR: z.string().min(1).default(process.cwd()),
     SUBAGENTS_DIR: z.string().min(1).optional(),
     SCRIPTED_ENABLED: z.enum(['true', 'false']).default('true'),

@@ -166,3 +166,4 @@ export type {
   DashboardTimeline,
   DashboardTimelineEntry,
 } from './dashboard.ts'
+export { LEDGER_RETENTION_MS_DEFAULT } from './retention.ts'

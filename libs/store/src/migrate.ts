@@ -22,6 +22,7 @@ import * as m0013 from './migrations/0013-continuation-content-by-reference.ts'
 import * as m0014 from './migrations/0014-run-leases.ts'
 import * as m0015 from './migrations/0015-continuation-indexes.ts'
 import * as m0050 from './migrations/0050-ledger-retention.ts'
+import * as m0051 from './migrations/0051-heap-only-renewals.ts'
 
 /** Every migration, in order. Numbered and append-only. */
 const MIGRATIONS: Readonly<Record<string, Migration>> = {
@@ -41,6 +42,7 @@ const MIGRATIONS: Readonly<Record<string, Migration>> = {
   '0014-run-leases': m0014,
   '0015-continuation-indexes': m0015,
   '0050-ledger-retention': m0050,
+  '0051-heap-only-renewals': m0051,
 }
 
 const provider: MigrationProvider = {

@@ -54,6 +54,7 @@ describe('migrations', () => {
           '0014-run-leases',
           '0015-continuation-indexes',
           '0050-ledger-retention',
+          '0051-heap-only-renewals',
         ])
         expect((await migrateToLatest(db)).applied).toEqual([
           '0001-ledger',
@@ -72,6 +73,7 @@ describe('migrations', () => {
           '0014-run-leases',
           '0015-continuation-indexes',
           '0050-ledger-retention',
+          '0051-heap-only-renewals',
         ])
         const tables = await sql<{ table_name: string }>`
           select table_name from information_schema.tables where table_schema = 'public' order by 1
@@ -138,6 +140,7 @@ describe('migrations', () => {
           '0014-run-leases',
           '0015-continuation-indexes',
           '0050-ledger-retention',
+          '0051-heap-only-renewals',
         ])
         const executed = await sql<{
           n: number
@@ -222,6 +225,7 @@ describe('migrations', () => {
           '0014-run-leases',
           '0015-continuation-indexes',
           '0050-ledger-retention',
+          '0051-heap-only-renewals',
         ])
         const owners = await sql<{ namespace_id: string }>`
           select distinct namespace_id from attempts

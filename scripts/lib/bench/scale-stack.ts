@@ -143,6 +143,22 @@ export async function rampTo(stack: ScaleStack, level: number): Promise<void> {
   }
 }
 
+/**
+ * Cancels one child. A `503` (the ledger did not answer in time; the cancel may not have been
+ * recorded) is retried, as a caller would: a cancel is idempotent. The time counts in its figure.
+ */
+export async function cancelOne(stack: ScaleStack, id: string): Promise<void> {
+  for (let attempt = 1; ; attempt += 1) {
+    try {
+      await stack.client.cancel(id, 'bench', { timeoutMs: 60_000 })
+      return
+    } catch (error) {
+      const status = (error as { status?: unknown }).status
+      if (status !== 503 || attempt >= 5) throw error
+    }
+  }
+}
+
 /** Answered waits: per attempt, the client's clock at the answer and the terminal time. */
 export interface WaitAnswers {
   readonly answeredAt: Map<string, number>
@@ -180,7 +196,7 @@ export const adminHeaders = (stack: ScaleStack) => ({ authorization: `Bearer ${s
 
 /** Waits until the API holds at least `n` open waits (its `baton_open_waits`). */
 export async function untilWaitsOpen(stack: ScaleStack, n: number): Promise<void> {
-  const deadline = Date.now() + 120_000
+  const deadline = Date.now() + 300_000
   for (;;) {
     const open = readValue(await scrapeApi(stack), 'baton_open_waits')
     if (open >= n) return
@@ -205,7 +221,7 @@ export async function cancelAtOnce(
   const sentAt = new Map<string, number>()
   await inParallel(ids, CANCEL_CLIENTS, async (id) => {
     sentAt.set(id, Date.now())
-    await stack.client.cancel(id, 'bench', { timeoutMs: 60_000 })
+    await cancelOne(stack, id)
   })
   await done
   const gone = new Set(ids)

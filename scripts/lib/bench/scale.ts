@@ -28,6 +28,7 @@ import {
   SCALE_DATABASE,
   adminHeaders,
   cancelAtOnce,
+  cancelOne,
   inParallel,
   p,
   rampTo,
@@ -194,9 +195,7 @@ async function history(
   log: Log,
 ): Promise<ScaleFigures[]> {
   // Nothing left running from the other dimensions: this one measures history alone.
-  await inParallel(stack.running.splice(0), 64, async (id) => {
-    await stack.client.cancel(id, 'bench', { timeoutMs: 60_000 })
-  })
+  await inParallel(stack.running.splice(0), 64, (id) => cancelOne(stack, id))
   const rows: ScaleFigures[] = []
   let written = 0
   for (const size of options.history) {

@@ -85,6 +85,16 @@ function lastScanned(at: RawBuilder<unknown>) {
   `
 }
 
+/**
+ * The batch size, written into the statement rather than bound: a connection's generic plan
+ * cannot know a bound limit and plans for a tenth of the table, which turns an agent's few
+ * candidates into a scan of every agent.
+ */
+function batchSize(limit: number): number {
+  if (!Number.isInteger(limit) || limit < 1) throw new Error(`batch size ${limit} is not whole`)
+  return limit
+}
+
 type Scanned = { namespace_id: string; at: string; id: string; n: number }
 
 /** Namespaces whose batch was full go on from their last row; the others start over. */
@@ -113,7 +123,7 @@ async function removeAgents(
         select id, agent_id, terminal_at from attempts
         where namespace_id = ns.id and terminal_at is not null
           and (terminal_at, id) > (ns.after_at, ns.after_id) and terminal_at < ns.cutoff
-        order by terminal_at, id limit ${limit}
+        order by terminal_at, id limit ${sql.lit(batchSize(limit))}
       ) a
     ),
     scanned as (${lastScanned(sql.ref('terminal_at'))}),
@@ -179,7 +189,7 @@ async function removeRuns(
         select id, settled_at from runs
         where namespace_id = ns.id and settled_at is not null and cause_attempt_id is null
           and (settled_at, id) > (ns.after_at, ns.after_id) and settled_at < ns.cutoff
-        order by settled_at, id limit ${limit}
+        order by settled_at, id limit ${sql.lit(batchSize(limit))}
       ) r
     ),
     scanned as (${lastScanned(sql.ref('settled_at'))}),

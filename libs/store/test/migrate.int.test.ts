@@ -93,13 +93,15 @@ describe('migrations', () => {
           ]),
         )
         // Autovacuum analyzes the attempts after every 5,000 changed rows, whatever the size of
-        // the table (see 0010-attempt-statistics.ts).
+        // the table (see 0010-attempt-statistics.ts), and its pages keep room for renewals to
+        // update running attempts in place (0051-heap-only-renewals.ts).
         const options = await sql<{ reloptions: string[] | null }>`
           select reloptions from pg_class where oid = 'attempts'::regclass
         `.execute(db)
         expect(options.rows[0]?.reloptions).toEqual([
           'autovacuum_analyze_scale_factor=0',
           'autovacuum_analyze_threshold=5000',
+          'fillfactor=50',
         ])
         // The audit names its attempt without a foreign key (see 0011-transition-audit.ts).
         const keys = await sql<{ n: number }>`

@@ -126,6 +126,7 @@ async function concurrency(
       cancelled_at_once: cancels.cancel.length,
       cancel_p50_ms: p(cancels.cancel, 50),
       cancel_p99_ms: p(cancels.cancel, 99),
+      not_aborted: cancels.notAborted,
     })
     log(`bench: concurrency ${JSON.stringify(rows.at(-1))}`)
   }
@@ -165,6 +166,7 @@ async function waits(
       commit_to_answer_p99_ms: p(answered.commit, 99),
       cancel_to_answer_p50_ms: p(answered.cancel, 50),
       cancel_to_answer_p99_ms: p(answered.cancel, 99),
+      not_aborted: answered.notAborted,
     })
     log(`bench: waits ${JSON.stringify(rows.at(-1))}`)
   }

@@ -90,7 +90,7 @@ function lastScanned(at: RawBuilder<unknown>) {
  * cannot know a bound limit and plans for a tenth of the table, which turns an agent's few
  * candidates into a scan of every agent.
  */
-function batchSize(limit: number): number {
+export function batchSize(limit: number): number {
   if (!Number.isInteger(limit) || limit < 1) throw new Error(`batch size ${limit} is not whole`)
   return limit
 }

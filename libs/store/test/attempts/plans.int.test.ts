@@ -8,6 +8,7 @@ import { claimAttempt, claimAttempts } from '../../src/attempts/claim-attempt.ts
 import { commitTerminal, commitTerminals } from '../../src/attempts/commit-terminal.ts'
 import { getAttempts } from '../../src/attempts/get-attempt.ts'
 import { renewLeases } from '../../src/attempts/renew-leases.ts'
+import { countRetentionDue } from '../../src/retention/count-retention-due.ts'
 import { removeExpiredHistory } from '../../src/retention/remove-expired-history.ts'
 import { claimContinuation } from '../../src/continuations/claim-continuation.ts'
 import { countContinuations } from '../../src/continuations/count-continuations.ts'
@@ -424,6 +425,18 @@ describe('ledger retention reads indexes, not the history it keeps', () => {
         'attempts_namespace_terminal_idx',
       )
       expect(await explainPrepared(pool, 'runs_gone')).toContain('runs_ended_idx')
+      // What the dashboard shows retention removes next: counted from the same indexes, capped.
+      const due = await countRetentionDue(pool, {
+        defaultRetentionMs: 30 * 24 * 3_600_000,
+        cap: 10,
+      })
+      expect(due).toEqual([
+        { namespaceId: 'default', retentionMs: 30 * 24 * 3_600_000, attempts: 10, runs: 10 },
+      ])
+      const duePlan = await explainPrepared(pool, 'ns.retention_ms::text')
+      expect(duePlan).toMatch(/Index (Only )?Scan using attempts_(namespace_terminal|terminal_at)_idx/)
+      expect(duePlan).toContain('runs_ended_idx')
+      expect(duePlan).not.toMatch(/Seq Scan on (attempts|runs)\b/)
     } finally {
       await pool.destroy()
     }

@@ -8,6 +8,10 @@ import { claimAttempt, claimAttempts } from '../../src/attempts/claim-attempt.ts
 import { commitTerminal, commitTerminals } from '../../src/attempts/commit-terminal.ts'
 import { getAttempts } from '../../src/attempts/get-attempt.ts'
 import { renewLeases } from '../../src/attempts/renew-leases.ts'
+import { findStaleAccepted } from '../../src/attempts/find-stale-accepted.ts'
+import { findExpiredRunning } from '../../src/attempts/reconcile-process-loss.ts'
+import { countAttemptStates } from '../../src/dashboard/count-attempt-states.ts'
+import { listLiveLeases } from '../../src/dashboard/list-live-leases.ts'
 import { countRetentionDue } from '../../src/retention/count-retention-due.ts'
 import { removeExpiredHistory } from '../../src/retention/remove-expired-history.ts'
 import { claimContinuation } from '../../src/continuations/claim-continuation.ts'
@@ -389,26 +393,7 @@ describe('ledger retention reads indexes, not the history it keeps', () => {
     databaseUrl,
   }) => {
     // A long history, most of it younger than the retention, and a few hundred finished long ago.
-    await sql`insert into sessions (namespace_id, id) values ('default', 'kept')`.execute(db)
-    await sql`
-      insert into agents (id, namespace_id, session_id, name)
-      select md5('agent-' || i)::uuid, 'default', 'kept', 'x' from generate_series(1, 50000) i
-    `.execute(db)
-    await sql`
-      insert into attempts (id, namespace_id, agent_id, session_id, name, prompt, status,
-                            stop_reason, output_bytes, output_digest, fingerprint, terminal_at)
-      select md5('attempt-' || i)::uuid, 'default', md5('agent-' || i)::uuid, 'kept', 'x', '"p"',
-             'terminal', 'completed', 0, 'd', 'f',
-             now() - case when i <= 300 then interval '40 days' else interval '1 day' end
-      from generate_series(1, 50000) i
-    `.execute(db)
-    await sql`
-      insert into runs (id, namespace_id, session_id, trigger_type, status, settled_at)
-      select md5('run-' || i)::uuid, 'default', 'kept', 'user', 'completed',
-             now() - case when i <= 100 then interval '40 days' else interval '1 day' end
-      from generate_series(1, 20000) i
-    `.execute(db)
-    await sql`analyze`.execute(db)
+    await longHistory(db, 'retention')
     const pool = createDb({ connectionString: databaseUrl, maxConnections: 1 })
     try {
       await sql`set plan_cache_mode = force_generic_plan`.execute(pool)
@@ -434,7 +419,9 @@ describe('ledger retention reads indexes, not the history it keeps', () => {
         { namespaceId: 'default', retentionMs: 30 * 24 * 3_600_000, attempts: 10, runs: 10 },
       ])
       const duePlan = await explainPrepared(pool, 'ns.retention_ms::text')
-      expect(duePlan).toMatch(/Index (Only )?Scan using attempts_(namespace_terminal|terminal_at)_idx/)
+      expect(duePlan).toMatch(
+        /Index (Only )?Scan using attempts_(namespace_terminal|terminal_at)_idx/,
+      )
       expect(duePlan).toContain('runs_ended_idx')
       expect(duePlan).not.toMatch(/Seq Scan on (attempts|runs)\b/)
     } finally {
@@ -459,3 +446,63 @@ async function explainPrepared(pool: Db, marker: string): Promise<string> {
   )}`.execute(pool)
   return explained.rows.map((r) => r['QUERY PLAN']).join('\n')
 }
+
+/**
+ * 50,000 terminal attempts (300 of them ended 40 days ago, the rest a day ago) and 20,000 ended
+ * runs (100 of them 40 days ago), written straight into the ledger and analyzed.
+ */
+async function longHistory(db: Db, tag: string): Promise<void> {
+  await sql`insert into sessions (namespace_id, id) values ('default', ${tag})`.execute(db)
+  await sql`
+      insert into agents (id, namespace_id, session_id, name)
+      select md5(${tag} || '-agent-' || i)::uuid, 'default', ${tag}, 'x' from generate_series(1, 50000) i
+    `.execute(db)
+  await sql`
+      insert into attempts (id, namespace_id, agent_id, session_id, name, prompt, status,
+                            stop_reason, output_bytes, output_digest, fingerprint, terminal_at)
+      select md5(${tag} || '-attempt-' || i)::uuid, 'default', md5(${tag} || '-agent-' || i)::uuid, ${tag}, 'x', '"p"',
+             'terminal', 'completed', 0, 'd', 'f',
+             now() - case when i <= 300 then interval '40 days' else interval '1 day' end
+      from generate_series(1, 50000) i
+    `.execute(db)
+  await sql`
+      insert into runs (id, namespace_id, session_id, trigger_type, status, settled_at)
+      select md5(${tag} || '-run-' || i)::uuid, 'default', ${tag}, 'user', 'completed',
+             now() - case when i <= 100 then interval '40 days' else interval '1 day' end
+      from generate_series(1, 20000) i
+    `.execute(db)
+  await sql`analyze`.execute(db)
+}
+
+describe("the reconciler's sweeps and the dashboard's reads of running attempts follow the work", () => {
+  test('expired leases, stale accepted attempts, live leases and state counts read no history', async ({
+    db,
+    databaseUrl,
+  }) => {
+    await longHistory(db, 'sweeps')
+    await runningAttempts(db, 300)
+    await sql`analyze`.execute(db)
+    const pool = createDb({ connectionString: databaseUrl, maxConnections: 1 })
+    try {
+      await sql`set plan_cache_mode = force_generic_plan`.execute(pool)
+      await findExpiredRunning(pool, { limit: 500 })
+      await findStaleAccepted(pool, { olderThanMs: 10_000, limit: 500 })
+      expect((await listLiveLeases(pool, { limit: 200 })).leases).toHaveLength(200)
+      await countAttemptStates(pool, { cap: 10_000, terminalWindow: 1000, transitionScan: 50_000 })
+      for (const marker of [
+        "where status = 'running' and lease_expires_at <= now()",
+        "where status = 'accepted' and created_at <=",
+        'order by lease_expires_at limit',
+        'union all',
+      ]) {
+        const plan = await explainPrepared(pool, marker)
+        expect(plan, marker).not.toMatch(/Seq Scan on attempts\b/)
+      }
+      expect(
+        await explainPrepared(pool, "where status = 'running' and lease_expires_at <= now()"),
+      ).toContain('attempts_running_idx')
+    } finally {
+      await pool.destroy()
+    }
+  })
+})

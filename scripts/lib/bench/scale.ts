@@ -43,6 +43,8 @@ export interface ScaleResult {
   readonly concurrency: ScaleFigures[]
   readonly waits: ScaleFigures[]
   readonly history: ScaleFigures[]
+  /** Submit-and-waits while ledger retention removes half the largest history level. */
+  readonly retention: ScaleFigures[]
 }
 
 type Log = (line: string) => void
@@ -190,6 +192,48 @@ async function ok(response: Promise<Response>): Promise<void> {
   if (!answer.ok) throw new Error(`${answer.url} answered ${answer.status}`)
 }
 
+/** Attempts the workers' reconcilers removed by retention so far (their labelled counter). */
+function removedByRetention(expositions: readonly string[]): number {
+  const pattern = /^baton_reconciler_actions_total\{action="retention"\} (\S+)/m
+  return sum(expositions.map((text) => Number(pattern.exec(text)?.[1] ?? 0)))
+}
+
+/**
+ * With the largest history in place, the namespace's retention is cut to 15 days, so the
+ * reconcilers start removing the half of it older than that; the same submit-and-waits are timed
+ * while they do, beside the figures of the same ledger before.
+ */
+async function duringRetention(
+  stack: ScaleStack,
+  options: ScaleOptions,
+  before: ScaleFigures | undefined,
+  log: Log,
+): Promise<ScaleFigures[]> {
+  if (before === undefined || before.terminal_attempts === 0) return []
+  await stack.pool.query(`update namespaces set ledger_retention_ms = $1`, [15 * 86_400_000])
+  const start = await scrapeWorkers(stack)
+  // Under way: the first batches removed.
+  let now = start
+  for (let i = 0; i < 300 && removedByRetention(now) === removedByRetention(start); i += 1) {
+    await sleep(200)
+    now = await scrapeWorkers(stack)
+  }
+  const started = performance.now()
+  const from = removedByRetention(now)
+  const latencies = await sequentialWaits(stack.client, options.sequential, [])
+  const removed = removedByRetention(await scrapeWorkers(stack)) - from
+  const row = {
+    terminal_attempts: before.terminal_attempts ?? null,
+    wait_p50_ms_before: before.wait_p50_ms ?? null,
+    wait_p99_ms_before: before.wait_p99_ms ?? null,
+    wait_p50_ms_during: p(latencies, 50),
+    wait_p99_ms_during: p(latencies, 99),
+    removed_per_s: round(removed / ((performance.now() - started) / 1000), 1),
+  }
+  log(`bench: retention ${JSON.stringify(row)}`)
+  return [row]
+}
+
 async function history(
   bench: BenchContext,
   stack: ScaleStack,
@@ -263,10 +307,14 @@ export async function runScale(
 ): Promise<ScaleResult> {
   return withScaleStack(bench, options, async (stack) => {
     const has = (d: ScaleOptions['dimensions'][number]) => options.dimensions.includes(d)
+    const concurrencyRows = has('concurrency') ? await concurrency(bench, stack, options, log) : []
+    const waitRows = has('waits') ? await waits(bench, stack, options, log) : []
+    const historyRows = has('history') ? await history(bench, stack, options, log) : []
     return {
-      concurrency: has('concurrency') ? await concurrency(bench, stack, options, log) : [],
-      waits: has('waits') ? await waits(bench, stack, options, log) : [],
-      history: has('history') ? await history(bench, stack, options, log) : [],
+      concurrency: concurrencyRows,
+      waits: waitRows,
+      history: historyRows,
+      retention: await duringRetention(stack, options, historyRows.at(-1), log),
     }
   })
 }

@@ -1,10 +1,14 @@
 // History for the growth bench, written straight into the ledger with SQL (not through the API):
 // terminal attempts as a worker leaves them, each with its agent, its three transitions (accepted,
-// claimed, terminal) and one event of agent history, finished over the last thirty days.
+// claimed, terminal) and one event of agent history, a second apart from an hour ago back.
 import type pg from 'pg'
 
 /** Rows per statement: each is one transaction, so a long history never holds one open for long. */
 const CHUNK = 250_000
+/** The newest generated attempt ended this long ago; each next one a second earlier, … */
+export const HISTORY_NEWEST_S = 3600
+/** … wrapping around after this many (thirty days). */
+export const HISTORY_SPREAD_S = 2_592_000
 /** Attempts per generated session. */
 const PER_SESSION = 1000
 
@@ -41,7 +45,8 @@ export async function growHistory(
               'terminal', 'completed', 'ok', false, 2, 'digest', 'fingerprint', 'history', 1,
               t - interval '2 seconds', t - interval '1 second', t, t - interval '1 second',
               0, 1, 'digest'
-       from (select i, now() - interval '1 hour' - (i % 2592000) * interval '1 second' as t
+       from (select i, now() - interval '${HISTORY_NEWEST_S} seconds'
+                       - (i % ${HISTORY_SPREAD_S}) * interval '1 second' as t
              from generate_series($1::int, $2::int) i) g`,
       range,
     )
@@ -49,7 +54,8 @@ export async function growHistory(
       `insert into attempt_transitions (attempt_id, from_status, to_status, event, owner_id,
                                         owner_generation, at)
        select md5('attempt-' || i)::uuid, s.from_status, s.to_status, s.event, s.owner_id,
-              s.generation, now() - interval '1 hour' - (i % 2592000) * interval '1 second'
+              s.generation, now() - interval '${HISTORY_NEWEST_S} seconds'
+                            - (i % ${HISTORY_SPREAD_S}) * interval '1 second'
        from generate_series($1::int, $2::int) i,
             (values (null, 'accepted', 'accepted', null, 0),
                     ('accepted', 'running', 'claimed', 'history', 1),

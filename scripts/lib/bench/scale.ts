@@ -13,7 +13,7 @@ import type { BenchContext } from './context.ts'
 import { measureCost } from './counters.ts'
 import { sequentialWaits } from './http-load.ts'
 import type { ScaleOptions } from './options.ts'
-import { growHistory } from './scale-history.ts'
+import { HISTORY_NEWEST_S, HISTORY_SPREAD_S, growHistory } from './scale-history.ts'
 import {
   connectedClients,
   histogramDelta,
@@ -199,8 +199,8 @@ function removedByRetention(expositions: readonly string[]): number {
 }
 
 /**
- * With the largest history in place, the namespace's retention is cut to 15 days, so the
- * reconcilers start removing the half of it older than that; the same submit-and-waits are timed
+ * With the largest history in place, the namespace's retention is cut to half its age, so the
+ * reconcilers start removing the older half; the same submit-and-waits are timed
  * while they do, beside the figures of the same ledger before.
  */
 async function duringRetention(
@@ -210,7 +210,10 @@ async function duringRetention(
   log: Log,
 ): Promise<ScaleFigures[]> {
   if (before === undefined || before.terminal_attempts === 0) return []
-  await stack.pool.query(`update namespaces set ledger_retention_ms = $1`, [15 * 86_400_000])
+  // The history ends one second apart from an hour ago (scale-history.ts): half of it is older.
+  const size = before.terminal_attempts ?? 0
+  const halfMs = (HISTORY_NEWEST_S + Math.min(size, HISTORY_SPREAD_S) / 2) * 1000
+  await stack.pool.query(`update namespaces set ledger_retention_ms = $1`, [Math.round(halfMs)])
   const start = await scrapeWorkers(stack)
   // Under way: the first batches removed.
   let now = start

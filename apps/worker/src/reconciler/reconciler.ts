@@ -121,6 +121,17 @@ export function createReconciler(deps: {
     stale = await findStaleAccepted(deps.db, { olderThanMs: deps.requeueAfterMs, limit: BATCH })
     const expiry = await expireArtifacts(deps.db, { limit: EXPIRY_BATCH })
     if (expiry.expired > 0) deps.logger.info(expiry, 'artifact retention ended; content deleted')
+    const abandoned = await abandonExpiredRuns(deps.db, { limit: BATCH })
+    for (const run of abandoned.runs)
+      deps.logger.warn({ runId: run.id }, "run's lease expired; abandoned, what it held released")
+    const swept = await reconcileDeliveries(deps.db, {
+      due: true,
+      limit: BATCH,
+      unclaimedAfterMs: deps.unclaimedAfterMs,
+    })
+    const moved = announceMoved([...abandoned.deliveries, ...swept])
+    // Last: a batch of old history may take a while on a long ledger, and nothing above waits
+    // for it.
     const removal = await removeExpiredHistory(deps.db, {
       defaultRetentionMs: deps.ledgerRetentionMs,
       limit: RETENTION_BATCH,
@@ -131,15 +142,6 @@ export function createReconciler(deps: {
       const { attempts, agents, runs } = removal
       deps.logger.info({ attempts, agents, runs }, 'ledger retention removed old history')
     }
-    const abandoned = await abandonExpiredRuns(deps.db, { limit: BATCH })
-    for (const run of abandoned.runs)
-      deps.logger.warn({ runId: run.id }, "run's lease expired; abandoned, what it held released")
-    const swept = await reconcileDeliveries(deps.db, {
-      due: true,
-      limit: BATCH,
-      unclaimedAfterMs: deps.unclaimedAfterMs,
-    })
-    const moved = announceMoved([...abandoned.deliveries, ...swept])
     const report = { processLost: lost.length, expired: expiry.expired, removed: removal.attempts }
     observeReconcilePass(deps.metrics, { ...report, requeued: 0, moved })
     return { ...report, deliveries: moved.length, abandoned: abandoned.runs.length }

@@ -1,5 +1,8 @@
 // `npm run bench [-- --rounds N] [--count N] [--clients N] [--sequential N] [--workers N]
 //   [--systems raw,naive,baton] [--json]`
+// `npm run bench -- --scale [--levels N,…] [--history N,…] [--dimensions …] [--workers N]
+//   [--hold-ms N] [--cancels N] [--sequential N] [--json]`: how cost grows with the work
+//   (scripts/lib/bench/scale.ts).
 //
 // Raw BullMQ, the hand-rolled Fastify + BullMQ + Postgres service and Baton, measured in
 // alternating rounds on this machine: what each delegation costs and how long it takes, and
@@ -9,10 +12,22 @@ import { openBenchContext, type BenchContext } from './lib/bench/context.ts'
 import { runHttpSystem } from './lib/bench/http-system.ts'
 import { batonSystem } from './lib/bench/baton.ts'
 import { naiveSystem } from './lib/bench/naive.ts'
-import { parseBenchOptions, type BenchOptions, type SystemName } from './lib/bench/options.ts'
+import {
+  parseBenchCommand,
+  type BenchOptions,
+  type ScaleOptions,
+  type SystemName,
+} from './lib/bench/options.ts'
 import { runRawBullmq } from './lib/bench/raw-bullmq.ts'
 import { summarizeRounds, type RoundFigures } from './lib/bench/rounds.ts'
-import { benchRecord, saveRecord, summaryTable } from './lib/bench/report.ts'
+import {
+  benchRecord,
+  saveRecord,
+  scaleRecord,
+  scaleTables,
+  summaryTable,
+} from './lib/bench/report.ts'
+import { runScale } from './lib/bench/scale.ts'
 
 const RUN: Record<
   SystemName,
@@ -23,8 +38,30 @@ const RUN: Record<
   baton: (bench, options, round) => runHttpSystem(bench, options, batonSystem, round),
 }
 
-const options = parseBenchOptions(process.argv.slice(2))
+const command = parseBenchCommand(process.argv.slice(2))
 const log = (line: string): void => console.error(line)
+
+async function scale(options: ScaleOptions): Promise<never> {
+  log(
+    `bench: scale of ${options.dimensions.join(', ')}; levels ${options.levels.join(', ')}, history ${options.history.join(', ')}, ${options.workers} workers`,
+  )
+  const bench = await openBenchContext(process.env.DATABASE_URL ?? DEFAULT_DATABASE_URL)
+  let result
+  try {
+    result = await runScale(bench, options, log)
+  } finally {
+    await bench.close()
+  }
+  const line = JSON.stringify(scaleRecord(options, result))
+  log('')
+  for (const row of scaleTables(result)) log(row)
+  log(`bench: appended to ${saveRecord(line)}`)
+  if (options.json) console.log(line)
+  process.exit(0)
+}
+
+if (command.kind === 'scale') await scale(command.options)
+const options: BenchOptions = command.kind === 'compare' ? command.options : process.exit(2)
 log(
   `bench: ${options.rounds} round${options.rounds === 1 ? '' : 's'} of ${options.systems.join(', ')}; ${options.count} delegations from ${options.clients} clients, ${options.sequential} submit-and-waits, ${options.workers} workers`,
 )

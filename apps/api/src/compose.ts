@@ -106,12 +106,15 @@ export async function composeApi(
     },
   })
   await listener.ready()
-  const metrics = createApiMetrics({
-    queueJobs: () => queue.getJobCounts(),
-    artifactBytes: () => namespaceArtifactBytes(db),
-    continuations: () => countContinuations(db),
-    onError: (source, error) => logger.warn({ err: error, source }, 'metrics source failed'),
-  })
+  const metrics = createApiMetrics(
+    {
+      queueJobs: () => queue.getJobCounts(),
+      artifactBytes: () => namespaceArtifactBytes(db),
+      continuations: () => countContinuations(db),
+      onError: (source, error) => logger.warn({ err: error, source }, 'metrics source failed'),
+    },
+    { openWaits: () => doorbell.waiting },
+  )
   const commands = createAttemptCommands({
     db,
     // One accept statement in flight: under load the next batch gathers behind it (see LEDGER_BATCH).

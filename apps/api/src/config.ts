@@ -1,4 +1,5 @@
 import {
+  LEDGER_RETENTION_MS_DEFAULT,
   dependencyTimeouts,
   dependencyTimeoutsEnvShape,
   webhookDestinationPolicy,
@@ -45,6 +46,7 @@ const configSchema = z.object({
   RATE_LIMIT_MAX: z.coerce.number().int().min(0).max(1_000_000).default(0),
   RATE_LIMIT_WINDOW_MS: z.coerce.number().int().min(100).max(86_400_000).default(60_000),
   ...namespaceLimitsEnvShape,
+  LEDGER_RETENTION_MS: z.coerce.number().int().positive().default(LEDGER_RETENTION_MS_DEFAULT),
   ...dependencyTimeoutsEnvShape,
   ...tracingEnvShape,
   ...webhookPolicyEnvShape,
@@ -84,6 +86,8 @@ export interface ApiConfig {
    * `NAMESPACE_ARTIFACT_MAX_BYTES`): what the admin API reports as its defaults.
    */
   readonly limitDefaults: NamespaceLimits
+  /** The workers' default ledger retention: the dashboard shows what it removes next. */
+  readonly ledgerRetentionMs: number
   /** How long a call to Postgres or Redis may take (`DB_*_TIMEOUT_MS`, `REDIS_*_TIMEOUT_MS`). */
   readonly timeouts: DependencyTimeouts
   /** Where spans go (`OTEL_*`); off unless an OTLP endpoint is set. */
@@ -119,6 +123,7 @@ export function loadConfig(env: Readonly<Record<string, string | undefined>>): A
     rateLimitMax: c.RATE_LIMIT_MAX,
     rateLimitWindowMs: c.RATE_LIMIT_WINDOW_MS,
     limitDefaults: namespaceLimitDefaults(c),
+    ledgerRetentionMs: c.LEDGER_RETENTION_MS,
     timeouts: dependencyTimeouts(c),
     tracing: tracingConfig(c),
     webhookPolicy: webhookDestinationPolicy(c),

@@ -1,7 +1,12 @@
 // The ledger dashboard's routes: behind the admin key, bounded views across namespaces, and one
 // attempt's timeline with everything the ledger recorded for it.
 import { randomUUID } from 'node:crypto'
-import { dashboardOverviewSchema, dashboardTimelineSchema } from '@baton/contracts'
+import { sql } from 'kysely'
+import {
+  LEDGER_RETENTION_MS_DEFAULT,
+  dashboardOverviewSchema,
+  dashboardTimelineSchema,
+} from '@baton/contracts'
 import { claimAttempt, commitTerminal } from '@baton/store'
 import { describe, expect, tenantKey } from '@baton/testing'
 import { apiTest, delegate, type ApiHarness } from './support/api-harness.ts'
@@ -276,6 +281,41 @@ describe('ledger dashboard routes', () => {
       expect(held.entry('continuation').fields).toMatchObject({
         state: 'held',
         parentRunId: run.body.runId,
+      })
+    },
+  )
+
+  adminTest(
+    'the overview shows, per namespace, what ledger retention removes next',
+    async ({ api, db }) => {
+      const accepted = await api.post(delegate('s-retention'), { name: 'scripted', prompt: 'x' })
+      const attemptId = accepted.body.attemptId as string
+      const claim = await claimAttempt(db, { attemptId, ownerId: 'w', leaseTtlMs: 30_000 })
+      if (claim.kind !== 'claimed') throw new Error(claim.kind)
+      const result = { stopReason: 'completed', output: 'ok', failureCategory: null }
+      const ownerGeneration = claim.attempt.ownerGeneration
+      expect(await commitTerminal(db, { attemptId, ownerId: 'w', ownerGeneration, result })).toBe(
+        'committed',
+      )
+      const due = async () =>
+        (await overview(api)).retention.find((r) => r.namespaceId === 'default')
+      // Finished just now: nothing is older than the default retention.
+      expect(await due()).toEqual({
+        namespaceId: 'default',
+        retentionMs: LEDGER_RETENTION_MS_DEFAULT,
+        attempts: 0,
+        runs: 0,
+      })
+      // A namespace's own retention of a minute, and an attempt that ended an hour ago.
+      await sql`update namespaces set ledger_retention_ms = 60000 where id = 'default'`.execute(db)
+      await sql`
+        update attempts set terminal_at = terminal_at - interval '1 hour'
+        where id = ${attemptId}::uuid`.execute(db)
+      expect(await due()).toEqual({
+        namespaceId: 'default',
+        retentionMs: 60_000,
+        attempts: 1,
+        runs: 0,
       })
     },
   )

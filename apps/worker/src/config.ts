@@ -2,6 +2,7 @@ import { hostname } from 'node:os'
 import { randomUUID } from 'node:crypto'
 import { z } from 'zod'
 import {
+  LEDGER_RETENTION_MS_DEFAULT,
   dependencyTimeouts,
   dependencyTimeoutsEnvShape,
   webhookDestinationPolicy,
@@ -46,6 +47,7 @@ const configSchema = z
     ...namespaceLimitsEnvShape,
     ARTIFACT_RETENTION_MS: ms(7 * 24 * 60 * 60 * 1000),
     CONTINUATION_UNCLAIMED_MS: ms(7 * 24 * 60 * 60 * 1000),
+    LEDGER_RETENTION_MS: ms(LEDGER_RETENTION_MS_DEFAULT),
     WORKSPACE_DIR: z.string().min(1).default(process.cwd()),
     SUBAGENTS_DIR: z.string().min(1).optional(),
     PROFILES_FILE: z.string().min(1).optional(),
@@ -103,6 +105,11 @@ export interface WorkerConfig {
   readonly requeueAfterMs: number
   /** A continuation pending (nobody claimed it) this long is suppressed `unclaimed`. */
   readonly continuationUnclaimedMs: number
+  /**
+   * How long the ledger keeps a namespace's finished history (agents whose attempts all ended,
+   * ended runs) unless the namespace sets its own retention.
+   */
+  readonly ledgerRetentionMs: number
   /** Each checked-shutdown try; on SIGTERM tries repeat until the drain completes. */
   readonly shutdownDeadlineMs: number
   /** When set, the drain is given up (exit 1) this long after the stop signal. */
@@ -165,6 +172,7 @@ export function loadConfig(env: Readonly<Record<string, string | undefined>>): W
     reconcileIntervalMs: c.RECONCILE_INTERVAL_MS,
     requeueAfterMs: c.REQUEUE_AFTER_MS,
     continuationUnclaimedMs: c.CONTINUATION_UNCLAIMED_MS,
+    ledgerRetentionMs: c.LEDGER_RETENTION_MS,
     shutdownDeadlineMs: c.SHUTDOWN_DEADLINE_MS,
     shutdownHardDeadlineMs: c.SHUTDOWN_HARD_DEADLINE_MS,
     outputMemoryBudgetBytes: c.OUTPUT_MEMORY_BUDGET_BYTES,

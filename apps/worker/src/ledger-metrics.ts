@@ -84,6 +84,7 @@ export function observeReconcilePass(
     readonly processLost: number
     readonly requeued: number
     readonly expired: number
+    readonly removed: number
     readonly moved: readonly { readonly action: DeliveryAction }[]
   },
 ): void {
@@ -92,6 +93,7 @@ export function observeReconcilePass(
   metrics.reconcilerActions.inc({ action: 'process_loss' }, pass.processLost)
   metrics.reconcilerActions.inc({ action: 'requeue' }, pass.requeued)
   metrics.reconcilerActions.inc({ action: 'artifact_expiry' }, pass.expired)
+  metrics.reconcilerActions.inc({ action: 'retention' }, pass.removed)
   metrics.reconcilerActions.inc({ action: 'delivery' }, pass.moved.length)
   for (const { action } of pass.moved) metrics.continuationDeliveries.inc({ action })
 }

@@ -139,6 +139,7 @@ export function createWorkerRuntime(
     intervalMs: config.reconcileIntervalMs,
     requeueAfterMs: config.requeueAfterMs,
     unclaimedAfterMs: config.continuationUnclaimedMs,
+    ledgerRetentionMs: config.ledgerRetentionMs,
     logger: log.child({ component: 'reconciler' }),
     metrics,
   })

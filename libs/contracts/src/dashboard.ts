@@ -17,6 +17,8 @@ export const DashboardLimits = {
   transitionScan: 50_000,
   liveLeases: 200,
   recentTerminals: 50,
+  /** Counts of what ledger retention removes next stop at this many (per namespace and kind). */
+  retentionDueCap: 10_000,
   timelineEntries: 200,
   /** Characters of a steering message's text shown in a timeline. */
   messagePreviewChars: 1000,
@@ -103,6 +105,19 @@ export const dashboardOverviewSchema = z.object({
   activity: z.array(dashboardActivityMinuteSchema),
   /** Where the queue dashboard shows an attempt's job: this path followed by the attempt id. */
   jobPathPrefix: z.string(),
+  /**
+   * Per namespace, what ledger retention removes next: terminal attempts and ended runs older than
+   * its retention, each count at most `retentionDueCap`.
+   */
+  retention: z.array(
+    z.object({
+      namespaceId: z.string(),
+      retentionMs: z.number().int(),
+      attempts: z.number().int(),
+      runs: z.number().int(),
+    }),
+  ),
+  retentionDueCap: z.number().int(),
 })
 export type DashboardOverview = z.infer<typeof dashboardOverviewSchema>
 

@@ -226,3 +226,4 @@ export type {
   SessionEvent,
   SessionView,
 } from './hosted.ts'
+export { LEDGER_RETENTION_MS_DEFAULT } from './retention.ts'

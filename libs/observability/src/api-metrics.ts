@@ -1,4 +1,4 @@
-import { Counter, Histogram, type Registry } from 'prom-client'
+import { Counter, Gauge, Histogram, type Registry } from 'prom-client'
 import {
   SECONDS_BUCKETS,
   continuationDeliveriesCounter,
@@ -25,9 +25,29 @@ export interface ApiMetrics {
   readonly continuationDeliveries: Counter<'action'>
 }
 
-export function createApiMetrics(sources: ScrapeSources = {}): ApiMetrics {
+/** What the API process itself knows at scrape time, from memory. */
+export interface ApiProcessGauges {
+  /** Bounded waits open in this process (callers registered on its settlement doorbell). */
+  readonly openWaits?: () => number
+}
+
+export function createApiMetrics(
+  sources: ScrapeSources = {},
+  gauges: ApiProcessGauges = {},
+): ApiMetrics {
   const registry = createMetricsRegistry()
   registerScrapeGauges(registry, sources)
+  const { openWaits } = gauges
+  if (openWaits !== undefined) {
+    new Gauge({
+      name: 'baton_open_waits',
+      help: 'Bounded waits open in this API process, read from memory at scrape time.',
+      registers: [registry],
+      collect() {
+        this.set(openWaits())
+      },
+    })
+  }
   return {
     registry,
     attemptsAccepted: new Counter({

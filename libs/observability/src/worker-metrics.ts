@@ -12,6 +12,12 @@ import { registerScrapeGauges, type ScrapeSources } from './scrape-gauges.ts'
 const BATCH_ITEM_BUCKETS = [1, 2, 5, 10, 20, 50, 100, 200, 500]
 
 /**
+ * Seconds a lease had left at its renewal: fine where a lease is close to expiring, coarse where
+ * it is safe (a heartbeat renews at about one interval into a TTL of at least two).
+ */
+const LEASE_REMAINING_BUCKETS = [0.5, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 12, 15, 20, 30, 60, 120]
+
+/**
  * A worker's metrics. Every update is in memory: per claim or commit batch, per heartbeat, per
  * reconcile pass; nothing adds a round trip. Only the queue depth gauge is read at scrape time.
  */
@@ -26,6 +32,15 @@ export interface WorkerMetrics {
   readonly cancelToAbortedSeconds: Histogram
   readonly leaseRenewals: Counter
   readonly leaseLosses: Counter
+  /** Seconds one renewal statement took (sent → answered), whatever number of leases it held. */
+  readonly leaseRenewalSeconds: Histogram
+  /**
+   * Per lease renewed, the seconds it still had when the renewal answered, counted from the last
+   * confirmation the worker holds: how close a live child came to losing its lease.
+   */
+  readonly leaseRemainingSeconds: Histogram
+  /** Seconds one reconciler pass over the ledger took. */
+  readonly reconcilePassSeconds: Histogram
   readonly reconcilerActions: Counter<'action'>
   readonly continuationDeliveries: Counter<'action'>
   /** Items per claim or commit statement (`statement` = claim | commit). */
@@ -62,9 +77,23 @@ export function createWorkerMetrics(sources: ScrapeSources = {}): WorkerMetrics 
       help: 'Leases a heartbeat found lost (expired, fenced, terminal or missing); the child was aborted.',
       registers: [registry],
     }),
+    leaseRenewalSeconds: seconds(
+      'baton_lease_renewal_seconds',
+      "Seconds each heartbeat statement took, from sent to answered (one statement renews all of a worker's leases).",
+    ),
+    leaseRemainingSeconds: new Histogram({
+      name: 'baton_lease_remaining_seconds',
+      help: 'Per lease renewed: seconds its confirmed lease still had left when the renewal answered.',
+      buckets: [...LEASE_REMAINING_BUCKETS],
+      registers: [registry],
+    }),
+    reconcilePassSeconds: seconds(
+      'baton_reconcile_pass_seconds',
+      'Seconds each reconciler pass over the ledger took.',
+    ),
     reconcilerActions: new Counter({
       name: 'baton_reconciler_actions_total',
-      help: 'What the reconciler did, by action: process_loss, requeue, artifact_expiry, delivery.',
+      help: 'What the reconciler did, by action: process_loss, requeue, artifact_expiry, retention (attempts removed), delivery.',
       labelNames: ['action'],
       registers: [registry],
     }),

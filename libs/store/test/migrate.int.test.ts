@@ -58,6 +58,8 @@ describe('migrations', () => {
           '0030-webhooks',
           '0040-hosted-sessions',
           '0041-session-events',
+          '0050-ledger-retention',
+          '0051-heap-only-renewals',
         ])
         expect((await migrateToLatest(db)).applied).toEqual([
           '0001-ledger',
@@ -80,6 +82,8 @@ describe('migrations', () => {
           '0030-webhooks',
           '0040-hosted-sessions',
           '0041-session-events',
+          '0050-ledger-retention',
+          '0051-heap-only-renewals',
         ])
         const tables = await sql<{ table_name: string }>`
           select table_name from information_schema.tables where table_schema = 'public' order by 1
@@ -99,13 +103,15 @@ describe('migrations', () => {
           ]),
         )
         // Autovacuum analyzes the attempts after every 5,000 changed rows, whatever the size of
-        // the table (see 0010-attempt-statistics.ts).
+        // the table (see 0010-attempt-statistics.ts), and its pages keep room for renewals to
+        // update running attempts in place (0051-heap-only-renewals.ts).
         const options = await sql<{ reloptions: string[] | null }>`
           select reloptions from pg_class where oid = 'attempts'::regclass
         `.execute(db)
         expect(options.rows[0]?.reloptions).toEqual([
           'autovacuum_analyze_scale_factor=0',
           'autovacuum_analyze_threshold=5000',
+          'fillfactor=50',
         ])
         // The audit names its attempt without a foreign key (see 0011-transition-audit.ts).
         const keys = await sql<{ n: number }>`
@@ -150,6 +156,8 @@ describe('migrations', () => {
           '0030-webhooks',
           '0040-hosted-sessions',
           '0041-session-events',
+          '0050-ledger-retention',
+          '0051-heap-only-renewals',
         ])
         const executed = await sql<{
           n: number
@@ -238,6 +246,8 @@ describe('migrations', () => {
           '0030-webhooks',
           '0040-hosted-sessions',
           '0041-session-events',
+          '0050-ledger-retention',
+          '0051-heap-only-renewals',
         ])
         const owners = await sql<{ namespace_id: string }>`
           select distinct namespace_id from attempts

@@ -37,7 +37,7 @@ export interface HttpSystem {
   }): Promise<Figures>
 }
 
-async function freeLocalPort(): Promise<number> {
+export async function freeLocalPort(): Promise<number> {
   const server = createServer()
   await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve))
   const { port } = server.address() as AddressInfo

@@ -4,7 +4,8 @@ import { execFileSync } from 'node:child_process'
 import { appendFileSync, mkdirSync } from 'node:fs'
 import { join } from 'node:path'
 import { REPO_ROOT } from '../services.ts'
-import type { BenchOptions, SystemName } from './options.ts'
+import type { BenchOptions, ScaleOptions, SystemName } from './options.ts'
+import type { ScaleFigures, ScaleResult } from './scale.ts'
 import { METRICS, RATIOS, type Metric, type RoundFigures, type Summary } from './rounds.ts'
 import type { Spread } from './stats.ts'
 
@@ -85,4 +86,27 @@ export function summaryTable(options: BenchOptions, summary: Summary): string[] 
       ? ['Each ratio is taken within a round: its median over the rounds (lowest–highest).']
       : []
   return [...markdownTable([header, ...rows], options.systems.length), ...note]
+}
+
+/** A growth run's JSON line: the commit, date and options, then each dimension's rows. */
+export function scaleRecord(options: ScaleOptions, result: ScaleResult): Record<string, unknown> {
+  const { json: _json, ...sizes } = options
+  return {
+    kind: 'scale',
+    commit: gitCommit(),
+    date: new Date().toISOString(),
+    options: sizes,
+    ...result,
+  }
+}
+
+/** One Markdown table per measured dimension: a row per level, a column per figure. */
+export function scaleTables(result: ScaleResult): string[] {
+  return (Object.entries(result) as [string, readonly ScaleFigures[]][]).flatMap(([name, rows]) => {
+    const first = rows[0]
+    if (first === undefined) return []
+    const columns = Object.keys(first)
+    const cells = [columns, ...rows.map((row) => columns.map((c) => String(row[c] ?? '–')))]
+    return [`${name}:`, ...markdownTable(cells, columns.length - 1), '']
+  })
 }

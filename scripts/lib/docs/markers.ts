@@ -10,7 +10,7 @@ import {
   WORKER_CONFIG_VARIABLES,
   loadConfig as loadWorkerConfig,
 } from '../../../apps/worker/src/config.ts'
-import { parseBenchOptions } from '../bench/options.ts'
+import { parseBenchCommand } from '../bench/options.ts'
 import type { Marker } from './blocks.ts'
 
 /**
@@ -156,7 +156,7 @@ function checkBenchCommand(command: string): string[] {
   const match = BENCH.exec(command)
   if (match === null) return [`"${command}" is not npm run bench`]
   try {
-    parseBenchOptions((match[1] ?? '').split(/\s+/).filter((word) => word !== ''))
+    parseBenchCommand((match[1] ?? '').split(/\s+/).filter((word) => word !== ''))
     return []
   } catch (error) {
     return [`"${command}": ${error instanceof Error ? error.message : String(error)}`]

@@ -13,6 +13,7 @@ import {
 } from '@baton/contracts'
 import {
   countAttemptStates,
+  countRetentionDue,
   getAttemptTimeline,
   listLiveLeases,
   listRecentTerminals,
@@ -72,7 +73,7 @@ export function dashboardRoutes(
         },
       },
       async (): Promise<DashboardOverview> => {
-        const [counts, live, terminals, activity] = await Promise.all([
+        const [counts, live, terminals, activity, retention] = await Promise.all([
           countAttemptStates(deps.db, {
             cap: DashboardLimits.stateCountCap,
             terminalWindow: DashboardLimits.terminalWindow,
@@ -84,6 +85,10 @@ export function dashboardRoutes(
             transitionScan: DashboardLimits.transitionScan,
           }),
           readAttemptActivity(deps.db, { minutes: DashboardLimits.activityMinutes }),
+          countRetentionDue(deps.db, {
+            defaultRetentionMs: deps.config.ledgerRetentionMs,
+            cap: DashboardLimits.retentionDueCap,
+          }),
         ])
         const total = (status: string) =>
           counts.filter((c) => c.status === status).reduce((sum, c) => sum + c.count, 0)
@@ -111,6 +116,8 @@ export function dashboardRoutes(
           })),
           activity: activity.minutes.map((m) => ({ ...m, minute: m.minute.toISOString() })),
           jobPathPrefix,
+          retention,
+          retentionDueCap: DashboardLimits.retentionDueCap,
         }
       },
     )

@@ -140,7 +140,10 @@ export function createLeaseKeeper(deps: {
   logger: Logger
   /** Undelivered steering waits for an owned attempt (the fallback for a missed event). */
   onSteeringPending?: (attemptId: string) => void
-  metrics?: Pick<WorkerMetrics, 'leaseRenewals' | 'leaseLosses'>
+  metrics?: Pick<
+    WorkerMetrics,
+    'leaseRenewals' | 'leaseLosses' | 'leaseRenewalSeconds' | 'leaseRemainingSeconds'
+  >
 }): LeaseKeeper {
   const owned = new Map<string, HeldExecution>()
   let timer: NodeJS.Timeout | undefined
@@ -170,6 +173,8 @@ export function createLeaseKeeper(deps: {
       )
       return
     }
+    const answeredAt = performance.now()
+    deps.metrics?.leaseRenewalSeconds.observe((answeredAt - sentAt) / 1000)
     deps.metrics?.leaseRenewals.inc(renewals.filter((r) => r.status === 'renewed').length)
     for (const renewal of renewals) {
       const execution = owned.get(renewal.attemptId)
@@ -191,6 +196,10 @@ export function createLeaseKeeper(deps: {
         execution.abort('lease_lost')
         deps.metrics?.leaseLosses.inc()
       } else {
+        // What the lease still had, by what this worker knew, when the renewal answered.
+        deps.metrics?.leaseRemainingSeconds.observe(
+          Math.max(0, execution.confirmedAt + deps.leaseTtlMs - answeredAt) / 1000,
+        )
         execution.confirmedAt = Math.max(execution.confirmedAt, sentAt)
         if (renewal.cancelRequested && !execution.signal.aborted) {
           deps.logger.info({ attemptId: renewal.attemptId }, 'cancel request found by heartbeat')

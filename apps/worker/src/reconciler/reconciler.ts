@@ -18,8 +18,10 @@ import {
   movedDeliveries,
   reconcileDeliveries,
   startNextRun,
+  removeExpiredHistory,
   type Db,
   type DeliveryOutcome,
+  type RetentionCursor,
 } from '@baton/store'
 import { observeReconcilePass } from '../ledger-metrics.ts'
 
@@ -32,6 +34,8 @@ export interface ReconcileReport {
   readonly abandoned: number
   /** Artifacts whose retention ended and whose content this pass deleted. */
   readonly expired: number
+  /** Attempts removed with their history by ledger retention in this pass. */
+  readonly removed: number
 }
 
 export interface Reconciler {
@@ -44,6 +48,8 @@ export interface Reconciler {
 const BATCH = 500
 /** Artifacts expired per pass: their content is large, so fewer per transaction. */
 const EXPIRY_BATCH = 100
+/** Rows of history each namespace's retention batch looks at per pass. */
+const RETENTION_BATCH = 500
 /** Most bells a reconciler keeps for Redis while it does not answer (the oldest go first). */
 const MAX_PENDING_BELLS = 10_000
 
@@ -58,7 +64,10 @@ const MAX_PENDING_BELLS = 10_000
  *   `unclaimedAfterMs` suppressed (`unclaimed`); each session where one became claimable gets its
  *   claim bell rung, which wakes that session's bounded claims in the API.
  * - one batch of artifacts past their retention deadline has its content deleted (see
- *   `expireArtifacts`: runners in many workers take disjoint batches).
+ *   `expireArtifacts`: runners in many workers take disjoint batches);
+ * - one batch of history past the ledger retention is removed (`removeExpiredHistory`: finished
+ *   agents with their attempts, transitions and agent history, concluded continuations, ended
+ *   runs; never a row a claim needs).
  *
  * A pass does its Postgres work first and never waits for Redis: the re-enqueue and the bells go
  * to a Redis lane of their own (one run at a time), so a Redis that stalls or is down stops
@@ -74,6 +83,8 @@ export function createReconciler(deps: {
   requeueAfterMs: number
   /** How long a continuation may stay pending before it is suppressed `unclaimed`. */
   unclaimedAfterMs: number
+  /** The default ledger retention (a namespace's own setting wins). */
+  ledgerRetentionMs: number
   logger: Logger
   metrics?: WorkerMetrics
 }): Reconciler {
@@ -84,6 +95,8 @@ export function createReconciler(deps: {
   const bells = new Map<string, () => Promise<boolean>>()
   /** The stale accepted attempts the last pass found. */
   let stale: readonly string[] = []
+  /** Where the next retention batch goes on (see `removeExpiredHistory`). */
+  let retention: { agentCursor?: RetentionCursor; runCursor?: RetentionCursor } = {}
 
   function ring(key: string, bell: () => Promise<boolean>): void {
     bells.set(key, bell)
@@ -125,7 +138,19 @@ export function createReconciler(deps: {
       unclaimedAfterMs: deps.unclaimedAfterMs,
     })
     const moved = announceMoved([...abandoned.deliveries, ...swept])
-    const report = { processLost: lost.length, expired: expiry.expired }
+    // Last: a batch of old history may take a while on a long ledger, and nothing above waits
+    // for it.
+    const removal = await removeExpiredHistory(deps.db, {
+      defaultRetentionMs: deps.ledgerRetentionMs,
+      limit: RETENTION_BATCH,
+      ...retention,
+    })
+    retention = { agentCursor: removal.agentCursor, runCursor: removal.runCursor }
+    if (removal.attempts + removal.runs > 0) {
+      const { attempts, agents, runs } = removal
+      deps.logger.info({ attempts, agents, runs }, 'ledger retention removed old history')
+    }
+    const report = { processLost: lost.length, expired: expiry.expired, removed: removal.attempts }
     observeReconcilePass(deps.metrics, { ...report, requeued: 0, moved })
     return { ...report, deliveries: moved.length, abandoned: abandoned.runs.length }
   }
@@ -152,12 +177,20 @@ export function createReconciler(deps: {
     if (waiting.length === 0) return 0
     const requeued = await ensureAttemptsEnqueued(deps.queue, waiting)
     if (requeued > 0) deps.logger.warn({ requeued }, 'accepted attempts had no job; re-enqueued')
-    observeReconcilePass(deps.metrics, { processLost: 0, requeued, expired: 0, moved: [] })
+    observeReconcilePass(deps.metrics, {
+      processLost: 0,
+      requeued,
+      expired: 0,
+      removed: 0,
+      moved: [],
+    })
     return requeued
   }
 
   function runLedger(): Promise<LedgerReport> {
+    const started = performance.now()
     inFlight ??= ledgerPass().finally(() => {
+      deps.metrics?.reconcilePassSeconds.observe((performance.now() - started) / 1000)
       inFlight = undefined
     })
     return inFlight

@@ -428,7 +428,7 @@ async function applyTerminals(
   const appending = rows.filter((r) => r.projection.context !== undefined)
   // A lone commit (every commit of a child that ends on its own) matches `id = $1`, with its
   // status a parameter, so its one generic plan finds the attempt by primary key. Joined to the
-  // input array with the literal status, that plan scanned `attempts_running_lease_idx` whole:
+  // input array with the literal status, that plan scanned the running attempts' index whole:
   // every running attempt per commit, which looks cheapest while the statistics count few of them
   // (a new deployment, or a surge of long children since the last analyze). A batch is joined to
   // its input rows, as before.

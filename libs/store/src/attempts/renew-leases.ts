@@ -31,6 +31,11 @@ export interface LeaseRenewal {
  * statement began: neither renewed nor lost this round). Retry safety: renewing twice only
  * extends the lease.
  *
+ * Its cost follows the leases it holds, whatever plan a connection keeps: each held lease is read
+ * through the primary key, and the renewed rows are answered as they are, never matched back to
+ * the held ones inside the statement (a generic plan, which cannot know the array's length, would
+ * match them with a loop over every pair).
+ *
  * No item can poison the statement: a worker holds only leases its claim statement answered, so
  * every id is a uuid Postgres printed and every generation an `int` it returned. Should a lease
  * that cannot name a held attempt reach it anyway (not a canonical uuid, a generation outside
@@ -74,16 +79,17 @@ export async function renewLeases(
         exists (select 1 from attempt_messages m where m.attempt_id = a.id and m.delivered_at is null)
           as steering_pending
     )
-    select held.id, r.id is not null as renewed,
-           coalesce(a.owner_generation = held.generation and a.owner_id = ${input.ownerId}
-             and a.status = 'running' and a.lease_expires_at > now(), false) as live,
-           coalesce(r.cancel_requested, false) as cancel_requested,
-           coalesce(r.steering_pending, false) as steering_pending
-    from held
-    left join renewed r on r.id = held.id
-    left join attempts a on a.id = held.id
+    select r.id, true as renewed, true as live, r.cancel_requested, r.steering_pending
+    from renewed r
+    union all
+    select held.id, false, coalesce(a.owner_generation = held.generation
+             and a.owner_id = ${input.ownerId} and a.status = 'running'
+             and a.lease_expires_at > now(), false), false, false
+    from held left join attempts a on a.id = held.id
   `.execute(db)
-  const answered = new Map(result.rows.map((r) => [r.id, r]))
+  // A renewed lease answers twice: renewed, and as held (read before the renewal); renewed wins.
+  const answered = new Map<string, (typeof result.rows)[number]>()
+  for (const row of result.rows) if (!answered.get(row.id)?.renewed) answered.set(row.id, row)
   return input.leases.map((l) => {
     const row = isWellFormedLease(l) ? answered.get(l.attemptId) : undefined
     if (row === undefined || (!row.renewed && !row.live)) return lost(l)

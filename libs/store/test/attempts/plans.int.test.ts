@@ -7,6 +7,13 @@ import { acceptDelegations } from '../../src/attempts/accept-delegations.ts'
 import { claimAttempt, claimAttempts } from '../../src/attempts/claim-attempt.ts'
 import { commitTerminal, commitTerminals } from '../../src/attempts/commit-terminal.ts'
 import { getAttempts } from '../../src/attempts/get-attempt.ts'
+import { renewLeases } from '../../src/attempts/renew-leases.ts'
+import { findStaleAccepted } from '../../src/attempts/find-stale-accepted.ts'
+import { findExpiredRunning } from '../../src/attempts/reconcile-process-loss.ts'
+import { countAttemptStates } from '../../src/dashboard/count-attempt-states.ts'
+import { listLiveLeases } from '../../src/dashboard/list-live-leases.ts'
+import { countRetentionDue } from '../../src/retention/count-retention-due.ts'
+import { removeExpiredHistory } from '../../src/retention/remove-expired-history.ts'
 import { claimContinuation } from '../../src/continuations/claim-continuation.ts'
 import { countContinuations } from '../../src/continuations/count-continuations.ts'
 import { reconcileDeliveries } from '../../src/continuations/reconcile-deliveries.ts'
@@ -74,10 +81,92 @@ describe('hot ledger statements keep one generic plan', () => {
       expect(commit.plans).toEqual(SETTLED)
       expect(commit.generic).toContain('attempts_pkey')
       // A scan of every running attempt per commit: what the statistics of few running make cheap.
-      expect(commit.generic).not.toContain('attempts_running_lease_idx')
+      expect(commit.generic).not.toContain('attempts_running_idx')
     }
   })
 })
+
+describe("a worker's renewal costs what its leases cost, whatever plan it keeps", () => {
+  test('under the generic plan, no part of the renewal is read once per lease', async ({
+    db,
+    databaseUrl,
+  }) => {
+    // A history behind them, so that reading every attempt would cost what the history costs.
+    await finishedAttempts(db, 3_000)
+    const leases = await runningAttempts(db, 300)
+    const worker = createDb({ connectionString: databaseUrl, maxConnections: 1 })
+    try {
+      // The plan a worker's connection keeps after its first renewals: the generic one, which
+      // cannot know how many leases the array holds.
+      await sql`set plan_cache_mode = force_generic_plan`.execute(worker)
+      const renewals = await renewLeases(worker, { ownerId: 'w1', leases, leaseTtlMs: 30_000 })
+      expect(renewals.filter((r) => r.status === 'renewed')).toHaveLength(300)
+      const { rows } = await sql<{ name: string }>`
+        select name from pg_prepared_statements
+        where strpos(statement, 'with held as') > 0`.execute(worker)
+      const name = rows[0]?.name
+      if (name === undefined) throw new Error('the renewal was not prepared')
+      const ids = `'{${leases.map((l) => l.attemptId).join(',')}}'`
+      const generations = `'{${leases.map((l) => l.ownerGeneration).join(',')}}'`
+      const explained = await sql<{ 'QUERY PLAN': string }>`${sql.raw(
+        `explain (analyze, costs off) execute ${name}(${ids}, ${generations}, 'w1', 30000, 'w1')`,
+      )}`.execute(worker)
+      const plan = explained.rows.map((r) => r['QUERY PLAN']).join('\n')
+      // Every read of a held lease, an owned row or a renewed one happens once per statement or
+      // through an index: a CTE read once per lease is a loop over every pair.
+      const cteLoops = [...plan.matchAll(/CTE Scan on \w+.*loops=(\d+)/g)].map((m) => Number(m[1]))
+      expect(cteLoops.length).toBeGreaterThan(0)
+      expect(cteLoops.every((loops) => loops === 1)).toBe(true)
+      // Each held lease through the primary key or the running attempts' index, never the history.
+      expect(plan).not.toMatch(/Seq Scan on attempts/)
+    } finally {
+      await worker.destroy()
+    }
+  })
+
+  test('a renewal updates its rows in place: no new index entry per lease and heartbeat', async ({
+    db,
+  }) => {
+    const leases = await runningAttempts(db, 200)
+    const updates = await db.transaction().execute(async (trx) => {
+      // This backend's own counts of the table, not yet reported (no statistics delay).
+      const counts = async () => {
+        const { rows } = await sql<{ updated: string; hot: string }>`
+          select pg_stat_get_xact_tuples_updated('attempts'::regclass) as updated,
+                 pg_stat_get_xact_tuples_hot_updated('attempts'::regclass) as hot`.execute(trx)
+        return { updated: Number(rows[0]?.updated), hot: Number(rows[0]?.hot) }
+      }
+      const before = await counts()
+      await renewLeases(trx, { ownerId: 'w1', leases, leaseTtlMs: 30_000 })
+      const after = await counts()
+      return { updated: after.updated - before.updated, hot: after.hot - before.hot }
+    })
+    expect(updates.updated).toBe(200)
+    // In place but for the few rows whose page had no room left (an index on what a renewal
+    // writes would make none heap-only).
+    expect(updates.hot).toBeGreaterThanOrEqual(180)
+  })
+})
+
+/** `count` running attempts owned by `w1` at generation 1, written straight into the ledger. */
+async function runningAttempts(db: Db, count: number) {
+  await sql`insert into sessions (namespace_id, id) values ('default', 'renewing')
+    on conflict do nothing`.execute(db)
+  const { rows } = await sql<{ id: string }>`
+    with agents as (
+      insert into agents (id, namespace_id, session_id, name)
+      select gen_random_uuid(), 'default', 'renewing', 'scripted' from generate_series(1, ${count})
+      returning id
+    )
+    insert into attempts (id, namespace_id, agent_id, session_id, name, prompt, status, owner_id,
+                          owner_generation, lease_expires_at, started_at)
+    select gen_random_uuid(), 'default', id, 'renewing', 'scripted', '"p"', 'running', 'w1', 1,
+           now() + interval '30 seconds', now()
+    from agents
+    returning id`.execute(db)
+  await sql`analyze attempts`.execute(db)
+  return rows.map((r) => ({ attemptId: r.id, ownerGeneration: 1 }))
+}
 
 /**
  * Twelve attempts accepted, then claimed and committed one at a time by a worker's one-connection
@@ -377,5 +466,122 @@ describe('artifact chunks are read and collected through indexes', () => {
       select total_bytes from agent_context_events
       where agent_id = '00000000-0000-4000-8000-000000000000' order by seq desc limit 1`)
     expect(size).toContain('Index Scan Backward using agent_context_events_pkey')
+describe('ledger retention reads indexes, not the history it keeps', () => {
+  test("a retention batch's statements find their rows through indexes", async ({
+    db,
+    databaseUrl,
+  }) => {
+    // A long history, most of it younger than the retention, and a few hundred finished long ago.
+    await longHistory(db, 'retention')
+    const pool = createDb({ connectionString: databaseUrl, maxConnections: 1 })
+    try {
+      await sql`set plan_cache_mode = force_generic_plan`.execute(pool)
+      const batch = await removeExpiredHistory(pool, {
+        defaultRetentionMs: 30 * 24 * 3_600_000,
+        limit: 50,
+      })
+      expect(batch).toMatchObject({ attempts: 50, runs: 50 })
+      for (const marker of ['doomed_agents', 'runs_gone']) {
+        const plan = await explainPrepared(pool, marker)
+        expect(plan, marker).not.toMatch(/Seq Scan on (attempts|agents|runs)\b/)
+      }
+      expect(await explainPrepared(pool, 'doomed_agents')).toContain(
+        'attempts_namespace_terminal_idx',
+      )
+      expect(await explainPrepared(pool, 'runs_gone')).toContain('runs_ended_idx')
+      // What the dashboard shows retention removes next: counted from the same indexes, capped.
+      const due = await countRetentionDue(pool, {
+        defaultRetentionMs: 30 * 24 * 3_600_000,
+        cap: 10,
+      })
+      expect(due).toEqual([
+        { namespaceId: 'default', retentionMs: 30 * 24 * 3_600_000, attempts: 10, runs: 10 },
+      ])
+      const duePlan = await explainPrepared(pool, 'ns.retention_ms::text')
+      expect(duePlan).toMatch(
+        /Index (Only )?Scan using attempts_(namespace_terminal|terminal_at)_idx/,
+      )
+      expect(duePlan).toContain('runs_ended_idx')
+      expect(duePlan).not.toMatch(/Seq Scan on (attempts|runs)\b/)
+    } finally {
+      await pool.destroy()
+    }
+  })
+})
+
+/** The generic plan of the one statement prepared on `pool` containing `marker`, any values. */
+async function explainPrepared(pool: Db, marker: string): Promise<string> {
+  const { rows } = await sql<{ name: string; types: string[] }>`
+    select name, parameter_types::text[] as types from pg_prepared_statements
+    where strpos(statement, ${marker}) > 0`.execute(pool)
+  const [statement] = rows
+  if (statement === undefined || rows.length > 1)
+    throw new Error(`expected one prepared statement containing ${marker}, found ${rows.length}`)
+  const values = statement.types.map((t) =>
+    t.endsWith('[]') ? `'{}'` : t === 'text' ? `'default'` : '1',
+  )
+  const explained = await sql<{ 'QUERY PLAN': string }>`${sql.raw(
+    `explain execute ${statement.name}(${values.join(', ')})`,
+  )}`.execute(pool)
+  return explained.rows.map((r) => r['QUERY PLAN']).join('\n')
+}
+
+/**
+ * 50,000 terminal attempts (300 of them ended 40 days ago, the rest a day ago) and 20,000 ended
+ * runs (100 of them 40 days ago), written straight into the ledger and analyzed.
+ */
+async function longHistory(db: Db, tag: string): Promise<void> {
+  await sql`insert into sessions (namespace_id, id) values ('default', ${tag})`.execute(db)
+  await sql`
+      insert into agents (id, namespace_id, session_id, name)
+      select md5(${tag} || '-agent-' || i)::uuid, 'default', ${tag}, 'x' from generate_series(1, 50000) i
+    `.execute(db)
+  await sql`
+      insert into attempts (id, namespace_id, agent_id, session_id, name, prompt, status,
+                            stop_reason, output_bytes, output_digest, fingerprint, terminal_at)
+      select md5(${tag} || '-attempt-' || i)::uuid, 'default', md5(${tag} || '-agent-' || i)::uuid, ${tag}, 'x', '"p"',
+             'terminal', 'completed', 0, 'd', 'f',
+             now() - case when i <= 300 then interval '40 days' else interval '1 day' end
+      from generate_series(1, 50000) i
+    `.execute(db)
+  await sql`
+      insert into runs (id, namespace_id, session_id, trigger_type, status, settled_at)
+      select md5(${tag} || '-run-' || i)::uuid, 'default', ${tag}, 'user', 'completed',
+             now() - case when i <= 100 then interval '40 days' else interval '1 day' end
+      from generate_series(1, 20000) i
+    `.execute(db)
+  await sql`analyze`.execute(db)
+}
+
+describe("the reconciler's sweeps and the dashboard's reads of running attempts follow the work", () => {
+  test('expired leases, stale accepted attempts, live leases and state counts read no history', async ({
+    db,
+    databaseUrl,
+  }) => {
+    await longHistory(db, 'sweeps')
+    await runningAttempts(db, 300)
+    await sql`analyze`.execute(db)
+    const pool = createDb({ connectionString: databaseUrl, maxConnections: 1 })
+    try {
+      await sql`set plan_cache_mode = force_generic_plan`.execute(pool)
+      await findExpiredRunning(pool, { limit: 500 })
+      await findStaleAccepted(pool, { olderThanMs: 10_000, limit: 500 })
+      expect((await listLiveLeases(pool, { limit: 200 })).leases).toHaveLength(200)
+      await countAttemptStates(pool, { cap: 10_000, terminalWindow: 1000, transitionScan: 50_000 })
+      for (const marker of [
+        "where status = 'running' and lease_expires_at <= now()",
+        "where status = 'accepted' and created_at <=",
+        'order by lease_expires_at limit',
+        'union all',
+      ]) {
+        const plan = await explainPrepared(pool, marker)
+        expect(plan, marker).not.toMatch(/Seq Scan on attempts\b/)
+      }
+      expect(
+        await explainPrepared(pool, "where status = 'running' and lease_expires_at <= now()"),
+      ).toContain('attempts_running_idx')
+    } finally {
+      await pool.destroy()
+    }
   })
 })

@@ -466,6 +466,9 @@ describe('artifact chunks are read and collected through indexes', () => {
       select total_bytes from agent_context_events
       where agent_id = '00000000-0000-4000-8000-000000000000' order by seq desc limit 1`)
     expect(size).toContain('Index Scan Backward using agent_context_events_pkey')
+  })
+})
+
 describe('ledger retention reads indexes, not the history it keeps', () => {
   test("a retention batch's statements find their rows through indexes", async ({
     db,

@@ -179,4 +179,30 @@ describe('ledger retention', () => {
     expect(removed.attempts).toBe(3)
     expect((await present(db, inUse))?.attempts).toBe(2)
   })
+
+  test("an old attempt goes with its webhook deliveries; a hosted session's conversation stays", async ({
+    db,
+  }) => {
+    const [pushed = ''] = await finished(db, 1, 'retention-pushed')
+    await sql`
+      insert into webhook_deliveries (id, namespace_id, session_id, event_type, attempt_id, state)
+      values (${`msg_attempt_terminal_${pushed}`}, ${NS}, 'retention-pushed', 'attempt.terminal',
+              ${pushed}::uuid, 'delivered')`.execute(db)
+    const [hosted = ''] = await finished(db, 1, 'retention-hosted')
+    await sql`
+      update sessions set profile = 'lead',
+        parent_agent_id = (select agent_id from attempts where id = ${hosted}::uuid)
+      where id = 'retention-hosted'`.execute(db)
+    await age(db, [pushed, hosted], 40)
+
+    await removeAll(db)
+
+    expect(await present(db, [pushed])).toEqual({ attempts: 0, transitions: 0 })
+    const { rows } = await sql<{ n: number }>`
+      select count(*)::int as n from webhook_deliveries where attempt_id = ${pushed}::uuid`.execute(
+      db,
+    )
+    expect(rows[0]?.n).toBe(0)
+    expect((await present(db, [hosted]))?.attempts).toBe(1)
+  })
 })

@@ -130,7 +130,12 @@ async function removeAgents(
     due as (select distinct agent_id, cutoff from candidates),
     doomed_agents as materialized (
       select ag.id from agents ag join due on due.agent_id = ag.id
+      -- A hosted session's parent agent holds the session's conversation: kept with the session.
       where not exists (
+        select 1 from sessions s
+        where s.namespace_id = ag.namespace_id and s.id = ag.session_id and s.parent_agent_id = ag.id
+      )
+      and not exists (
         select 1 from attempts b
         left join continuations c on c.attempt_id = b.id
         left join artifacts f on f.id = b.artifact_id
@@ -155,6 +160,7 @@ async function removeAgents(
     events as (delete from agent_context_events where agent_id in (select id from doomed_agents)),
     transitions as (delete from attempt_transitions where attempt_id in (select id from doomed)),
     messages as (delete from attempt_messages where attempt_id in (select id from doomed)),
+    pushed as (delete from webhook_deliveries where attempt_id in (select id from doomed)),
     continued as (delete from continuations where attempt_id in (select id from doomed)),
     caused as (delete from runs where cause_attempt_id in (select id from doomed)),
     artifacts_gone as (delete from artifacts where attempt_id in (select id from doomed)),
@@ -188,6 +194,7 @@ async function removeRuns(
       from ns cross join lateral (
         select id, settled_at from runs
         where namespace_id = ns.id and settled_at is not null and cause_attempt_id is null
+          and not hosted
           and (settled_at, id) > (ns.after_at, ns.after_id) and settled_at < ns.cutoff
         order by settled_at, id limit ${sql.lit(batchSize(limit))}
       ) r

@@ -28,6 +28,7 @@ import {
   type KnownId,
 } from './support/hostile-requests.ts'
 import { apiTest, delegate } from './support/api-harness.ts'
+import { RECALLING_PARENT, hostedEnv } from './support/hosted-profiles.ts'
 
 const NUM_RUNS = Number(process.env.BATON_PROPERTY_RUNS ?? 10_000)
 const SEED = Number(process.env.BATON_PROPERTY_SEED ?? randomBytes(4).readInt32LE())
@@ -62,6 +63,13 @@ function send(agent: Agent, port: number, r: HostileRequest, retried = false): P
     const req = httpRequest(
       { host: '127.0.0.1', port, method: r.method, path: r.path, headers, agent },
       (res) => {
+        // An event stream that opened stays open: its status and headers are the answer.
+        const status = res.statusCode ?? 0
+        if (status < 300 && /^text\/event-stream/.test(res.headers['content-type'] ?? '')) {
+          res.destroy()
+          resolve({ status, headers: res.headers, text: '' })
+          return
+        }
         const chunks: Buffer[] = []
         res.on('data', (c: Buffer) => chunks.push(c))
         res.on('error', reject)
@@ -178,6 +186,8 @@ describe('hostile requests generated from the route schemas', () => {
         ADMIN_API_KEY: adminKey,
         BODY_LIMIT_BYTES: String(1024 * 1024),
         RATE_LIMIT_MAX: '0',
+        // A profile, so that hosted sessions can be created too.
+        ...(await hostedEnv(RECALLING_PARENT, { recall: [{ kind: 'recall' }] })),
       })
       const agent = new Agent({ keepAlive: true, maxSockets: 1 })
       try {
@@ -259,6 +269,7 @@ describe('hostile requests generated from the route schemas', () => {
           ids,
           values: {
             name: ['scripted'],
+            profile: ['recall', 'no-such-profile'],
             prompt: [
               '{"hang":true}',
               '{"output":"hi","delayMs":5}',

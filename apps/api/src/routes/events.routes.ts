@@ -79,6 +79,8 @@ export function eventRoutes(deps: ApiDeps): FastifyPluginAsyncZod {
       'cache-control': 'no-cache',
       'x-accel-buffering': 'no',
     })
+    // The head goes out now: a client learns the stream is open before its first event.
+    reply.raw.flushHeaders()
     try {
       for (;;) {
         const events = await deps.hosted.readEvents(namespaceId, scope, after)

@@ -44,12 +44,14 @@ export interface RouteDoc {
 
 /** Schema keywords that change what a value may be and that this module does not model. */
 const UNMODELLED = ['$ref', 'oneOf', 'allOf', 'not', 'if', 'patternProperties'] as const
-const FORMATS = new Set(['uuid'])
+const FORMATS = new Set(['uuid', 'uri'])
 
 /** Every documented operation of the document, checked to be something this module can generate. */
 export function routesFromOpenApi(doc: {
   readonly paths: Readonly<Record<string, Readonly<Record<string, unknown>>>>
+  readonly components?: { readonly schemas?: Readonly<Record<string, unknown>> }
 }): RouteDoc[] {
+  const inline = (schema: JsonSchema): JsonSchema => inlineRefs(schema, doc.components?.schemas)
   const routes: RouteDoc[] = []
   for (const [path, operations] of Object.entries(doc.paths)) {
     for (const [method, raw] of Object.entries(operations)) {
@@ -63,8 +65,9 @@ export function routesFromOpenApi(doc: {
           throw new Error(`${where}: no generator for a parameter in ${p.in} (${p.name})`)
         }
         if (p.schema === undefined) throw new Error(`${where}: parameter ${p.name} has no schema`)
-        assertGeneratable(p.schema, `${where} ${p.in} ${p.name}`)
-        return { in: p.in, name: p.name, required: p.required === true, schema: p.schema }
+        const schema = inline(p.schema)
+        assertGeneratable(schema, `${where} ${p.in} ${p.name}`)
+        return { in: p.in, name: p.name, required: p.required === true, schema }
       })
       for (const name of path.matchAll(/\{([^}]+)\}/g)) {
         if (!params.some((p) => p.in === 'path' && p.name === name[1])) {
@@ -74,10 +77,11 @@ export function routesFromOpenApi(doc: {
       let body: JsonSchema | undefined
       if (op.requestBody !== undefined) {
         const types = Object.keys(op.requestBody.content)
-        const json = op.requestBody.content['application/json']?.schema
-        if (types.length !== 1 || json === undefined) {
+        const documented = op.requestBody.content['application/json']?.schema
+        if (types.length !== 1 || documented === undefined) {
           throw new Error(`${where}: no generator for a body of ${types.join(', ')}`)
         }
+        const json = inline(documented)
         assertGeneratable(json, `${where} body`)
         body = json
       }
@@ -91,6 +95,29 @@ export function routesFromOpenApi(doc: {
     }
   }
   return routes
+}
+
+/**
+ * The schema with each `$ref` to `#/components/schemas/<name>` replaced by that schema; a
+ * reference to anything else is left for `assertGeneratable` to refuse.
+ */
+function inlineRefs(
+  schema: JsonSchema,
+  components: Readonly<Record<string, unknown>> | undefined,
+  seen: ReadonlySet<string> = new Set(),
+): JsonSchema {
+  const walk = (value: unknown): unknown => {
+    if (Array.isArray(value)) return value.map(walk)
+    if (value === null || typeof value !== 'object') return value
+    const ref = (value as { $ref?: unknown }).$ref
+    const name =
+      typeof ref === 'string' ? /^#\/components\/schemas\/(.+)$/.exec(ref)?.[1] : undefined
+    if (name !== undefined && components?.[name] !== undefined && !seen.has(name)) {
+      return inlineRefs(components[name] as JsonSchema, components, new Set([...seen, name]))
+    }
+    return Object.fromEntries(Object.entries(value).map(([k, v]) => [k, walk(v)]))
+  }
+  return walk(schema) as JsonSchema
 }
 
 function assertGeneratable(schema: JsonSchema, at: string): void {
@@ -232,6 +259,7 @@ function stringOf(schema: JsonSchema, field: string, hints: Hints): fc.Arbitrary
   const max = schema.maxLength ?? 200
   let base: fc.Arbitrary<unknown>
   if (schema.format === 'uuid') base = fc.uuid()
+  else if (schema.format === 'uri') base = fc.webUrl().filter((u) => u.length <= max)
   else if (schema.pattern !== undefined) {
     const pattern = new RegExp(schema.pattern)
     base = fc

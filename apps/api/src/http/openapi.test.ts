@@ -70,6 +70,7 @@ describe('the document integrators generate clients from', () => {
       'Attempts',
       'Agents',
       'Artifacts',
+      'Sessions',
       'Runs',
       'Continuations',
       'Webhooks',

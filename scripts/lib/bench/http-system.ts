@@ -70,7 +70,8 @@ export async function runHttpSystem(
   system: HttpSystem,
   round: number,
 ): Promise<RoundFigures> {
-  const database = `baton_bench_${system.name}`
+  // One database per bench process, so two benches on one server never share one.
+  const database = `baton_bench_${system.name}_${process.pid}`
   const databaseUrl = withDatabase(bench.serverUrl, database)
   const port = await freeLocalPort()
   const env = {

@@ -14,7 +14,8 @@ import type { ScaleOptions } from './options.ts'
 import { readValue } from './scale-probes.ts'
 import { percentile } from './stats.ts'
 
-export const SCALE_DATABASE = 'baton_bench_scale'
+/** One database per bench process, so two benches on one server never share one. */
+export const SCALE_DATABASE = `baton_bench_scale_${process.pid}`
 const HANG_PROMPT = '{"hang":true}'
 /** Delegations per batch request while ramping, and batch requests in flight. */
 const RAMP_BATCH = 200

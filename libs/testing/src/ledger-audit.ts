@@ -380,3 +380,282 @@ export async function auditArtifacts(db: Db): Promise<ArtifactAudit> {
   for (const row of leftovers.rows) violate(row.kind, `upload or artifact ${row.id}`)
   return { artifacts: r.rows.length, verified, violations, bad: bad(), samples }
 }
+
+/** Each hosted-session check's name, with what a violation of it means. */
+export const HOSTED_CHECKS = {
+  overlapping_runs:
+    "a run of a session started while another of its runs was active (the session's run_started/run_ended transitions overlap)",
+  continuation_missing:
+    'a result whose parent run ended has neither one continuation run its receipt names nor a recorded suppression',
+  continuation_duplicate:
+    'a result has more than one continuation run, or was queued more than once',
+  conversation_gap: "a session's conversation is not exactly seq 0..n-1",
+  conversation_foreign: 'a conversation event belongs to no run of the session',
+  conversation_order:
+    "a run's turn does not start where the runs that started before it left the conversation (a gap, an overlap, a turn lost)",
+  conversation_stream:
+    "the session's event stream does not carry the conversation byte for byte, once each, in order",
+  conversation_recall:
+    'a completed run of a recalling parent did not answer with the user messages of the conversation up to its own turn',
+} as const
+export type HostedCheck = keyof typeof HOSTED_CHECKS
+
+export interface HostedAudit extends CheckResults<HostedCheck> {
+  /** Hosted sessions (sessions with a profile) audited. */
+  readonly sessions: number
+  /** Their runs: user runs and continuation runs. */
+  readonly runs: number
+  readonly continuationRuns: number
+  /** Results of children whose parent run ended: each must get one continuation run. */
+  readonly results: number
+  /** Of those, the results that landed after their parent run had ended. */
+  readonly lateResults: number
+  /** Events of the sessions' conversations (their parent agents' histories). */
+  readonly conversationEvents: number
+}
+
+/** A history event's text as a user message (as the scripted `recall` step reads it), or none. */
+export function userMessageText(event: unknown): string | undefined {
+  const e = event as {
+    type?: string
+    message?: { role?: string; content?: string | { type?: string; text?: string }[] }
+  }
+  if (e?.type !== 'message' || e.message?.role !== 'user') return undefined
+  const content = e.message.content
+  if (typeof content === 'string') return content
+  const texts = (content ?? []).flatMap((p) => (p.type === 'text' ? [p.text ?? ''] : []))
+  return texts.length === 0 ? undefined : texts.join('')
+}
+
+/**
+ * Audits hosted sessions from the ledger's own records:
+ * - one run at a time: replays each session's `run_started` / `run_ended` events (written in the
+ *   transactions that move a run's status, in the session's commit order) and counts each start
+ *   while another run of the session is active;
+ * - one continuation run per result: every terminal child of an ended run of the session has
+ *   exactly one `async_subagent_result` run (queued once) that its continuation's receipt names,
+ *   or a suppression with its reason; `lateResults` counts those whose child ended after the run;
+ * - the conversation (the parent agent's history, migration 0040): seq 0..n-1, every event a run
+ *   of the session's, each run's turn appended exactly where the runs that started before it
+ *   ended (so each run's recorded conversation holds every earlier run's turn), and the session's
+ *   event stream carrying it byte for byte (migration 0041). For parents whose profile is in
+ *   `recalling` (a model that answers with the user messages it was given), each completed run's
+ *   answer must be the conversation's user messages up to and including its own turn.
+ */
+export async function auditHostedSessions(
+  db: Db,
+  options: {
+    /** Only these sessions (a test's own); every hosted session when absent. */
+    readonly sessionIds?: readonly string[]
+    readonly recalling?: readonly string[]
+  } = {},
+): Promise<HostedAudit> {
+  const { violations, samples, violate, bad } = violationTally(HOSTED_CHECKS)
+  const scope =
+    options.sessionIds === undefined
+      ? sql`true`
+      : sql`s.id = any(${[...options.sessionIds]}::text[])`
+  const hosted = sql`sessions s on s.namespace_id = x.namespace_id and s.id = x.session_id
+                     and s.profile is not null and ${scope}`
+  const key = (ns: string, session: string) => `${ns}/${session}`
+
+  const sessions = await sql<{ n: number }>`
+    select count(*)::int as n from sessions s where s.profile is not null and ${scope}
+  `.execute(db)
+
+  // One run at a time, replayed in each session's commit order.
+  const transitions = await sql<{ ns: string; session: string; kind: string; run_id: string }>`
+    select x.namespace_id as ns, x.session_id as session, x.kind, x.run_id
+    from session_events x join ${hosted}
+    where x.kind in ('run_started', 'run_ended')
+    order by x.namespace_id, x.session_id, x.seq
+  `.execute(db)
+  let current = ''
+  const active = new Set<string>()
+  for (const t of transitions.rows) {
+    if (key(t.ns, t.session) !== current) {
+      current = key(t.ns, t.session)
+      active.clear()
+    }
+    if (t.kind === 'run_ended') active.delete(t.run_id)
+    else {
+      if (active.size > 0)
+        violate(
+          'overlapping_runs',
+          `${current}: run ${t.run_id} started while ${[...active].join(', ')} active`,
+        )
+      active.add(t.run_id)
+    }
+  }
+
+  // One continuation run per result of an ended run.
+  const results = await sql<{
+    id: string
+    runs: number
+    queued: number
+    run_id: string | null
+    consumer_run_id: string | null
+    receipt_attempt: string | null
+    state: string | null
+    suppression_reason: string | null
+    late: boolean
+  }>`
+    select x.id,
+           (select count(*)::int from runs r where r.cause_attempt_id = x.id) as runs,
+           (select count(*)::int from session_events q
+            where q.namespace_id = x.namespace_id and q.session_id = x.session_id
+              and q.kind = 'run_queued' and q.payload ->> 'causeAttemptId' = x.id::text) as queued,
+           (select min(r.id::text) from runs r where r.cause_attempt_id = x.id) as run_id,
+           c.consumer_run_id, c.receipt::jsonb ->> 'attemptId' as receipt_attempt, c.state,
+           c.suppression_reason,
+           coalesce((select max(e.seq) from session_events e
+                     where e.namespace_id = x.namespace_id and e.session_id = x.session_id
+                       and e.run_id = p.id and e.kind in ('subagent_completed', 'subagent_failed')
+                       and e.payload ->> 'attemptId' = x.id::text)
+                    > (select min(e.seq) from session_events e
+                       where e.namespace_id = x.namespace_id and e.session_id = x.session_id
+                         and e.run_id = p.id and e.kind = 'run_ended'), false) as late
+    from attempts x join ${hosted}
+    join runs p on p.id = x.parent_run_id and p.hosted and p.status in ${ENDED}
+    left join continuations c on c.attempt_id = x.id
+    where x.status = 'terminal'
+  `.execute(db)
+  for (const r of results.rows) {
+    const detail = `result ${r.id}: ${r.runs} runs, queued ${r.queued}, continuation ${r.state ?? 'none'}`
+    if (r.runs > 1 || r.queued > 1) violate('continuation_duplicate', detail)
+    else if (
+      r.runs === 0
+        ? r.state !== 'suppressed' || r.suppression_reason === null
+        : r.consumer_run_id !== r.run_id || r.receipt_attempt !== r.id
+    )
+      violate('continuation_missing', detail)
+  }
+
+  // The conversations, their runs' bindings and the streams that carry them.
+  const events = await sql<{
+    ns: string
+    session: string
+    seq: number
+    attempt_id: string
+    event: string
+    of_run: boolean
+  }>`
+    select s.namespace_id as ns, s.id as session, e.seq, e.attempt_id, e.event::text as event,
+           exists (select 1 from runs r where r.id = e.attempt_id and r.namespace_id = s.namespace_id
+                   and r.session_id = s.id) as of_run
+    from sessions s join agent_context_events e on e.agent_id = s.parent_agent_id
+    where s.profile is not null and ${scope}
+    order by s.namespace_id, s.id, e.seq
+  `.execute(db)
+  const records = await sql<{ ns: string; session: string; run_id: string | null; event: string }>`
+    select x.namespace_id as ns, x.session_id as session, x.run_id, x.payload::text as event
+    from session_events x join ${hosted}
+    where x.kind = 'record' and x.source is null
+    order by x.namespace_id, x.session_id, x.seq
+  `.execute(db)
+  const runs = await sql<{
+    ns: string
+    session: string
+    profile: string
+    id: string
+    trigger_type: string
+    started: number | null
+    context_base: number | null
+    context_event_count: number | null
+    stop_reason: string | null
+    output_preview: string | null
+    output_truncated: boolean | null
+  }>`
+    select x.namespace_id as ns, x.session_id as session, s.profile, x.id, x.trigger_type,
+           (select min(e.seq)::int from session_events e
+            where e.namespace_id = x.namespace_id and e.session_id = x.session_id
+              and e.run_id = x.id and e.kind = 'run_started') as started,
+           a.context_base, a.context_event_count, a.stop_reason, a.output_preview,
+           a.output_truncated
+    from runs x join ${hosted}
+    left join attempts a on a.id = x.id
+    where x.hosted
+  `.execute(db)
+  const group = <T extends { ns: string; session: string }>(rows: readonly T[]) => {
+    const by = new Map<string, T[]>()
+    for (const row of rows) {
+      const k = key(row.ns, row.session)
+      by.set(k, [...(by.get(k) ?? []), row])
+    }
+    return by
+  }
+  const eventsBy = group(events.rows)
+  const recordsBy = group(records.rows)
+  const recalling = new Set(options.recalling ?? [])
+  for (const [session, own] of group(runs.rows)) {
+    const conversation = eventsBy.get(session) ?? []
+    const gap = conversation.findIndex((e, i) => e.seq !== i)
+    if (gap !== -1)
+      violate('conversation_gap', `${session}: seq ${conversation[gap]?.seq} at position ${gap}`)
+    for (const e of conversation)
+      if (!e.of_run)
+        violate('conversation_foreign', `${session} seq ${e.seq}: attempt ${e.attempt_id}`)
+    // Each run's turn starts where the runs that started before it left the conversation.
+    let length = 0
+    for (const run of own
+      .filter((r) => (r.context_event_count ?? 0) > 0 || r.stop_reason === 'completed')
+      .sort((a, b) => (a.started ?? Infinity) - (b.started ?? Infinity))) {
+      const count = run.context_event_count ?? 0
+      const mine = conversation.filter((e) => e.attempt_id === run.id)
+      if (
+        run.started === null ||
+        run.context_base !== length ||
+        count === 0 ||
+        mine.length !== count ||
+        mine.some((e, i) => e.seq !== length + i)
+      )
+        violate(
+          'conversation_order',
+          `${session} run ${run.id}: base ${run.context_base ?? '-'} count ${count}, ` +
+            `expected base ${length}; ${mine.length} events stored`,
+        )
+      length = Math.max(length, (run.context_base ?? length) + count)
+      if (
+        recalling.has(run.profile) &&
+        run.stop_reason === 'completed' &&
+        run.output_truncated !== true &&
+        run.context_base !== null
+      ) {
+        const upTo = run.context_base + count
+        const expected = conversation
+          .filter((e) => e.seq < upTo)
+          .flatMap((e) => userMessageText(JSON.parse(e.event)) ?? [])
+          .join('\n')
+        if (run.output_preview !== expected)
+          violate(
+            'conversation_recall',
+            `${session} run ${run.id}: answered ${JSON.stringify(run.output_preview)}, ` +
+              `the conversation says ${JSON.stringify(expected)}`,
+          )
+      }
+    }
+    // The stream's parent records: the conversation, byte for byte, once each, in order.
+    const stream = recordsBy.get(session) ?? []
+    const differ = stream.findIndex(
+      (r, i) => r.event !== conversation[i]?.event || r.run_id !== conversation[i]?.attempt_id,
+    )
+    if (stream.length !== conversation.length || differ !== -1)
+      violate(
+        'conversation_stream',
+        `${session}: ${stream.length} records for ${conversation.length} events` +
+          (differ === -1 ? '' : `, first difference at ${differ}`),
+      )
+  }
+
+  return {
+    sessions: sessions.rows[0]?.n ?? 0,
+    runs: runs.rows.length,
+    continuationRuns: runs.rows.filter((r) => r.trigger_type === 'async_subagent_result').length,
+    results: results.rows.length,
+    lateResults: results.rows.filter((r) => r.late).length,
+    conversationEvents: events.rows.length,
+    violations,
+    bad: bad(),
+    samples,
+  }
+}

@@ -4,8 +4,11 @@ import {
   acceptDelegations,
   claimAttempt,
   commitTerminal,
+  createHostedRun,
+  createHostedSession,
   createRun,
   endRun,
+  startNextRun,
   type Db,
 } from '@baton/store'
 import { describe, expect, test } from '../src/fixtures.ts'
@@ -13,6 +16,7 @@ import {
   auditArtifacts,
   auditContinuations,
   auditExecutionWitness,
+  auditHostedSessions,
   auditLedger,
   describeAttempts,
 } from '../src/ledger-audit.ts'
@@ -260,5 +264,142 @@ describe('continuation audit', () => {
       where attempt_id = ${attemptId}
     `.execute(db)
     expect(await auditContinuations(db, [sessionId])).toMatchObject({ expiredBytes: 1 })
+  })
+})
+
+/** A user message and the parent's answer, as a hosted run's turn appends them from `base`. */
+function turn(base: number, input: string, answer: string): unknown[] {
+  return [
+    {
+      type: 'message',
+      seq: base,
+      message: { role: 'user', content: [{ type: 'text', text: input }] },
+    },
+    { type: 'message', seq: base + 1, message: { role: 'assistant', content: answer } },
+  ]
+}
+
+/** Starts the session's next run and commits it as a recalling parent answers. */
+async function runHostedTurn(
+  db: Db,
+  sessionId: string,
+  input: (runId: string) => Promise<string>,
+  base: number,
+  seen: readonly string[],
+  during?: (runId: string) => Promise<void>,
+): Promise<string> {
+  const runId = await startNextRun(db, { namespaceId: 'default', sessionId })
+  if (runId === undefined) throw new Error('no run started')
+  const claim = await claimAttempt(db, { attemptId: runId, ownerId: 'w1', leaseTtlMs: 10_000 })
+  if (claim.kind !== 'claimed') throw new Error(claim.kind)
+  await during?.(runId)
+  const text = await input(runId)
+  const output = [...seen, text].join('\n')
+  const result = {
+    stopReason: 'completed',
+    output,
+    failureCategory: null,
+    history: { baseSeq: base, events: turn(base, text, output) },
+  }
+  const fence = { attemptId: runId, ownerId: 'w1', ownerGeneration: claim.attempt.ownerGeneration }
+  expect(await commitTerminal(db, { ...fence, result })).toBe('committed')
+  return output
+}
+
+describe('hosted sessions', () => {
+  test('one run at a time, one continuation run per late result, an intact conversation; an overlapping run, a duplicated continuation and a broken conversation are flagged', async ({
+    db,
+  }) => {
+    const sessionId = `audit-hosted-${randomUUID()}`
+    const ns = 'default'
+    const parentAgentId = randomUUID()
+    expect(
+      await createHostedSession(db, {
+        namespaceId: ns,
+        sessionId,
+        parentAgentId,
+        profile: 'recaller',
+      }),
+    ).not.toBe('exists')
+    await createHostedRun(db, { namespaceId: ns, sessionId, runId: randomUUID(), input: 'go' })
+    // The first run delegates one child, which ends after the run: a late result.
+    let child = ''
+    const first = await runHostedTurn(
+      db,
+      sessionId,
+      async () => 'go',
+      0,
+      [],
+      async (runId) => {
+        child = randomUUID()
+        const [outcome] = await acceptDelegations(db, [
+          {
+            namespaceId: ns,
+            sessionId,
+            name: 'audit-hosted-child',
+            prompt: 'x',
+            metadata: {},
+            attemptId: child,
+            newAgentId: randomUUID(),
+            parentRunId: runId,
+          },
+        ])
+        expect(outcome?.kind).toBe('accepted')
+      },
+    )
+    await runToCompletion(db, child, 'answer')
+    const continuationInput = async (runId: string) => {
+      const r = await sql<{ input: string }>`
+        select input from continuations where consumer_run_id = ${runId}::uuid
+      `.execute(db)
+      return r.rows[0]?.input ?? 'none'
+    }
+    await runHostedTurn(db, sessionId, continuationInput, 2, [first])
+
+    const audit = () =>
+      auditHostedSessions(db, { sessionIds: [sessionId], recalling: ['recaller'] })
+    expect(await audit()).toMatchObject({
+      sessions: 1,
+      runs: 2,
+      continuationRuns: 1,
+      results: 1,
+      lateResults: 1,
+      conversationEvents: 4,
+      bad: 0,
+    })
+
+    const event = (kind: string, payload: unknown) =>
+      sql`
+      select baton_session_event(${ns}, ${sessionId}, ${kind}, gen_random_uuid(), null,
+                                 ${JSON.stringify(payload)}::jsonb)
+    `.execute(db)
+    // A second start while a run is active.
+    await event('run_started', {})
+    await event('run_started', {})
+    let found = await audit()
+    expect(found.violations.get('overlapping_runs')).toBe(1)
+    expect(found.bad).toBe(1)
+    // The late result queued a second time.
+    await event('run_queued', { causeAttemptId: child })
+    found = await audit()
+    expect(found.violations.get('continuation_duplicate')).toBe(1)
+    expect(found.bad).toBe(2)
+    // The first turn's user message rewritten: the stream and the second run's answer disagree
+    // with the conversation.
+    await sql`
+      update agent_context_events set event = jsonb_set(event, '{message,content,0,text}', '"og"')
+      where agent_id = ${parentAgentId}::uuid and seq = 0
+    `.execute(db)
+    found = await audit()
+    expect(found.violations.get('conversation_stream')).toBe(1)
+    expect(found.violations.get('conversation_recall')).toBe(2)
+    // The first turn's answer lost: a gap, and the second turn no longer follows the first.
+    await sql`
+      delete from agent_context_events where agent_id = ${parentAgentId}::uuid and seq = 1
+    `.execute(db)
+    found = await audit()
+    expect(found.violations.get('conversation_gap')).toBe(1)
+    expect(found.violations.get('conversation_order')).toBe(1)
+    expect(found.samples.join('\n')).toContain(sessionId)
   })
 })

@@ -5,7 +5,7 @@ import { mkdir, writeFile } from 'node:fs/promises'
 import { join } from 'node:path'
 import type pg from 'pg'
 import { historyDigest } from '@baton/contracts'
-import { violationTally, type CheckResults } from '@baton/testing/ledger-audit'
+import { userMessageText, violationTally, type CheckResults } from '@baton/testing/ledger-audit'
 
 export const REMEMBERER = 'rememberer'
 
@@ -80,20 +80,7 @@ interface StoredEvent {
   readonly agent_id: string
   readonly seq: number
   readonly attempt_id: string
-  readonly event: { readonly type?: string; readonly message?: StoredMessage }
-}
-interface StoredMessage {
-  readonly role?: string
-  readonly content?: string | readonly { readonly type?: string; readonly text?: string }[]
-}
-
-/** A user message's text as the recall step reads it; `undefined` for any other event. */
-function userText(event: StoredEvent['event']): string | undefined {
-  if (event.type !== 'message' || event.message?.role !== 'user') return undefined
-  const content = event.message.content
-  if (typeof content === 'string') return content
-  const texts = (content ?? []).flatMap((p) => (p.type === 'text' ? [p.text ?? ''] : []))
-  return texts.length === 0 ? undefined : texts.join('')
+  readonly event: unknown
 }
 
 /** A delegation's prompt (a string, or text blocks) as the child's user message reads. */
@@ -221,7 +208,7 @@ export async function auditHistory(
     const base = r.context_base
     const seen = (history.get(r.agent_id) ?? [])
       .filter((e) => e.seq < base)
-      .flatMap((e) => userText(e.event) ?? [])
+      .flatMap((e) => userMessageText(e.event) ?? [])
     const expected = [...seen, promptText(r.prompt)].join('\n')
     if (r.output_preview !== expected)
       violate(

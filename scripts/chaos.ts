@@ -1,11 +1,13 @@
-// `npm run chaos [-- --json] [--count N] [--clients N] [--workers N] [--verbose] [--strict]
+// `npm run chaos [-- --json] [--count N] [--hosted N] [--clients N] [--workers N] [--verbose] [--strict]
 //                 [--submit-timeout S] [--quiesce-timeout S]`
 //
 // Runs the whole system as separate processes (the API and a worker fleet), drives N delegations of
 // the built-in `scripted` child (instant, slow, failing, hanging-then-cancelled, steered), of the
 // `rememberer` markdown subagent (continued: a first turn, then a continuation of the same agent)
 // and of the `witnessed` ACP subagent (whose child records each start outside the ledger) from
-// many concurrent HTTP clients, and meanwhile injects faults at random intervals: SIGKILL a worker
+// many concurrent HTTP clients, alongside --hosted hosted sessions whose parents (scripted, run by
+// the fleet) delegate to one or two children each and are given three user runs and a
+// continuation run per late result (lib/chaos/hosted.ts), and meanwhile injects faults at random intervals: SIGKILL a worker
 // (and start a replacement), restart the API, FLUSHDB the chaos Redis database, terminate the
 // chaos database's Postgres backends; and through fault proxies between the fleet and the real
 // Postgres and Redis: stall Postgres, reset its connections, stall Redis; hold locks on hot ledger
@@ -23,6 +25,12 @@
 //                        left behind (of an expired artifact, or of nothing)
 //   webhooks.missing     events of the pushed sessions the receiver never processed
 //   webhooks.bad_signature  requests whose Standard Webhooks signature did not verify
+//   hosted.overlapping   starts of a hosted run while another run of its session was active
+//   hosted.continuations_missing / _duplicate  results of an ended hosted run without exactly one
+//                        continuation run its receipt names (or a recorded suppression)
+//   hosted.conversation_bad  conversations with a gap, a foreign or misplaced turn, a stream that
+//                        differs from them, or a run that was not given all earlier runs' turns
+//   hosted.stuck_runs    hosted runs still queued or active after the wait
 // The parts live in lib/chaos/: workload, follow-ups, faults, fleet, audit, report, one run object
 // (run.ts) passed to each, and one retry helper (retry.ts). With --json the last stdout line is one
 // JSON object (everything else goes to stderr). Exits non-zero when an invariant fails, when fewer
@@ -37,8 +45,9 @@ import { join } from 'node:path'
 import { parseArgs } from 'node:util'
 import { Redis } from 'ioredis'
 import { createDb } from '@baton/store'
-import { audit, waitForQuiescence } from './lib/chaos/audit.ts'
+import { audit, waitForHostedRuns, waitForQuiescence } from './lib/chaos/audit.ts'
 import { REMEMBERER, writeRemembererDirs } from './lib/chaos/history.ts'
+import { submitHosted, writeHostedProfiles } from './lib/chaos/hosted.ts'
 import { startFaultProxy } from '@baton/testing/fault-proxy'
 import { faultLoop } from './lib/chaos/faults.ts'
 import { Fleet } from './lib/chaos/fleet.ts'
@@ -64,6 +73,7 @@ function parseOptions(): ChaosOptions {
       verbose: { type: 'boolean', default: false },
       strict: { type: 'boolean', default: false },
       count: { type: 'string', default: '10000' },
+      hosted: { type: 'string', default: '24' },
       clients: { type: 'string', default: '64' },
       workers: { type: 'string', default: '3' },
       'submit-timeout': { type: 'string', default: '180' },
@@ -75,12 +85,13 @@ function parseOptions(): ChaosOptions {
     verbose: args.verbose,
     strict: args.strict,
     count: Number(args.count),
+    hosted: Number(args.hosted),
     clients: Number(args.clients),
     workers: Number(args.workers),
     submitTimeoutMs: Number(args['submit-timeout']) * 1000,
     quiesceTimeoutMs: Number(args['quiesce-timeout']) * 1000,
   }
-  for (const name of ['count', 'clients', 'workers'] as const)
+  for (const name of ['count', 'hosted', 'clients', 'workers'] as const)
     if (!Number.isInteger(options[name]) || options[name] < 1)
       throw new Error(`--${name} must be ≥ 1`)
   if (options.workers < 3) console.error('chaos: note: the issue asks for at least three workers')
@@ -113,7 +124,7 @@ async function main(): Promise<number> {
   })
   const { options } = run
   run.log(
-    `chaos: ${options.count} delegations, ${options.clients} clients, ${options.workers} workers; ` +
+    `chaos: ${options.count} delegations, ${options.hosted} hosted sessions, ${options.clients} clients, ${options.workers} workers; ` +
       `db ${databaseName(run.databaseUrl)}, redis db ${run.redisDb}, prefix ${run.prefix}, ` +
       `port ${run.port}; logs in ${run.logDir}`,
   )
@@ -124,6 +135,7 @@ async function main(): Promise<number> {
   // The subagents' specs, script and workspace, and the witness file, next to the process logs.
   const subagentDirs = await writeRemembererDirs(join(run.logDir, REMEMBERER))
   const witnessFile = await writeWitnessSpec(subagentDirs.SUBAGENTS_DIR, run.logDir)
+  const hostedEnv = await writeHostedProfiles(run.logDir, subagentDirs.SCRIPTED_MODELS_DIR)
   // Every process of the fleet reaches Postgres and Redis through a fault proxy; this script's own
   // clients (audit, faults) reach them directly.
   const proxies = {
@@ -132,6 +144,7 @@ async function main(): Promise<number> {
   }
   const env = {
     ...subagentDirs,
+    ...hostedEnv,
     DATABASE_URL: proxies.pg.url,
     REDIS_URL: proxies.redis.url,
     QUEUE_PREFIX: run.prefix,
@@ -184,13 +197,14 @@ async function main(): Promise<number> {
     let submissionDone = false
     const progress = setInterval(() => {
       run.note(
-        `submitted ${run.submitted.size}/${options.count}, follow-ups pending ${run.followUps.size}, ` +
+        `submitted ${run.submitted.size}/${options.count}, hosted runs ${run.stats.hosted.runs}, ` +
+          `follow-ups pending ${run.followUps.size}, ` +
           `connection errors ${run.stats.postConnectionErrors}, faults ${JSON.stringify(run.faults)}`,
       )
     }, 5_000)
     const faultsDone = faultLoop(run, fleet, redis, proxies, () => submissionDone)
     const parents = createParentRuns(run, (sessionId) => push?.isPushed(sessionId) === true)
-    await submitWorkload(run, parents)
+    await Promise.all([submitWorkload(run, parents), submitHosted(run)])
     submissionDone = true
     const submitSeconds = (performance.now() - submitStarted) / 1000
     run.note(`submission ended: ${run.submitted.size} accepted in ${submitSeconds.toFixed(1)}s`)
@@ -201,8 +215,11 @@ async function main(): Promise<number> {
     run.note('follow-ups (cancel, steer, continue) settled; waiting for quiescence')
 
     const quiesceStarted = performance.now()
-    const open = await waitForQuiescence(run, db)
+    let open = await waitForQuiescence(run, db)
     await settleFollowUps(run)
+    const hostedOpen = await waitForHostedRuns(run, db)
+    // A continuation run's attempt may have been running: the ledger settles once more.
+    if (open === 0) open = await waitForQuiescence(run, db)
     const finished = await parents.finish()
     run.note(
       `parent runs completed: ${finished.parents}; continuations consumed: ${finished.consumed}`,
@@ -213,7 +230,7 @@ async function main(): Promise<number> {
     )
     const a = await audit(run, db, witnessFile)
     const webhooks = await push.audit(db)
-    const summary = summarize(run, a, webhooks)
+    const summary = summarize(run, a, webhooks, hostedOpen)
     const failures = failuresOf(run, summary, fleet.crashes)
     printTables(run, summary, a, fleet.crashes)
     if (webhooks.samples.length > 0) {

@@ -8,14 +8,17 @@ import {
   auditArtifacts,
   auditContinuations,
   auditExecutionWitness,
+  auditHostedSessions,
   auditLedger,
   type ArtifactAudit,
   type ContinuationAudit,
+  type HostedAudit,
   type LedgerInvariants,
   type WitnessAudit,
 } from '@baton/testing/ledger-audit'
 import { auditHistory, type HistoryAudit, type Query } from './history.ts'
 import { STEER_BACKSTOP_MS, cancelUntilAnswered } from './follow-ups.ts'
+import { HOSTED_PROFILES } from './hosted.ts'
 import { retryCall } from './retry.ts'
 import { bump, track, type ChaosRun, type Kind } from './run.ts'
 import { WITNESSED, readWitness } from './witness.ts'
@@ -72,6 +75,29 @@ export async function waitForQuiescence(run: ChaosRun, db: Db): Promise<number> 
   }
 }
 
+/**
+ * Waits until no hosted run is queued or active (a continuation run may be queued between two
+ * runs of its session while every attempt is terminal); answers how many still are at the bound.
+ */
+export async function waitForHostedRuns(run: ChaosRun, db: Db): Promise<number> {
+  const deadline = Date.now() + run.options.quiesceTimeoutMs
+  let lastReport = 0
+  for (;;) {
+    const open = await readLedger(async () => {
+      const r = await sql<{ n: number }>`
+        select count(*)::int as n from runs where hosted and status in ('pending', 'active')
+      `.execute(db)
+      return r.rows[0]?.n ?? 0
+    })
+    if (open === 0 || Date.now() > deadline) return open
+    if (Date.now() - lastReport > 5_000) {
+      lastReport = Date.now()
+      run.note(`waiting for hosted runs: ${open} queued or active`)
+    }
+    await sleep(500)
+  }
+}
+
 export interface Audit {
   readonly invariants: LedgerInvariants
   readonly witness: WitnessAudit
@@ -90,6 +116,8 @@ export interface Audit {
    * no expired bytes anywhere, every consumption with a receipt.
    */
   readonly continuations: ContinuationAudit
+  /** Hosted sessions: one run at a time, one continuation run per result, conversations intact. */
+  readonly hosted: HostedAudit
 }
 
 export async function audit(run: ChaosRun, db: Db, witnessFile: string): Promise<Audit> {
@@ -148,6 +176,7 @@ export async function audit(run: ChaosRun, db: Db, witnessFile: string): Promise
   const context = await readLedger(() => auditHistory(query, [...run.continuations.values()]))
   const continuations = await readLedger(() => auditContinuations(db))
   const artifacts = await readLedger(() => auditArtifacts(db))
+  const hosted = await readLedger(() => auditHostedSessions(db, { recalling: HOSTED_PROFILES }))
   return {
     invariants,
     witness,
@@ -162,5 +191,6 @@ export async function audit(run: ChaosRun, db: Db, witnessFile: string): Promise
     byKind,
     mismatchedOutput,
     continuations,
+    hosted,
   }
 }

@@ -1,8 +1,9 @@
 // The verdict of `npm run chaos`: the JSON summary line, the failures that make it exit non-zero,
 // and the tables for people.
-import { ARTIFACT_CHECKS, WITNESS_CHECKS } from '@baton/testing/ledger-audit'
+import { ARTIFACT_CHECKS, HOSTED_CHECKS, WITNESS_CHECKS } from '@baton/testing/ledger-audit'
 import type { Audit } from './audit.ts'
 import { HISTORY_CHECKS, REMEMBERER } from './history.ts'
+import { RUNS_PER_SESSION } from './hosted.ts'
 import type { Crash } from './fleet.ts'
 import type { WebhookAudit } from './webhooks.ts'
 import { FAULT_KINDS, bump, type ChaosRun, type Kind } from './run.ts'
@@ -41,9 +42,33 @@ export interface Summary {
     readonly missing: number
     readonly bad_signature: number
   }
+  /** Hosted sessions (lib/chaos/hosted.ts), audited by `auditHostedSessions`. */
+  readonly hosted: {
+    readonly sessions: number
+    readonly runs: number
+    readonly continuation_runs: number
+    /** Results of children whose parent run had ended, and of those the ones that ended after it. */
+    readonly results: number
+    readonly late_results: number
+    readonly conversation_events: number
+    /** Starts of a run while another run of its session was active. */
+    readonly overlapping: number
+    readonly continuations_missing: number
+    readonly continuations_duplicate: number
+    /** Violations of the conversation checks (gap, foreign, order, stream, recall). */
+    readonly conversation_bad: number
+    /** Hosted runs still queued or active after the wait. */
+    readonly stuck_runs: number
+  }
 }
 
-export function summarize(run: ChaosRun, a: Audit, webhooks: WebhookAudit): Summary {
+export function summarize(
+  run: ChaosRun,
+  a: Audit,
+  webhooks: WebhookAudit,
+  hostedOpen: number,
+): Summary {
+  const hostedCount = (check: keyof typeof HOSTED_CHECKS) => a.hosted.violations.get(check) ?? 0
   return {
     submitted: run.submitted.size,
     terminal: a.terminal,
@@ -74,6 +99,23 @@ export function summarize(run: ChaosRun, a: Audit, webhooks: WebhookAudit): Summ
       delivered: webhooks.delivered,
       missing: webhooks.missing,
       bad_signature: webhooks.bad_signature,
+    },
+    hosted: {
+      sessions: a.hosted.sessions,
+      runs: a.hosted.runs,
+      continuation_runs: a.hosted.continuationRuns,
+      results: a.hosted.results,
+      late_results: a.hosted.lateResults,
+      conversation_events: a.hosted.conversationEvents,
+      overlapping: hostedCount('overlapping_runs'),
+      continuations_missing: hostedCount('continuation_missing'),
+      continuations_duplicate: hostedCount('continuation_duplicate'),
+      conversation_bad:
+        a.hosted.bad -
+        hostedCount('overlapping_runs') -
+        hostedCount('continuation_missing') -
+        hostedCount('continuation_duplicate'),
+      stuck_runs: hostedOpen,
     },
   }
 }
@@ -107,6 +149,24 @@ export function failuresOf(run: ChaosRun, summary: Summary, crashes: readonly Cr
   const continued = [...run.submitted.values()].filter((s) => s.kind === 'continued').length
   if (run.continuations.size < continued)
     failures.push(`only ${run.continuations.size} of ${continued} continuations accepted`)
+  for (const key of [
+    'overlapping',
+    'continuations_missing',
+    'continuations_duplicate',
+    'conversation_bad',
+    'stuck_runs',
+  ] as const)
+    if (summary.hosted[key] !== 0) failures.push(`hosted ${key} = ${summary.hosted[key]}`)
+  // The hosted checks must have had something to check.
+  if (run.stats.hosted.sessions < run.options.hosted)
+    failures.push(
+      `only ${run.stats.hosted.sessions} of ${run.options.hosted} hosted sessions created`,
+    )
+  if (run.stats.hosted.runs < run.options.hosted * RUNS_PER_SESSION)
+    failures.push(
+      `only ${run.stats.hosted.runs} of ${run.options.hosted * RUNS_PER_SESSION} hosted runs queued`,
+    )
+  if (summary.hosted.late_results === 0) failures.push('no late result of a hosted run')
   if (run.options.strict && crashes.length > 0) failures.push(`${crashes.length} process crashes`)
   return failures
 }
@@ -146,6 +206,20 @@ export function printTables(run: ChaosRun, summary: Summary, a: Audit, crashes: 
     ['continuations unreceipted', a.continuations.unreceipted],
     ['webhooks missing', summary.webhooks.missing],
     ['webhooks bad_signature', summary.webhooks.bad_signature],
+    ['hosted overlapping runs', summary.hosted.overlapping],
+    ['hosted continuations missing', summary.hosted.continuations_missing],
+    ['hosted continuations duplicate', summary.hosted.continuations_duplicate],
+    ['hosted conversation bad', summary.hosted.conversation_bad],
+    ['hosted runs stuck', summary.hosted.stuck_runs],
+  ])
+  table(run, 'hosted sessions', [
+    ['sessions', summary.hosted.sessions],
+    ['user runs queued (201)', run.stats.hosted.runs],
+    ['runs', summary.hosted.runs],
+    ['continuation runs', summary.hosted.continuation_runs],
+    ['results of ended runs', summary.hosted.results],
+    ['late results', summary.hosted.late_results],
+    ['conversation events', summary.hosted.conversation_events],
   ])
   table(run, 'webhooks (pushed sessions)', [
     ['events (ids)', summary.webhooks.ids],
@@ -234,6 +308,12 @@ export function printDetails(run: ChaosRun, a: Audit, crashes: readonly Crash[])
     for (const [check, n] of a.artifacts.violations)
       if (n > 0) run.log(`  ${n}× ${check}: ${ARTIFACT_CHECKS[check]}`)
     for (const line of a.artifacts.samples) run.log(`  ${line}`)
+  }
+  if (a.hosted.bad > 0) {
+    run.log('broken hosted-session checks:')
+    for (const [check, n] of a.hosted.violations)
+      if (n > 0) run.log(`  ${n}× ${check}: ${HOSTED_CHECKS[check]}`)
+    for (const line of a.hosted.samples) run.log(`  ${line}`)
   }
   if (a.invariants.samples.length > 0) {
     run.log('offending attempts (first 10):')

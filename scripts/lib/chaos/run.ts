@@ -11,6 +11,8 @@ export interface ChaosOptions {
   readonly verbose: boolean
   readonly strict: boolean
   readonly count: number
+  /** Hosted sessions, each given `RUNS_PER_SESSION` user runs (lib/chaos/hosted.ts). */
+  readonly hosted: number
   readonly clients: number
   readonly workers: number
   readonly submitTimeoutMs: number
@@ -63,6 +65,8 @@ export interface ChaosStats {
   followUpErrors: number
   followUpGaveUp: number
   orphanCancels: number
+  /** Hosted sessions created and user runs queued (their 201s). */
+  readonly hosted: { sessions: number; runs: number }
 }
 
 export interface ChaosRun {
@@ -132,6 +136,7 @@ export function createRun(
       followUpErrors: 0,
       followUpGaveUp: 0,
       orphanCancels: 0,
+      hosted: { sessions: 0, runs: 0 },
     },
     faults: Object.fromEntries(FAULT_KINDS.map((k) => [k, 0])) as Record<FaultKind, number>,
     followUps: new Set(),

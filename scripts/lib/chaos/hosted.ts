@@ -1,0 +1,108 @@
+// Hosted parents in `npm run chaos`: `--hosted` sessions on two profiles whose scripted parent
+// delegates its first input to one or two children (`hosted-child`, which answers late) and ends
+// its turn; every later run — the user's next inputs and each late result's continuation run —
+// answers with the user messages of its conversation (the `recall` step), so the audit can check
+// what each run was given. The user runs are submitted while the delegations and faults run; after
+// quiescence the script waits until no hosted run is queued or active, and the ledger audit
+// (`auditHostedSessions`, called by audit.ts) checks one run at a time, one continuation run per result and every
+// conversation intact.
+import { writeFile } from 'node:fs/promises'
+import { join } from 'node:path'
+import { setTimeout as sleep } from 'node:timers/promises'
+import { GaveUp, retryCall } from './retry.ts'
+import { POST_TIMEOUT_MS, rand, type ChaosRun } from './run.ts'
+
+/** Parents delegating to one and to two children; both recall, so both are audited as such. */
+export const HOSTED_PROFILES = ['chaos-one', 'chaos-two'] as const
+const CHILD = 'hosted-child'
+/** User runs each hosted session is given (the first delegates, the others recall). */
+export const RUNS_PER_SESSION = 3
+
+const PROFILES_TOML = `
+[profiles.chaos-one]
+model_id = "scripted:chaos-one"
+subagents = ["${CHILD}"]
+
+[profiles.chaos-two]
+model_id = "scripted:chaos-two"
+subagents = ["${CHILD}"]
+
+[profiles.${CHILD}]
+model_id = "scripted:${CHILD}"
+
+[subagents.${CHILD}]
+profile = "${CHILD}"
+description = "Answers with its task, after a pause"
+`
+
+/** A parent's script: delegate `children` children, then recall; a resumed parent recalls. */
+function parentScript(children: number) {
+  // The pauses widen the windows in which a worker kill or a fault lands mid-run.
+  const recall = { kind: 'recall', delayMs: 200 }
+  return {
+    steps: [
+      {
+        kind: 'tool-calls',
+        calls: Array.from({ length: children }, (_, k) => ({
+          toolName: 'delegate',
+          input: { name: CHILD, prompt: `question ${k + 1}` },
+        })),
+      },
+      recall,
+    ],
+    resumeSteps: [recall],
+  }
+}
+
+/** Writes the profiles file and the scripted models; the result is env for every process. */
+export async function writeHostedProfiles(
+  dir: string,
+  scriptedModelsDir: string,
+): Promise<{ PROFILES_FILE: string }> {
+  const profilesFile = join(dir, 'profiles.toml')
+  await writeFile(profilesFile, PROFILES_TOML)
+  await writeFile(join(scriptedModelsDir, 'chaos-one.json'), JSON.stringify(parentScript(1)))
+  await writeFile(join(scriptedModelsDir, 'chaos-two.json'), JSON.stringify(parentScript(2)))
+  // The child answers after its parent's run has ended: its result is a late one.
+  await writeFile(
+    join(scriptedModelsDir, `${CHILD}.json`),
+    JSON.stringify({ steps: [{ kind: 'recall', delayMs: 800 }] }),
+  )
+  return { PROFILES_FILE: profilesFile }
+}
+
+/** Creates `--hosted` sessions and submits their user runs, spread over time, until the deadline. */
+export async function submitHosted(run: ChaosRun): Promise<void> {
+  const call = <T>(fn: () => Promise<T>) =>
+    retryCall(fn, { signal: run.submitDeadline, maxDelayMs: 250 })
+  await Promise.all(
+    Array.from({ length: run.options.hosted }, async (_, s) => {
+      try {
+        const { sessionId } = await call(() =>
+          run.client.createSession(
+            {
+              profile: HOSTED_PROFILES[s % HOSTED_PROFILES.length]!,
+              metadata: { labels: { chaos: String(s) } },
+            },
+            { timeoutMs: POST_TIMEOUT_MS },
+          ),
+        )
+        run.stats.hosted.sessions += 1
+        for (let r = 0; r < RUNS_PER_SESSION; r += 1) {
+          await sleep(rand(0, 4000))
+          // A retry after a lost answer may queue the input twice: two user runs, both audited.
+          await call(() =>
+            run.client.startRun(
+              sessionId,
+              { input: `hosted-${s}-${r}` },
+              { timeoutMs: POST_TIMEOUT_MS },
+            ),
+          )
+          run.stats.hosted.runs += 1
+        }
+      } catch (error) {
+        if (!(error instanceof GaveUp)) throw error
+      }
+    }),
+  )
+}

@@ -1,12 +1,13 @@
-// `npm run bench [-- --rounds N] [--count N] [--clients N] [--sequential N] [--workers N]
-//   [--systems raw,naive,baton] [--json]`
+// `npm run bench [-- --rounds N] [--count N] [--clients N] [--sequential N] [--hosted-turns N]
+//   [--workers N] [--systems raw,naive,baton] [--json]`
 // `npm run bench -- --scale [--levels N,…] [--history N,…] [--dimensions …] [--workers N]
 //   [--hold-ms N] [--cancels N] [--sequential N] [--json]`: how cost grows with the work
 //   (scripts/lib/bench/scale.ts).
 //
 // Raw BullMQ, the hand-rolled Fastify + BullMQ + Postgres service and Baton, measured in
 // alternating rounds on this machine: what each delegation costs and how long it takes, and
-// Baton's figures divided by the others' of the same round. See docs/performance.md.
+// Baton's figures divided by the others' of the same round; and Baton's hosted turn (a hosted
+// parent's run start → its first continuation run's start). See docs/performance.md.
 import { DEFAULT_DATABASE_URL } from './lib/services.ts'
 import { openBenchContext, type BenchContext } from './lib/bench/context.ts'
 import { runHttpSystem } from './lib/bench/http-system.ts'
@@ -63,7 +64,7 @@ async function scale(options: ScaleOptions): Promise<never> {
 if (command.kind === 'scale') await scale(command.options)
 const options: BenchOptions = command.kind === 'compare' ? command.options : process.exit(2)
 log(
-  `bench: ${options.rounds} round${options.rounds === 1 ? '' : 's'} of ${options.systems.join(', ')}; ${options.count} delegations from ${options.clients} clients, ${options.sequential} submit-and-waits, ${options.workers} workers`,
+  `bench: ${options.rounds} round${options.rounds === 1 ? '' : 's'} of ${options.systems.join(', ')}; ${options.count} delegations from ${options.clients} clients, ${options.sequential} submit-and-waits, ${options.hostedTurns} hosted turns, ${options.workers} workers`,
 )
 const bench = await openBenchContext(process.env.DATABASE_URL ?? DEFAULT_DATABASE_URL)
 const runs: RoundFigures[] = []

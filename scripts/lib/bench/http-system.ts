@@ -3,8 +3,8 @@
 //      phase's CPU and Redis commands are sampled around them; the processes stop, and the
 //      database's transactions are read once their backends have exited (counters.ts);
 //   2. latency: its processes start again, `sequential` submit-and-waits run one after another
-//      (after a few untimed ones), then whatever else the system measures (Baton: its cancels and
-//      the ledger audit).
+//      (after a few untimed ones), then whatever else the system measures (Baton: its cancels, its
+//      hosted turns and the ledger audit).
 import { createServer, type AddressInfo } from 'node:net'
 import { createBatonClient, type BatonClient } from '@baton/client'
 import type { AppProcess } from '@baton/testing/processes'
@@ -23,6 +23,8 @@ const UNTIMED_WAITS = 20
 export interface HttpSystem {
   readonly name: 'naive' | 'baton'
   readonly ledger: LedgerTable
+  /** Env its processes need besides the bench's (files it writes first). */
+  env?(): Promise<Record<string, string>>
   /** Creates the system's database afresh; answers the API key its route expects. */
   prepare(databaseUrl: string): Promise<string>
   /** Spawns one of its processes with `env`; `ready` resolves when it serves. */
@@ -34,6 +36,7 @@ export interface HttpSystem {
     /** Every delegation accepted so far; the system adds its own. */
     readonly accepted: string[]
     readonly sequential: number
+    readonly hostedTurns: number
   }): Promise<Figures>
 }
 
@@ -80,6 +83,7 @@ export async function runHttpSystem(
     QUEUE_PREFIX: `baton-bench-${system.name}`,
     PORT: String(port),
     WORKER_CONCURRENCY: String(WORKER_CONCURRENCY),
+    ...(await system.env?.()),
   }
   const apiKey = await system.prepare(databaseUrl)
   const client = createBatonClient({ baseUrl: `http://127.0.0.1:${port}`, apiKey })
@@ -107,6 +111,7 @@ export async function runHttpSystem(
         databaseUrl,
         accepted,
         sequential: options.sequential,
+        hostedTurns: options.hostedTurns,
       })
       return { waits, after }
     })

@@ -1,5 +1,5 @@
 import { describe, expect, test } from 'vitest'
-import { parseBenchCommand, parseScaleOptions } from './options.ts'
+import { parseBenchCommand, parseBenchOptions, parseScaleOptions } from './options.ts'
 
 describe('the bench command line', () => {
   test('--scale picks the growth bench with its defaults; anything else the comparison', () => {
@@ -43,5 +43,11 @@ describe('the bench command line', () => {
     expect(() => parseScaleOptions(['--dimensions', 'speed'])).toThrow(/--dimensions takes/)
     expect(() => parseBenchCommand(['--scale', '--rounds', '2'])).toThrow(/rounds/)
     expect(() => parseBenchCommand(['--levels', '10'])).toThrow(/levels/)
+  })
+
+  test('--hosted-turns sets the hosted turns Baton times, 100 unless given; a bad count is refused', () => {
+    expect(parseBenchOptions([]).hostedTurns).toBe(100)
+    expect(parseBenchOptions(['--hosted-turns', '7']).hostedTurns).toBe(7)
+    expect(() => parseBenchOptions(['--hosted-turns', '0'])).toThrow(/--hosted-turns must be/)
   })
 })

@@ -10,6 +10,8 @@ export interface BenchOptions {
   readonly count: number
   readonly clients: number
   readonly sequential: number
+  /** Hosted turns Baton times after its cancels (hosted-turns.ts). */
+  readonly hostedTurns: number
   readonly workers: number
   readonly rounds: number
   readonly systems: readonly SystemName[]
@@ -29,6 +31,7 @@ export function parseBenchOptions(argv: readonly string[]): BenchOptions {
       count: { type: 'string', default: '20000' },
       clients: { type: 'string', default: '64' },
       sequential: { type: 'string', default: '300' },
+      'hosted-turns': { type: 'string', default: '100' },
       workers: { type: 'string', default: '2' },
       rounds: { type: 'string', default: '3' },
       systems: { type: 'string', default: SYSTEMS.join(',') },
@@ -44,6 +47,7 @@ export function parseBenchOptions(argv: readonly string[]): BenchOptions {
     count: integer('count', values.count),
     clients: integer('clients', values.clients),
     sequential: integer('sequential', values.sequential),
+    hostedTurns: integer('hosted-turns', values['hosted-turns']),
     workers: integer('workers', values.workers),
     rounds: integer('rounds', values.rounds),
     // In round order, whatever order they were named in.

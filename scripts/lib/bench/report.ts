@@ -40,7 +40,21 @@ export function benchRecord(
     options: sizes,
     ...summary.medians,
     ...summary.ratios,
+    ...hostedRecord(summary),
     rounds: runs,
+  }
+}
+
+/** Baton's hosted turns (hosted-turns.ts) under their own key, when Baton was measured. */
+function hostedRecord(summary: Summary): Record<string, unknown> {
+  const baton = summary.medians.baton
+  if (baton?.hosted_turns === undefined) return {}
+  return {
+    hosted: {
+      turn_p50_ms: baton.hosted_turn_p50_ms,
+      turn_p99_ms: baton.hosted_turn_p99_ms,
+      turns: baton.hosted_turns,
+    },
   }
 }
 

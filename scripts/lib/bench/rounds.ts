@@ -19,6 +19,10 @@ export const METRICS = {
   pg_xacts_per_delegation: { label: 'Postgres transactions per delegation', digits: 3 },
   cancel_p50_ms: { label: 'cancel → aborted p50 (ms)', digits: 2 },
   cancel_p99_ms: { label: 'cancel → aborted p99 (ms)', digits: 2 },
+  // A hosted parent's run start → its first continuation run's start (hosted-turns.ts).
+  hosted_turn_p50_ms: { label: 'hosted turn p50 (ms)', digits: 2 },
+  hosted_turn_p99_ms: { label: 'hosted turn p99 (ms)', digits: 2 },
+  hosted_turns: { label: 'hosted turns (all rounds)', digits: 0 },
   // Baton's ledger audit: accepted and never terminal; decided or claimed twice.
   lost: { label: 'lost (all rounds)', digits: 0 },
   duplicates: { label: 'duplicates (all rounds)', digits: 0 },
@@ -27,7 +31,7 @@ export type Metric = keyof typeof METRICS
 export type Figures = Partial<Record<Metric, number>>
 
 /** Counts added up over the rounds; every other figure is summarized by its median. */
-const SUMMED: ReadonlySet<Metric> = new Set(['lost', 'duplicates'])
+const SUMMED: ReadonlySet<Metric> = new Set(['lost', 'duplicates', 'hosted_turns'])
 
 /** `figures` rounded as the catalog says. */
 export function rounded(figures: Figures): Figures {

@@ -47,7 +47,7 @@ import { Redis } from 'ioredis'
 import { createDb } from '@baton/store'
 import { audit, waitForHostedRuns, waitForQuiescence } from './lib/chaos/audit.ts'
 import { REMEMBERER, writeRemembererDirs } from './lib/chaos/history.ts'
-import { submitHosted, writeHostedProfiles } from './lib/chaos/hosted.ts'
+import { submitHosted, writeChaosProfiles } from './lib/chaos/hosted.ts'
 import { startFaultProxy } from '@baton/testing/fault-proxy'
 import { faultLoop } from './lib/chaos/faults.ts'
 import { Fleet } from './lib/chaos/fleet.ts'
@@ -135,7 +135,7 @@ async function main(): Promise<number> {
   // The subagents' specs, script and workspace, and the witness file, next to the process logs.
   const subagentDirs = await writeRemembererDirs(join(run.logDir, REMEMBERER))
   const witnessFile = await writeWitnessSpec(subagentDirs.SUBAGENTS_DIR, run.logDir)
-  const hostedEnv = await writeHostedProfiles(run.logDir, subagentDirs.SCRIPTED_MODELS_DIR)
+  const hostedEnv = await writeChaosProfiles(run.logDir, subagentDirs.SCRIPTED_MODELS_DIR)
   // Every process of the fleet reaches Postgres and Redis through a fault proxy; this script's own
   // clients (audit, faults) reach them directly.
   const proxies = {

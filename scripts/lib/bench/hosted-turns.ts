@@ -4,29 +4,17 @@
 // that continuation run's start, both read from the session's event stream in the ledger
 // (`run_started` events, written in the transactions that start the runs), so the bench's own
 // polling adds nothing to it. Turns run one after another, each in a fresh session.
-import { mkdir, mkdtemp, writeFile } from 'node:fs/promises'
+import { mkdir, mkdtemp } from 'node:fs/promises'
 import { tmpdir } from 'node:os'
 import { join } from 'node:path'
 import { setTimeout as sleep } from 'node:timers/promises'
 import { sql } from 'kysely'
 import type { BatonClient } from '@baton/client'
 import type { Db } from '@baton/store'
+import { writeHostedProfiles } from '../hosted-profiles.ts'
 
 const PROFILE = 'bench-parent'
 const CHILD = 'bench-child'
-
-const PROFILES_TOML = `
-[profiles.${PROFILE}]
-model_id = "scripted:${PROFILE}"
-subagents = ["${CHILD}"]
-
-[profiles.${CHILD}]
-model_id = "scripted:${CHILD}"
-
-[subagents.${CHILD}]
-profile = "${CHILD}"
-description = "Answers at once"
-`
 
 const PARENT_SCRIPT = {
   steps: [
@@ -40,12 +28,11 @@ const CHILD_SCRIPT = { steps: [{ kind: 'text', text: 'answer' }] }
 /** Writes the profiles and scripted models to a fresh directory; answers the env they need. */
 export async function hostedTurnEnv(): Promise<Record<string, string>> {
   const dir = await mkdtemp(join(tmpdir(), 'baton-bench-hosted-'))
-  const scripts = join(dir, 'scripts')
-  await mkdir(scripts)
-  await writeFile(join(scripts, `${PROFILE}.json`), JSON.stringify(PARENT_SCRIPT))
-  await writeFile(join(scripts, `${CHILD}.json`), JSON.stringify(CHILD_SCRIPT))
-  await writeFile(join(dir, 'profiles.toml'), PROFILES_TOML)
-  return { PROFILES_FILE: join(dir, 'profiles.toml'), SCRIPTED_MODELS_DIR: scripts }
+  await mkdir(join(dir, 'scripts'))
+  return writeHostedProfiles(dir, join(dir, 'scripts'), {
+    parents: { [PROFILE]: PARENT_SCRIPT },
+    child: { name: CHILD, description: 'Answers at once', script: CHILD_SCRIPT },
+  })
 }
 
 /** How long one turn may take before the bench fails instead of measuring. */

@@ -4,11 +4,10 @@
 // answers with the user messages of its conversation (the `recall` step), so the audit can check
 // what each run was given. The user runs are submitted while the delegations and faults run; after
 // quiescence the script waits until no hosted run is queued or active, and the ledger audit
-// (`auditHostedSessions`, called by audit.ts) checks one run at a time, one continuation run per result and every
-// conversation intact.
-import { writeFile } from 'node:fs/promises'
-import { join } from 'node:path'
+// (`auditHostedSessions`, called by audit.ts) checks one run at a time, one continuation run per
+// result and every conversation intact.
 import { setTimeout as sleep } from 'node:timers/promises'
+import { writeHostedProfiles } from '../hosted-profiles.ts'
 import { GaveUp, retryCall } from './retry.ts'
 import { POST_TIMEOUT_MS, rand, type ChaosRun } from './run.ts'
 
@@ -17,23 +16,6 @@ export const HOSTED_PROFILES = ['chaos-one', 'chaos-two'] as const
 const CHILD = 'hosted-child'
 /** User runs each hosted session is given (the first delegates, the others recall). */
 export const RUNS_PER_SESSION = 3
-
-const PROFILES_TOML = `
-[profiles.chaos-one]
-model_id = "scripted:chaos-one"
-subagents = ["${CHILD}"]
-
-[profiles.chaos-two]
-model_id = "scripted:chaos-two"
-subagents = ["${CHILD}"]
-
-[profiles.${CHILD}]
-model_id = "scripted:${CHILD}"
-
-[subagents.${CHILD}]
-profile = "${CHILD}"
-description = "Answers with its task, after a pause"
-`
 
 /** A parent's script: delegate `children` children, then recall; a resumed parent recalls. */
 function parentScript(children: number) {
@@ -55,20 +37,16 @@ function parentScript(children: number) {
 }
 
 /** Writes the profiles file and the scripted models; the result is env for every process. */
-export async function writeHostedProfiles(
-  dir: string,
-  scriptedModelsDir: string,
-): Promise<{ PROFILES_FILE: string }> {
-  const profilesFile = join(dir, 'profiles.toml')
-  await writeFile(profilesFile, PROFILES_TOML)
-  await writeFile(join(scriptedModelsDir, 'chaos-one.json'), JSON.stringify(parentScript(1)))
-  await writeFile(join(scriptedModelsDir, 'chaos-two.json'), JSON.stringify(parentScript(2)))
-  // The child answers after its parent's run has ended: its result is a late one.
-  await writeFile(
-    join(scriptedModelsDir, `${CHILD}.json`),
-    JSON.stringify({ steps: [{ kind: 'recall', delayMs: 800 }] }),
-  )
-  return { PROFILES_FILE: profilesFile }
+export function writeChaosProfiles(dir: string, scriptedModelsDir: string) {
+  return writeHostedProfiles(dir, scriptedModelsDir, {
+    parents: { 'chaos-one': parentScript(1), 'chaos-two': parentScript(2) },
+    // The child answers after its parent's run has ended: its result is a late one.
+    child: {
+      name: CHILD,
+      description: 'Answers with its task, after a pause',
+      script: { steps: [{ kind: 'recall', delayMs: 800 }] },
+    },
+  })
 }
 
 /** Creates `--hosted` sessions and submits their user runs, spread over time, until the deadline. */

@@ -26,7 +26,9 @@ export const batonSystem: HttpSystem = {
     spawnApp(
       role,
       { ...env, LOG_LEVEL: 'info', METRICS_PORT: '0' },
-      { name: `baton-${name}`, outputLimit: 20_000 },
+      // A busy machine can take longer to start the apps than the default allows; nothing is
+      // timed until every process is ready.
+      { name: `baton-${name}`, outputLimit: 20_000, timeoutMs: 180_000 },
     ),
 
   async after({ client, databaseUrl, accepted, sequential, hostedTurns }) {

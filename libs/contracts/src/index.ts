@@ -226,4 +226,8 @@ export type {
   SessionEvent,
   SessionView,
 } from './hosted.ts'
-export { LEDGER_RETENTION_MS_DEFAULT } from './retention.ts'
+export {
+  LEDGER_RETENTION_MS_DEFAULT,
+  LEDGER_RETENTION_MS_MAX,
+  LEDGER_RETENTION_MS_MIN,
+} from './retention.ts'

@@ -159,7 +159,10 @@ describe('namespace limits in the ledger', () => {
     const admin = createBatonClient({ baseUrl: h.base, apiKey: ADMIN_KEY }).admin
     const other = createBatonClient({ baseUrl: h.base, apiKey: await tenantKey(db, 'kept-longer') })
     const finished = async (client: BatonClient, sessionId: string) => {
-      const view = await client.delegateAndWait({ sessionId, name: 'scripted', prompt: 'x' }, 30_000)
+      const view = await client.delegateAndWait(
+        { sessionId, name: 'scripted', prompt: 'x' },
+        30_000,
+      )
       expect(view.status).toBe('terminal')
       return view
     }

@@ -15,7 +15,20 @@ describe('parseDuration', () => {
   })
 
   test('refuses a bare number, an unknown unit, a sign or no amount', () => {
-    for (const text of ['10', '', 's', '1w', '1y', '-1s', '+2s', '1 s', '1.s', '.5s', '1e3ms', 'abc']) {
+    for (const text of [
+      '10',
+      '',
+      's',
+      '1w',
+      '1y',
+      '-1s',
+      '+2s',
+      '1 s',
+      '1.s',
+      '.5s',
+      '1e3ms',
+      'abc',
+    ]) {
       expect(parseDuration(text), text).toBeUndefined()
     }
   })

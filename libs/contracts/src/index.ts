@@ -168,12 +168,16 @@ export {
   DashboardLimits,
   dashboardActivityMinuteSchema,
   dashboardOverviewSchema,
+  dashboardSessionSchema,
+  dashboardSessionsSchema,
   dashboardTimelineEntrySchema,
   dashboardTimelineSchema,
 } from './dashboard.ts'
 export type {
   DashboardActivityMinute,
   DashboardOverview,
+  DashboardSession,
+  DashboardSessions,
   DashboardTimeline,
   DashboardTimelineEntry,
 } from './dashboard.ts'

@@ -5,10 +5,12 @@ import { sql } from 'kysely'
 import {
   LEDGER_RETENTION_MS_DEFAULT,
   dashboardOverviewSchema,
+  dashboardSessionSchema,
+  dashboardSessionsSchema,
   dashboardTimelineSchema,
 } from '@baton/contracts'
 import { claimAttempt, commitTerminal } from '@baton/store'
-import { describe, expect, tenantKey } from '@baton/testing'
+import { DEMO_PROFILES_ENV, describe, expect, runDemoSession, tenantKey } from '@baton/testing'
 import { apiTest, delegate, type ApiHarness } from './support/api-harness.ts'
 
 const ADMIN_KEY = 'dashboard-admin-key-0123456789abcdefghij'
@@ -77,7 +79,12 @@ describe('ledger dashboard routes', () => {
       const docs = await api.get('/docs/json')
       expect(docs.status).toBe(200)
       expect(Object.keys(docs.body.paths)).toEqual(
-        expect.arrayContaining(['/admin/api/overview', '/admin/api/attempts/{attemptId}/timeline']),
+        expect.arrayContaining([
+          '/admin/api/overview',
+          '/admin/api/attempts/{attemptId}/timeline',
+          '/admin/api/sessions',
+          '/admin/api/sessions/{namespaceId}/{sessionId}',
+        ]),
       )
       expect(docs.body.paths['/admin']).toBeUndefined()
       expect(docs.body.paths['/admin/']).toBeUndefined()
@@ -317,6 +324,112 @@ describe('ledger dashboard routes', () => {
         attempts: 1,
         runs: 0,
       })
+    },
+  )
+
+  apiTest(
+    "the sessions view: a hosted session's runs in admission order, the user run's two children and the continuation run each child's result caused",
+    { timeout: 120_000 },
+    async ({ baton, db }) => {
+      // A real API and worker on the demo profile: the parent delegates to two researchers and
+      // ends its turn; each researcher's result comes back as a continuation run.
+      const stack = await baton({ env: DEMO_PROFILES_ENV, apiEnv: { ADMIN_API_KEY: ADMIN_KEY } })
+      const { sessionId, userRunId } = await runDemoSession(stack.client, db)
+      const admin = basic(ADMIN_KEY)
+
+      const listed = await stack.get('/admin/api/sessions', admin)
+      expect(listed.status).toBe(200)
+      const sessions = dashboardSessionsSchema.parse(listed.body)
+      expect(sessions.sessions).toContainEqual(
+        expect.objectContaining({ namespaceId: 'default', sessionId, profile: 'demo' }),
+      )
+
+      const answer = await stack.get(`/admin/api/sessions/default/${sessionId}`, admin)
+      expect(answer.status).toBe(200)
+      // Held to its declared schema, and no key beyond it.
+      const view = dashboardSessionSchema.strict().parse(answer.body)
+      const parent = await sql<{ parent_agent_id: string }>`
+        select parent_agent_id from sessions where id = ${sessionId}`.execute(db)
+      expect(view.session).toEqual({
+        namespaceId: 'default',
+        sessionId,
+        profile: 'demo',
+        parentAgentId: parent.rows[0]?.parent_agent_id,
+        createdAt: expect.any(String),
+        deletedAt: null,
+      })
+      expect(view.earlierRuns).toBe(false)
+      // The runs in the order the ledger admitted them.
+      const ledgerOrder = await sql<{ id: string }>`
+        select id from runs where session_id = ${sessionId} order by admission_seq`.execute(db)
+      expect(view.runs.map((r) => r.runId)).toEqual(ledgerOrder.rows.map((r) => r.id))
+      expect(view.runs.map((r) => [r.triggerType, r.status, r.hosted])).toEqual([
+        ['user', 'completed', true],
+        ['async_subagent_result', 'completed', true],
+        ['async_subagent_result', 'completed', true],
+      ])
+      const [user, ...continuations] = view.runs
+      if (user === undefined) throw new Error('no user run')
+      expect(user.runId).toBe(userRunId)
+      expect(user.cause).toBeNull()
+      expect(user.childrenTruncated).toBe(false)
+      expect(user.children).toHaveLength(2)
+      for (const child of user.children) {
+        expect(child).toEqual({
+          attemptId: expect.any(String),
+          agentId: expect.any(String),
+          name: 'researcher',
+          status: 'terminal',
+          stopReason: 'completed',
+          failureCategory: null,
+          acceptedAt: expect.any(String),
+          terminalAt: expect.any(String),
+        })
+      }
+      const childIds = user.children.map((c) => c.attemptId)
+      expect(new Set(user.children.map((c) => c.agentId)).size).toBe(2)
+      const ledgerChildren = await sql<{ id: string; agent_id: string }>`
+        select id, agent_id from attempts where parent_run_id = ${userRunId}::uuid
+        order by created_at, id`.execute(db)
+      expect(user.children.map((c) => [c.attemptId, c.agentId])).toEqual(
+        ledgerChildren.rows.map((r) => [r.id, r.agent_id]),
+      )
+      // Each continuation carries one child's result, each child's once; they delegated nothing.
+      expect(continuations.map((r) => r.cause?.attemptId).sort()).toEqual([...childIds].sort())
+      for (const run of continuations) {
+        const child = user.children.find((c) => c.attemptId === run.cause?.attemptId)
+        expect(run.cause).toEqual({
+          attemptId: child?.attemptId,
+          agentId: child?.agentId,
+          name: 'researcher',
+        })
+        expect(run.children).toEqual([])
+      }
+      // One run at a time: each started after the one before it ended.
+      const ms = (t: string | null) => Date.parse(t ?? '')
+      for (const [i, run] of view.runs.entries()) {
+        expect(ms(run.createdAt)).toBeLessThanOrEqual(ms(run.startedAt))
+        expect(ms(run.startedAt)).toBeLessThanOrEqual(ms(run.endedAt))
+        const before = view.runs[i - 1]
+        if (before !== undefined)
+          expect(ms(run.startedAt)).toBeGreaterThanOrEqual(ms(before.endedAt))
+      }
+
+      // Unknown and foreign-looking addresses: typed refusals; the key is the admin's only.
+      expect(await stack.get(`/admin/api/sessions/other-ns/${sessionId}`, admin)).toEqual({
+        status: 404,
+        body: {
+          error: {
+            code: 'SESSION_NOT_FOUND',
+            message: `no session ${sessionId} in namespace other-ns`,
+          },
+        },
+      })
+      expect(
+        await stack.get(`/admin/api/sessions/default/${encodeURIComponent('a b')}`, admin),
+      ).toMatchObject({ status: 400, body: { error: { code: 'VALIDATION_FAILED' } } })
+      expect((await stack.get(`/admin/api/sessions/default/${sessionId}`)).status).toBe(401)
+      expect((await stack.get('/admin/api/sessions')).status).toBe(401)
     },
   )
 })

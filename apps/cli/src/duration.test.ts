@@ -2,17 +2,33 @@ import { describe, expect, test } from 'vitest'
 import { formatElapsed, parseDuration } from './duration.ts'
 
 describe('parseDuration', () => {
-  test('accepts milliseconds, seconds and minutes, and fractions of them', () => {
+  test('accepts milliseconds, seconds, minutes, hours and days, and fractions of them', () => {
     expect(parseDuration('500ms')).toBe(500)
     expect(parseDuration('30s')).toBe(30_000)
     expect(parseDuration('2m')).toBe(120_000)
     expect(parseDuration('1.5s')).toBe(1_500)
     expect(parseDuration('0s')).toBe(0)
     expect(parseDuration(' 10s ')).toBe(10_000)
+    expect(parseDuration('12h')).toBe(43_200_000)
+    expect(parseDuration('30d')).toBe(2_592_000_000)
+    expect(parseDuration('1.5d')).toBe(129_600_000)
   })
 
   test('refuses a bare number, an unknown unit, a sign or no amount', () => {
-    for (const text of ['10', '', 's', '1h', '-1s', '+2s', '1 s', '1.s', '.5s', '1e3ms', 'abc']) {
+    for (const text of [
+      '10',
+      '',
+      's',
+      '1w',
+      '1y',
+      '-1s',
+      '+2s',
+      '1 s',
+      '1.s',
+      '.5s',
+      '1e3ms',
+      'abc',
+    ]) {
       expect(parseDuration(text), text).toBeUndefined()
     }
   })

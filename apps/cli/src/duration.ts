@@ -1,10 +1,10 @@
 // Durations on the command line carry their unit, like every duration in Baton's code: a bare
 // number would be ambiguous between seconds and milliseconds.
 
-const DURATION = /^(\d+(?:\.\d+)?)(ms|s|m)$/
-const UNIT_MS = { ms: 1, s: 1_000, m: 60_000 } as const
+const DURATION = /^(\d+(?:\.\d+)?)(ms|s|m|h|d)$/
+const UNIT_MS = { ms: 1, s: 1_000, m: 60_000, h: 3_600_000, d: 86_400_000 } as const
 
-/** `500ms`, `30s`, `1.5s`, `2m` → milliseconds (rounded); `undefined` for anything else. */
+/** `500ms`, `30s`, `1.5s`, `2m`, `12h`, `30d` → milliseconds (rounded); `undefined` for anything else. */
 export function parseDuration(text: string): number | undefined {
   const match = DURATION.exec(text.trim())
   if (match === null) return undefined

@@ -1,7 +1,12 @@
 // Parsers of option values. Each throws commander's InvalidArgumentError, which the program reports
 // as a usage error (exit 2) before anything is sent.
 import { InvalidArgumentError } from 'commander'
-import { ContinuationLimits, Limits } from '@baton/contracts'
+import {
+  ContinuationLimits,
+  LEDGER_RETENTION_MS_MAX,
+  LEDGER_RETENTION_MS_MIN,
+  Limits,
+} from '@baton/contracts'
 import { parseDuration } from './duration.ts'
 
 /**
@@ -49,4 +54,17 @@ export function parseBytes(text: string): number {
     throw new InvalidArgumentError('use a whole number of bytes from 0.')
   }
   return Number(text)
+}
+
+/** A namespace's ledger retention: a duration within what the admin API takes. */
+export function parseRetention(text: string): number {
+  const ms = parseDuration(text)
+  if (ms === undefined) throw new InvalidArgumentError('use a duration such as 12h or 30d.')
+  if (ms < LEDGER_RETENTION_MS_MIN || ms > LEDGER_RETENTION_MS_MAX) {
+    throw new InvalidArgumentError(
+      `a retention is at least ${LEDGER_RETENTION_MS_MIN / 60_000}m and at most ` +
+        `${LEDGER_RETENTION_MS_MAX / 86_400_000}d.`,
+    )
+  }
+  return ms
 }

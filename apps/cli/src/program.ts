@@ -40,7 +40,14 @@ import {
 } from './commands/webhooks.ts'
 import type { WebhookDeliveryState } from '@baton/contracts'
 import type { ExitCode } from './exit-codes.ts'
-import { parseBaseUrl, parseBytes, parseGeneration, parseLease, parseWaitBound } from './options.ts'
+import {
+  parseBaseUrl,
+  parseBytes,
+  parseGeneration,
+  parseLease,
+  parseRetention,
+  parseWaitBound,
+} from './options.ts'
 
 /** The default lease of a continuation claim and of its renewals. */
 const DEFAULT_LEASE_MS = 60_000
@@ -350,6 +357,11 @@ export function createProgram(io: CliIo, exit: (code: ExitCode) => void): Comman
     .option('--artifact-quota-bytes <bytes>', 'unexpired artifacts together', parseBytes)
     .option('--artifact-max-bytes <bytes>', 'the largest artifact', parseBytes)
     .option('--agent-history-max-bytes <bytes>', "one agent's history", parseBytes)
+    .option(
+      '--ledger-retention <duration>',
+      'how long finished history is kept, e.g. 12h or 30d (1m to 3660d)',
+      parseRetention,
+    )
     .action(
       run(
         (
@@ -359,8 +371,15 @@ export function createProgram(io: CliIo, exit: (code: ExitCode) => void): Comman
             artifactQuotaBytes?: number
             artifactMaxBytes?: number
             agentHistoryMaxBytes?: number
+            ledgerRetention?: number
           },
-        ) => setLimits(ctx, namespaceId, options),
+        ) => {
+          const { ledgerRetention, ...bytes } = options
+          return setLimits(ctx, namespaceId, {
+            ...bytes,
+            ...(ledgerRetention === undefined ? {} : { ledgerRetentionMs: ledgerRetention }),
+          })
+        },
       ),
     )
 

@@ -11,6 +11,7 @@ import {
   batonWithKey,
   cliTest,
   KEYS,
+  SLOW_CLI,
   UUID,
 } from './support/cli-harness.ts'
 /** A child that runs for 1.5 s, delegated with a wait long enough for it to end. */
@@ -255,6 +256,7 @@ describe('baton CLI', () => {
 
   cliTest(
     "a namespace's limits: set, shown (stored or the default), cleared; a bad value is a usage error",
+    SLOW_CLI,
     async ({ stack }) => {
       const admin = (...args: string[]) => batonWithKey(ADMIN_API_KEY, stack.base, ...args)
       expect((await admin('namespaces', 'create', 'limited')).code).toBe(0)
@@ -264,21 +266,45 @@ describe('baton CLI', () => {
         'limited',
         '--artifact-max-bytes',
         '1000',
+        '--ledger-retention',
+        '7d',
         '--json',
       )
       expect(set.code, set.stderr).toBe(0)
       expect(JSON.parse(set.stdout)).toMatchObject({
         namespaceId: 'limited',
-        limits: { artifactMaxBytes: 1000, artifactQuotaBytes: null },
+        limits: {
+          artifactMaxBytes: 1000,
+          artifactQuotaBytes: null,
+          ledgerRetentionMs: 604_800_000,
+        },
       })
       const shown = await admin('namespaces', 'limits', 'limited')
       expect(shown.stdout).toContain('artifactMaxBytes  1000\n')
+      expect(shown.stdout).toContain('ledgerRetentionMs  604800000')
       expect(shown.stdout).toMatch(/artifactQuotaBytes {2}\d+ \(default\)/)
-      expect((await admin('namespaces', 'set-limits', 'limited')).stdout).toMatch(
-        /artifactMaxBytes {2}\d+ \(default\)/,
-      )
+      const cleared = await admin('namespaces', 'set-limits', 'limited')
+      expect(cleared.stdout).toMatch(/artifactMaxBytes {2}\d+ \(default\)/)
+      expect(cleared.stdout).toMatch(/ledgerRetentionMs {2}\d+ \(default\)/)
       const bad = await admin('namespaces', 'set-limits', 'limited', '--artifact-max-bytes', '-1')
       expect(bad.code).toBe(2)
+      for (const retention of ['30s', '3661d', '7']) {
+        const refused = await admin(
+          'namespaces',
+          'set-limits',
+          'limited',
+          '--ledger-retention',
+          retention,
+        )
+        expect({ code: refused.code, stdout: refused.stdout }, retention).toEqual({
+          code: 2,
+          stdout: '',
+        })
+      }
+      // Refused before anything was sent: the limits are as the last command left them.
+      expect((await admin('namespaces', 'limits', 'limited')).stdout).toMatch(
+        /ledgerRetentionMs {2}\d+ \(default\)/,
+      )
     },
   )
 })

@@ -24,6 +24,17 @@ export const DashboardLimits = {
   messagePreviewChars: 1000,
   /** The activity charts cover this many minutes, the current one included. */
   activityMinutes: 60,
+  /** The sessions view lists at most this many sessions, the most recently active first. */
+  sessions: 50,
+  /**
+   * Recent activity is read from at most this many of the attempts that ended last, and as many
+   * queued and running ones: a session whose last attempt is older is not listed.
+   */
+  sessionActivityScan: 2000,
+  /** One session's view shows its last this many runs. */
+  sessionRuns: 100,
+  /** Children shown per run. */
+  runChildren: 50,
 } as const
 
 /** A count of attempts of one namespace in one state (terminal ones per stop reason). */
@@ -162,3 +173,73 @@ export const dashboardTimelineSchema = z.object({
   jobPath: z.string(),
 })
 export type DashboardTimeline = z.infer<typeof dashboardTimelineSchema>
+
+/** A session as the sessions view lists it. */
+export const dashboardSessionSummarySchema = z.object({
+  namespaceId: z.string(),
+  sessionId: z.string(),
+  /** The profile of a hosted session (its parent runs on the fleet); null for a host's session. */
+  profile: z.string().nullable(),
+  createdAt: z.string(),
+  deletedAt: z.string().nullable(),
+  /** The latest accept, start or end of one of its attempts (its hosted runs are attempts too). */
+  activeAt: z.string(),
+})
+
+/** `GET /admin/api/sessions`. */
+export const dashboardSessionsSchema = z.object({
+  sessions: z.array(dashboardSessionSummarySchema),
+  /** At most this many sessions are listed. */
+  limit: z.number().int(),
+  /** Activity is read from this many recent attempts of each state (see `DashboardLimits`). */
+  activityScan: z.number().int(),
+})
+export type DashboardSessions = z.infer<typeof dashboardSessionsSchema>
+
+/** A child a run delegated: one attempt, under its agent. */
+export const dashboardRunChildSchema = z.object({
+  attemptId: z.string(),
+  agentId: z.string(),
+  /** The subagent's name. */
+  name: z.string(),
+  status: z.enum(['accepted', 'running', 'terminal']),
+  stopReason: z.string().nullable(),
+  failureCategory: z.string().nullable(),
+  acceptedAt: z.string(),
+  terminalAt: z.string().nullable(),
+})
+
+/** One run of a session, with the children it delegated. */
+export const dashboardSessionRunSchema = z.object({
+  runId: z.string(),
+  triggerType: z.enum(['user', 'async_subagent_result', 'explicit']),
+  status: z.enum(['pending', 'active', 'completed', 'failed', 'cancelled']),
+  /** Executed by the fleet (a hosted session's run) rather than by a host. */
+  hosted: z.boolean(),
+  /** A continuation run's cause: the child whose result it carries. */
+  cause: z
+    .object({ attemptId: z.string(), agentId: z.string().nullable(), name: z.string().nullable() })
+    .nullable(),
+  /** Admitted (queued, for a hosted run). */
+  createdAt: z.string(),
+  /** A hosted run's start on the fleet; a host's run starts when it is created. */
+  startedAt: z.string().nullable(),
+  endedAt: z.string().nullable(),
+  children: z.array(dashboardRunChildSchema),
+  /** Whether the run delegated more than `runChildren` children (the first ones are shown). */
+  childrenTruncated: z.boolean(),
+})
+
+/** `GET /admin/api/sessions/:namespaceId/:sessionId`: the session, its runs in order. */
+export const dashboardSessionSchema = z.object({
+  now: z.string(),
+  session: dashboardSessionSummarySchema.omit({ activeAt: true }).extend({
+    /** A hosted session's parent agent: each of its runs is an attempt of it. */
+    parentAgentId: z.string().nullable(),
+  }),
+  /** In the order they were admitted (the order a hosted session runs them), the last ones. */
+  runs: z.array(dashboardSessionRunSchema),
+  /** Whether the session has runs before the `sessionRuns` shown. */
+  earlierRuns: z.boolean(),
+})
+export type DashboardSession = z.infer<typeof dashboardSessionSchema>

@@ -168,12 +168,16 @@ export {
   DashboardLimits,
   dashboardActivityMinuteSchema,
   dashboardOverviewSchema,
+  dashboardSessionSchema,
+  dashboardSessionsSchema,
   dashboardTimelineEntrySchema,
   dashboardTimelineSchema,
 } from './dashboard.ts'
 export type {
   DashboardActivityMinute,
   DashboardOverview,
+  DashboardSession,
+  DashboardSessions,
   DashboardTimeline,
   DashboardTimelineEntry,
 } from './dashboard.ts'
@@ -226,4 +230,8 @@ export type {
   SessionEvent,
   SessionView,
 } from './hosted.ts'
-export { LEDGER_RETENTION_MS_DEFAULT } from './retention.ts'
+export {
+  LEDGER_RETENTION_MS_DEFAULT,
+  LEDGER_RETENTION_MS_MAX,
+  LEDGER_RETENTION_MS_MIN,
+} from './retention.ts'

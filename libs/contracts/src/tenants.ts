@@ -1,6 +1,7 @@
 import { z } from 'zod'
 import { isoTimeSchema } from './delegation.ts'
 import { ARTIFACT_MAX_BYTES_CEILING } from './namespace-limits.ts'
+import { LEDGER_RETENTION_MS_MAX, LEDGER_RETENTION_MS_MIN } from './retention.ts'
 import { storableText } from './storable-text.ts'
 
 /**
@@ -55,9 +56,9 @@ export type IssuedApiKeyView = z.infer<typeof issuedApiKeySchema>
 const limitBytes = (max: number) => z.number().int().min(0).max(max).nullable()
 
 /**
- * A namespace's limits as stored in the ledger: each a number of bytes, or `null` where the
- * processes' defaults apply (`ARTIFACT_MAX_BYTES`, `NAMESPACE_ARTIFACT_MAX_BYTES`,
- * `AGENT_HISTORY_MAX_BYTES`).
+ * A namespace's limits as stored in the ledger: each a number of bytes (the retention: of
+ * milliseconds), or `null` where the processes' defaults apply (`ARTIFACT_MAX_BYTES`,
+ * `NAMESPACE_ARTIFACT_MAX_BYTES`, `AGENT_HISTORY_MAX_BYTES`, `LEDGER_RETENTION_MS`).
  */
 export const namespaceLimitsSchema = z
   .strictObject({
@@ -67,6 +68,13 @@ export const namespaceLimitsSchema = z
     artifactMaxBytes: limitBytes(ARTIFACT_MAX_BYTES_CEILING),
     /** The most bytes of history (its events' JSON text) one agent of the namespace may hold. */
     agentHistoryMaxBytes: limitBytes(Number.MAX_SAFE_INTEGER),
+    /** How long the ledger keeps the namespace's finished history before retention removes it. */
+    ledgerRetentionMs: z
+      .number()
+      .int()
+      .min(LEDGER_RETENTION_MS_MIN)
+      .max(LEDGER_RETENTION_MS_MAX)
+      .nullable(),
   })
   .meta({ id: 'NamespaceLimits' })
 export type StoredNamespaceLimits = z.infer<typeof namespaceLimitsSchema>
@@ -84,6 +92,7 @@ export const namespaceLimitsViewSchema = z
       artifactQuotaBytes: z.number(),
       artifactMaxBytes: z.number(),
       agentHistoryMaxBytes: z.number(),
+      ledgerRetentionMs: z.number(),
     }),
   })
   .meta({ id: 'NamespaceLimitsView' })

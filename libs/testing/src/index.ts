@@ -48,6 +48,7 @@ export type {
 } from './ledger-audit.ts'
 export { ledgerCopiesOf } from './ledger-copies.ts'
 export { tenantKey } from './tenants.ts'
+export { DEMO_PROFILES_ENV, runDemoSession, untilDemoRunsEnded } from './hosted-demo.ts'
 export { freePort, parseExposition, promtoolCheck, sampleValue } from './prometheus.ts'
 export type { MetricSample } from './prometheus.ts'
 export { ACP_FIXTURE_AGENT } from './fixtures/acp-agent-path.ts'

@@ -170,7 +170,9 @@ export function startServiceProcess(
   env: Record<string, string>,
   options: { readyMessage?: string; timeoutMs?: number } = {},
 ): Promise<ServiceProcess> {
-  return startApp(app, { LOG_LEVEL: 'info', ...env }, { timeoutMs: 20_000, ...options })
+  // A start takes a few seconds; on a machine shared with other suites, far more. A bound that
+  // fails a test only for a machine's load proves nothing, so this one is generous.
+  return startApp(app, { LOG_LEVEL: 'info', ...env }, { timeoutMs: 90_000, ...options })
 }
 
 /** The services of a test file: its database, its Redis and its queue prefix. */

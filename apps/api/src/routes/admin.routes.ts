@@ -49,7 +49,7 @@ export function adminRoutes(deps: ApiDeps & { readonly keys: KeyResolver }): Fas
   const limitsView = (namespaceId: string, limits: StoredNamespaceLimits): NamespaceLimitsView => ({
     namespaceId,
     limits,
-    defaults: deps.config.limitDefaults,
+    defaults: { ...deps.config.limitDefaults, ledgerRetentionMs: deps.config.ledgerRetentionMs },
   })
   const namespaceParams = z.strictObject({ namespaceId: namespaceIdSchema })
   return async (app) => {
@@ -176,7 +176,7 @@ export function adminRoutes(deps: ApiDeps & { readonly keys: KeyResolver }): Fas
           description:
             "The namespace's limits as stored in the ledger (`null` where the default applies) " +
             "and this API's defaults (`ARTIFACT_MAX_BYTES`, `NAMESPACE_ARTIFACT_MAX_BYTES`, " +
-            '`AGENT_HISTORY_MAX_BYTES`).',
+            '`AGENT_HISTORY_MAX_BYTES`, `LEDGER_RETENTION_MS`).',
           security,
           params: namespaceParams,
           response: answers(
@@ -205,9 +205,12 @@ export function adminRoutes(deps: ApiDeps & { readonly keys: KeyResolver }): Fas
           description:
             "Replaces the namespace's limits, in bytes: `artifactQuotaBytes` (unexpired " +
             'artifacts together), `artifactMaxBytes` (one artifact, at most what Baton can ' +
-            "store and serve) and `agentHistoryMaxBytes` (one agent's history). An absent or " +
-            '`null` limit falls back to the default. They are stored in the ledger and every ' +
-            "worker's next commit enforces them, whatever its own environment.",
+            "store and serve), `agentHistoryMaxBytes` (one agent's history), and, in " +
+            'milliseconds, `ledgerRetentionMs` (how long finished history is kept before ledger ' +
+            'retention removes it: one minute to ten years). An absent or `null` limit falls ' +
+            "back to the default. They are stored in the ledger; every worker's next commit " +
+            "and every reconciler's next retention batch enforce them, whatever its own " +
+            'environment. A value out of range is refused and nothing is written.',
           security,
           params: namespaceParams,
           body: setNamespaceLimitsRequestSchema,
@@ -222,11 +225,7 @@ export function adminRoutes(deps: ApiDeps & { readonly keys: KeyResolver }): Fas
       },
       async (request) => {
         const { namespaceId } = request.params
-        const limits = await setNamespaceLimits(deps.db, namespaceId, {
-          artifactQuotaBytes: request.body.artifactQuotaBytes ?? null,
-          artifactMaxBytes: request.body.artifactMaxBytes ?? null,
-          agentHistoryMaxBytes: request.body.agentHistoryMaxBytes ?? null,
-        })
+        const limits = await setNamespaceLimits(deps.db, namespaceId, request.body)
         if (limits === undefined) throw namespaceNotFound(namespaceId)
         log.info({ namespaceId, limits }, 'namespace limits set')
         return limitsView(namespaceId, limits)

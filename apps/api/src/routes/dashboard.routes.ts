@@ -7,14 +7,21 @@ import {
   DashboardLimits,
   ErrorCode,
   dashboardOverviewSchema,
+  dashboardSessionSchema,
+  dashboardSessionsSchema,
   dashboardTimelineSchema,
+  namespaceIdSchema,
+  sessionIdSchema,
   uuidSchema,
   type DashboardOverview,
+  type DashboardSessions,
 } from '@baton/contracts'
 import {
   countAttemptStates,
   countRetentionDue,
   getAttemptTimeline,
+  getSessionRuns,
+  listActiveSessions,
   listLiveLeases,
   listRecentTerminals,
   readAttemptActivity,
@@ -22,13 +29,13 @@ import {
 import type { ApiDeps } from '../deps.ts'
 import type { ApiTag } from '../http/openapi.ts'
 import { Refusals, answer, answers } from '../http/route-answers.ts'
-import { toDashboardTimeline } from '../services/dashboard-view.ts'
+import { toDashboardSession, toDashboardTimeline } from '../services/dashboard-view.ts'
 
 /** The page's address; its JSON lives under `${DASHBOARD_PAGE_PATH}/api`. */
 const DASHBOARD_PAGE_PATH = '/admin'
 
 /**
- * The ledger dashboard: one static page at `/admin` over two JSON routes, all behind the admin key
+ * The ledger dashboard: one static page at `/admin` over its JSON routes, all behind the admin key
  * (http/caller.ts; Basic with the admin key as password, so a browser can open it). Every read is
  * bounded (see `DashboardLimits`). `queueDashboardPath` is where the queue dashboard is mounted:
  * an attempt's job there is `<path>/queue/<queue name>/<attempt id>`.
@@ -152,6 +159,82 @@ export function dashboardRoutes(
           throw new BatonError(ErrorCode.AttemptNotFound, `no attempt ${attemptId}`)
         }
         return toDashboardTimeline(record, `${jobPathPrefix}${attemptId}`)
+      },
+    )
+
+    app.get(
+      `${DASHBOARD_PAGE_PATH}/api/sessions`,
+      {
+        schema: {
+          operationId: 'listDashboardSessions',
+          tags,
+          summary: 'Recently active sessions',
+          description:
+            'Across namespaces, the sessions whose attempts (hosted runs included) were accepted, ' +
+            'started or ended most recently, each with its profile when hosted. Read from a ' +
+            'bounded number of recent attempts (the answer names its bounds).',
+          security: ADMIN_SECURITY,
+          response: answers(
+            {
+              200: answer('The sessions, the most recently active first', dashboardSessionsSchema),
+            },
+            Refusals.admin,
+          ),
+        },
+      },
+      async (): Promise<DashboardSessions> => {
+        const sessions = await listActiveSessions(deps.db, {
+          limit: DashboardLimits.sessions,
+          scan: DashboardLimits.sessionActivityScan,
+        })
+        return {
+          sessions: sessions.map((s) => ({
+            ...s,
+            createdAt: s.createdAt.toISOString(),
+            deletedAt: s.deletedAt?.toISOString() ?? null,
+            activeAt: s.activeAt.toISOString(),
+          })),
+          limit: DashboardLimits.sessions,
+          activityScan: DashboardLimits.sessionActivityScan,
+        }
+      },
+    )
+
+    app.get(
+      `${DASHBOARD_PAGE_PATH}/api/sessions/:namespaceId/:sessionId`,
+      {
+        schema: {
+          operationId: 'getDashboardSession',
+          tags,
+          summary: "A session's runs and their children",
+          description:
+            'One session of any namespace: its runs in the order they were admitted (trigger, ' +
+            'state, when each was queued, started and ended; a continuation with the child whose ' +
+            'result it carries) and the children each run delegated (agent, subagent, attempt ' +
+            'state). The last runs and the first children of each are shown, as the answer says.',
+          security: ADMIN_SECURITY,
+          params: z.strictObject({ namespaceId: namespaceIdSchema, sessionId: sessionIdSchema }),
+          response: answers(
+            { 200: answer("The session's runs", dashboardSessionSchema) },
+            Refusals.admin,
+            Refusals.params,
+            [ErrorCode.SessionNotFound],
+          ),
+        },
+      },
+      async (request) => {
+        const { namespaceId, sessionId } = request.params
+        const record = await getSessionRuns(deps.db, namespaceId, sessionId, {
+          runs: DashboardLimits.sessionRuns,
+          children: DashboardLimits.runChildren,
+        })
+        if (record === undefined) {
+          throw new BatonError(
+            ErrorCode.SessionNotFound,
+            `no session ${sessionId} in namespace ${namespaceId}`,
+          )
+        }
+        return toDashboardSession(record)
       },
     )
   }

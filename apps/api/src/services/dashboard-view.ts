@@ -1,5 +1,5 @@
-import type { DashboardTimeline, DashboardTimelineEntry } from '@baton/contracts'
-import type { AttemptTimelineRecord } from '@baton/store'
+import type { DashboardSession, DashboardTimeline, DashboardTimelineEntry } from '@baton/contracts'
+import type { AttemptTimelineRecord, SessionRunsRecord } from '@baton/store'
 
 /** The order of entries that share a time: the order in which the ledger records them. */
 const KIND_ORDER: Readonly<Record<DashboardTimelineEntry['kind'], number>> = {
@@ -126,5 +126,38 @@ export function toDashboardTimeline(
     entries,
     truncated: record.truncated,
     jobPath,
+  }
+}
+
+/** One session's runs, in admission order, each with its children, as the dashboard shows them. */
+export function toDashboardSession(record: SessionRunsRecord): DashboardSession {
+  const s = record.session
+  return {
+    now: record.now.toISOString(),
+    session: {
+      namespaceId: s.namespaceId,
+      sessionId: s.sessionId,
+      profile: s.profile,
+      parentAgentId: s.parentAgentId,
+      createdAt: s.createdAt.toISOString(),
+      deletedAt: iso(s.deletedAt),
+    },
+    runs: record.runs.map((r) => ({
+      runId: r.runId,
+      triggerType: r.triggerType,
+      status: r.status,
+      hosted: r.hosted,
+      cause: r.cause,
+      createdAt: r.createdAt.toISOString(),
+      startedAt: iso(r.startedAt),
+      endedAt: iso(r.endedAt),
+      children: r.children.map((c) => ({
+        ...c,
+        acceptedAt: c.acceptedAt.toISOString(),
+        terminalAt: iso(c.terminalAt),
+      })),
+      childrenTruncated: r.childrenTruncated,
+    })),
+    earlierRuns: record.earlierRuns,
   }
 }

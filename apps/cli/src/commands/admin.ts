@@ -78,9 +78,12 @@ function limitsText(view: NamespaceLimitsView): string {
     const stored = view.limits[name]
     return stored === null ? `${name}  ${view.defaults[name]} (default)` : `${name}  ${stored}`
   }
-  return [line('artifactQuotaBytes'), line('artifactMaxBytes'), line('agentHistoryMaxBytes')].join(
-    '\n',
-  )
+  return [
+    line('artifactQuotaBytes'),
+    line('artifactMaxBytes'),
+    line('agentHistoryMaxBytes'),
+    line('ledgerRetentionMs'),
+  ].join('\n')
 }
 
 function namespaceLine(n: NamespaceView): string {

@@ -7,17 +7,19 @@ interface LimitsRow {
   readonly artifact_quota_bytes: string | null
   readonly artifact_max_bytes: string | null
   readonly agent_history_max_bytes: string | null
+  readonly ledger_retention_ms: string | null
 }
 
 /** The limits of the first row of `rows` (the one namespace a statement reads), if any. */
 function limitsOf(rows: readonly LimitsRow[]): StoredNamespaceLimits | undefined {
   const [row] = rows
   if (row === undefined) return undefined
-  const bytes = (value: string | null) => (value === null ? null : Number(value))
+  const number = (value: string | null) => (value === null ? null : Number(value))
   return {
-    artifactQuotaBytes: bytes(row.artifact_quota_bytes),
-    artifactMaxBytes: bytes(row.artifact_max_bytes),
-    agentHistoryMaxBytes: bytes(row.agent_history_max_bytes),
+    artifactQuotaBytes: number(row.artifact_quota_bytes),
+    artifactMaxBytes: number(row.artifact_max_bytes),
+    agentHistoryMaxBytes: number(row.agent_history_max_bytes),
+    ledgerRetentionMs: number(row.ledger_retention_ms),
   }
 }
 
@@ -27,29 +29,31 @@ export async function getNamespaceLimits(
   namespaceId: string,
 ): Promise<StoredNamespaceLimits | undefined> {
   const result = await sql<LimitsRow>`
-    select artifact_quota_bytes, artifact_max_bytes, agent_history_max_bytes
+    select artifact_quota_bytes, artifact_max_bytes, agent_history_max_bytes, ledger_retention_ms
     from namespaces where id = ${namespaceId}
   `.execute(db)
   return limitsOf(result.rows)
 }
 
 /**
- * Replaces a namespace's stored limits (a `null` one falls back to the processes' default).
+ * Replaces a namespace's stored limits (an absent or `null` one falls back to the processes'
+ * default).
  * Every worker reads them in each artifact commit's transaction, so the next commit anywhere
- * enforces them. Outcome: the limits as stored, or `undefined` for no namespace. Idempotent.
+ * enforces them; the retention binds every reconciler's next batch (`removeExpiredHistory`). Outcome: the limits as stored, or `undefined` for no namespace. Idempotent.
  */
 export async function setNamespaceLimits(
   db: Db,
   namespaceId: string,
-  limits: StoredNamespaceLimits,
+  limits: { readonly [K in keyof StoredNamespaceLimits]?: StoredNamespaceLimits[K] | undefined },
 ): Promise<StoredNamespaceLimits | undefined> {
   const result = await sql<LimitsRow>`
     update namespaces
-    set artifact_quota_bytes = ${limits.artifactQuotaBytes},
-        artifact_max_bytes = ${limits.artifactMaxBytes},
-        agent_history_max_bytes = ${limits.agentHistoryMaxBytes}
+    set artifact_quota_bytes = ${limits.artifactQuotaBytes ?? null},
+        artifact_max_bytes = ${limits.artifactMaxBytes ?? null},
+        agent_history_max_bytes = ${limits.agentHistoryMaxBytes ?? null},
+        ledger_retention_ms = ${limits.ledgerRetentionMs ?? null}
     where id = ${namespaceId}
-    returning artifact_quota_bytes, artifact_max_bytes, agent_history_max_bytes
+    returning artifact_quota_bytes, artifact_max_bytes, agent_history_max_bytes, ledger_retention_ms
   `.execute(db)
   return limitsOf(result.rows)
 }
@@ -78,7 +82,8 @@ export async function artifactLimitsOfAttempt(
   defaults: ArtifactLimits,
 ): Promise<ArtifactLimits> {
   const result = await sql<LimitsRow>`
-    select n.artifact_quota_bytes, n.artifact_max_bytes, n.agent_history_max_bytes
+    select n.artifact_quota_bytes, n.artifact_max_bytes, n.agent_history_max_bytes,
+           n.ledger_retention_ms
     from attempts a join namespaces n on n.id = a.namespace_id where a.id = ${attemptId}
   `.execute(db)
   return inForce(limitsOf(result.rows), defaults)

@@ -12,6 +12,8 @@ import { findStaleAccepted } from '../../src/attempts/find-stale-accepted.ts'
 import { findExpiredRunning } from '../../src/attempts/reconcile-process-loss.ts'
 import { countAttemptStates } from '../../src/dashboard/count-attempt-states.ts'
 import { listLiveLeases } from '../../src/dashboard/list-live-leases.ts'
+import { listActiveSessions } from '../../src/dashboard/list-active-sessions.ts'
+import { getSessionRuns } from '../../src/dashboard/session-runs.ts'
 import { countRetentionDue } from '../../src/retention/count-retention-due.ts'
 import { removeExpiredHistory } from '../../src/retention/remove-expired-history.ts'
 import { claimContinuation } from '../../src/continuations/claim-continuation.ts'
@@ -586,6 +588,65 @@ describe("the reconciler's sweeps and the dashboard's reads of running attempts 
       expect(
         await explainPrepared(pool, "where status = 'running' and lease_expires_at <= now()"),
       ).toContain('attempts_running_idx')
+    } finally {
+      await pool.destroy()
+    }
+  })
+})
+
+describe("the dashboard's sessions view reads indexes, not the history behind it", () => {
+  test('the recently active sessions and one session with its runs and their children are found through indexes', async ({
+    db,
+    databaseUrl,
+  }) => {
+    await longHistory(db, 'sessions-view')
+    // Many sessions, one of them with runs whose children are attempts naming their parent run.
+    await sql`
+      insert into sessions (namespace_id, id)
+      select 'default', 'many-' || i from generate_series(1, 20000) i`.execute(db)
+    await sql`
+      insert into runs (id, namespace_id, session_id, trigger_type, status, settled_at)
+      select md5('view-run-' || i)::uuid, 'default', 'many-1', 'user', 'completed', now()
+      from generate_series(1, 3) i`.execute(db)
+    await sql`
+      insert into agents (id, namespace_id, session_id, name)
+      select md5('view-child-' || i)::uuid, 'default', 'many-1', 'x' from generate_series(1, 6) i`.execute(
+      db,
+    )
+    await sql`
+      insert into attempts (id, namespace_id, agent_id, session_id, name, prompt, status,
+                            stop_reason, output_bytes, output_digest, fingerprint, terminal_at,
+                            parent_run_id)
+      select md5('view-child-' || i)::uuid, 'default', md5('view-child-' || i)::uuid, 'many-1', 'x',
+             '"p"', 'terminal', 'completed', 0, 'd', 'f', now(), md5('view-run-' || (i % 3 + 1))::uuid
+      from generate_series(1, 6) i`.execute(db)
+    await sql`analyze`.execute(db)
+    let text = ''
+    const pool = createDb({
+      connectionString: databaseUrl,
+      maxConnections: 1,
+      onQuery: (statement) => {
+        text = statement
+      },
+    })
+    try {
+      await sql`set plan_cache_mode = force_generic_plan`.execute(pool)
+      const active = await listActiveSessions(pool, { limit: 50, scan: 2000 })
+      // Bound by literals, so it has no parameter: its plan is the one `explain` shows.
+      expect(text).toContain('with recent as')
+      const explained = await sql<{ 'QUERY PLAN': string }>`explain ${sql.raw(text)}`.execute(db)
+      const sessions = explained.rows.map((r) => r['QUERY PLAN']).join('\n')
+      expect(active[0]).toMatchObject({ namespaceId: 'default', sessionId: 'many-1' })
+      const view = await getSessionRuns(pool, 'default', 'many-1', { runs: 100, children: 50 })
+      expect(view?.runs.map((r) => r.children.length)).toEqual([2, 2, 2])
+
+      expect(sessions).toContain('attempts_terminal_at_idx')
+      expect(sessions).toContain('sessions_pkey')
+      expect(sessions).not.toMatch(/Seq Scan on (attempts|sessions)\b/)
+      const runs = await explainPrepared(pool, 'left join attempts own')
+      for (const index of ['sessions_pkey', 'runs_session_idx', 'attempts_parent_run_idx'])
+        expect(runs, index).toContain(index)
+      expect(runs).not.toMatch(/Seq Scan on (attempts|runs|sessions)\b/)
     } finally {
       await pool.destroy()
     }

@@ -2,7 +2,7 @@ import { defineConfig } from 'vitest/config'
 
 // Suites run a second time with the apps behind PgBouncer in transaction mode (see the project
 // below). Between them they reach the ledger's claims, fenced commits, heartbeats and lease loss,
-// cancels, steering, bounded waits, continuation claims, a hosted parent's continuation, retention
+// cancels, steering, bounded waits, continuation claims, retention
 // and shutdown, all through the pooler. Every file here was seen passing through it.
 const PGBOUNCER_SUITES = [
   'apps/worker/test/worker.int.test.ts',
@@ -13,7 +13,6 @@ const PGBOUNCER_SUITES = [
   'apps/api/test/bounded-wait.int.test.ts',
   'apps/api/test/cancel-batching.int.test.ts',
   'apps/api/test/continuation-claims.int.test.ts',
-  'apps/api/test/hosted-continuations.int.test.ts',
 ]
 
 // One vitest process for the whole repo. Pure tests (`*.test.ts`, beside their module) and

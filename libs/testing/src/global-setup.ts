@@ -75,7 +75,8 @@ export default async function setup(project: TestProject): Promise<() => Promise
   }
 }
 
-async function postgresAnswers(url: string): Promise<boolean> {
+/** Whether a Postgres (or a pooler in front of one) at `url` answers a query. */
+export async function postgresAnswers(url: string): Promise<boolean> {
   const client = new pg.Client({ connectionString: url, connectionTimeoutMillis: 2_000 })
   client.on('error', () => undefined)
   try {

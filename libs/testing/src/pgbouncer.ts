@@ -5,7 +5,7 @@
 import { spawn, spawnSync } from 'node:child_process'
 import { accessSync, constants, createWriteStream, mkdirSync, writeFileSync } from 'node:fs'
 import { delimiter, join } from 'node:path'
-import pg from 'pg'
+import { postgresAnswers } from './global-setup.ts'
 
 export interface PgBouncerOptions {
   /** The port it listens on, on 127.0.0.1. */
@@ -142,7 +142,7 @@ export async function startPgBouncer(options: PgBouncerOptions): Promise<PgBounc
   }
 
   const deadline = Date.now() + 15_000
-  while (!(await answers(url('postgres')))) {
+  while (!(await postgresAnswers(url('postgres')))) {
     if (exited) throw new Error(`pgbouncer exited before it answered:\n${tail}`)
     if (Date.now() > deadline) {
       await stop()
@@ -151,18 +151,4 @@ export async function startPgBouncer(options: PgBouncerOptions): Promise<PgBounc
     await new Promise((resolve) => setTimeout(resolve, 100))
   }
   return { port: options.port, url, stop, close: stop, isClosed: () => exited }
-}
-
-async function answers(url: string): Promise<boolean> {
-  const client = new pg.Client({ connectionString: url, connectionTimeoutMillis: 2_000 })
-  client.on('error', () => undefined)
-  try {
-    await client.connect()
-    await client.query('select 1')
-    return true
-  } catch {
-    return false
-  } finally {
-    await client.end().catch(() => undefined)
-  }
 }

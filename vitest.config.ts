@@ -1,5 +1,20 @@
 import { defineConfig } from 'vitest/config'
 
+// Suites run a second time with the apps behind PgBouncer in transaction mode (see the project
+// below). Between them they reach the ledger's claims, fenced commits, heartbeats and lease loss,
+// cancels, steering, bounded waits, continuation claims, retention
+// and shutdown, all through the pooler. Every file here was seen passing through it.
+const PGBOUNCER_SUITES = [
+  'apps/worker/test/worker.int.test.ts',
+  'apps/worker/test/ownership.int.test.ts',
+  'apps/worker/test/steering-delivery.int.test.ts',
+  'apps/worker/test/shutdown.int.test.ts',
+  'apps/worker/test/retention.int.test.ts',
+  'apps/api/test/bounded-wait.int.test.ts',
+  'apps/api/test/cancel-batching.int.test.ts',
+  'apps/api/test/continuation-claims.int.test.ts',
+]
+
 // One vitest process for the whole repo. Pure tests (`*.test.ts`, beside their module) and
 // integration tests against real Redis and Postgres (`*.int.test.ts`, in each package's `test/`)
 // are separate projects; the integration project gets
@@ -20,6 +35,23 @@ export default defineConfig({
           name: 'integration',
           include: ['{apps,libs}/*/{src,test}/**/*.int.test.ts', 'scripts/**/*.int.test.ts'],
           globalSetup: ['libs/testing/src/global-setup.ts'],
+          testTimeout: 30_000,
+          hookTimeout: 60_000,
+          fileParallelism: false,
+        },
+      },
+      {
+        // API and worker suites again, with the apps behind PgBouncer in transaction mode and
+        // DB_PREPARED_STATEMENTS=false, as docs/operations.md has an operator run them; databases
+        // are still created, cloned and migrated directly. Not every suite: a second pass of all
+        // of them would double the integration run's time.
+        test: {
+          name: 'integration-pgbouncer',
+          include: PGBOUNCER_SUITES,
+          globalSetup: ['libs/testing/src/pgbouncer-global-setup.ts'],
+          env: { DB_PREPARED_STATEMENTS: 'false' },
+          // After the direct integration run, not beside it: each project runs one file at a time.
+          sequence: { groupOrder: 1 },
           testTimeout: 30_000,
           hookTimeout: 60_000,
           fileParallelism: false,

@@ -46,13 +46,13 @@ export async function postgresProblem(
   }
 }
 
-interface OsUser {
+export interface OsUser {
   readonly name: string
   readonly uid: number
   readonly gid: number
 }
 
-function osUser(name: string): OsUser | undefined {
+export function osUser(name: string): OsUser | undefined {
   const id = (flag: string): number | undefined => {
     const result = spawnSync('id', [flag, name], { encoding: 'utf8' })
     return result.status === 0 ? Number(result.stdout.trim()) : undefined
@@ -62,15 +62,27 @@ function osUser(name: string): OsUser | undefined {
   return uid === undefined || gid === undefined ? undefined : { name, uid, gid }
 }
 
+/** The user a Postgres server of ours runs as: none (ourselves) unless we are root. */
+export function serverUser(): OsUser | undefined {
+  if (process.getuid?.() !== 0) return undefined
+  const user = osUser('postgres') ?? osUser('nobody')
+  if (user === undefined) {
+    throw new Error(
+      'running as root, and neither a `postgres` nor a `nobody` user exists to run Postgres as',
+    )
+  }
+  return user
+}
+
 /** Creates `dir` and its missing parents searchable by everyone, whatever the umask. */
-function mkdirOpen(dir: string): void {
+export function mkdirOpen(dir: string): void {
   const first = mkdirSync(dir, { recursive: true })
   if (first === undefined) return
   for (let d = dir; d.length >= first.length; d = dirname(d)) chmodSync(d, 0o755)
 }
 
 /** Can `user` walk down into `dir` (execute permission on it and on every directory above it)? */
-function reachable(dir: string, user: OsUser): boolean {
+export function reachable(dir: string, user: OsUser): boolean {
   for (let d = dir; ; d = dirname(d)) {
     const st = statSync(d)
     const ok =
@@ -104,12 +116,7 @@ export async function ensurePostgres(
     )
   }
 
-  const runAs = process.getuid?.() === 0 ? (osUser('postgres') ?? osUser('nobody')) : undefined
-  if (process.getuid?.() === 0 && runAs === undefined) {
-    throw new Error(
-      'running as root, and neither a `postgres` nor a `nobody` user exists to run Postgres as',
-    )
-  }
+  const runAs = serverUser()
   let base = devDir
   if (runAs !== undefined) {
     mkdirOpen(devDir)

@@ -1,4 +1,4 @@
-import { sql } from 'kysely'
+import { sql, type Kysely } from 'kysely'
 import {
   Migrator,
   type Migration,
@@ -67,9 +67,8 @@ export interface MigrationReport {
 }
 
 /**
- * Brings the schema to the latest migration. Safe when many processes run it at once: a session
- * advisory lock, held on one connection for the whole run, admits one migrator at a time, and the
- * others then find nothing to do.
+ * Brings the schema to the latest migration. Safe when many processes run it at once, directly or
+ * through PgBouncer in transaction mode: see `runLocked`.
  */
 export function migrateToLatest(db: Db): Promise<MigrationReport> {
   return runLocked(db, (migrator) => migrator.migrateToLatest())
@@ -81,26 +80,51 @@ export function migrateTo(db: Db, target: string): Promise<MigrationReport> {
   return runLocked(db, (migrator) => migrator.migrateTo(target))
 }
 
+/**
+ * One transaction for the whole run, which first takes a transaction-scoped advisory lock: one
+ * migrator at a time creates Kysely's bookkeeping tables, reads what was applied and applies the
+ * rest, and the lock goes with the commit, so the next one reads a committed schema and finds
+ * nothing to do. Nothing outlives the transaction: a session lock would stay with whichever
+ * server connection a transaction-mode pooler happened to use, where another client could take
+ * it again (advisory locks are re-entrant within a session) or unlock it from a different one.
+ * Kysely's own lock, taken and released inside this transaction, is then uncontended.
+ */
 function runLocked(
   db: Db,
   run: (migrator: Migrator) => Promise<MigrationResultSet>,
 ): Promise<MigrationReport> {
-  return db.connection().execute(async (conn) => {
-    await sql`select pg_advisory_lock(${MIGRATION_LOCK_KEY.toString()}::bigint)`.execute(conn)
-    try {
-      const result = await run(new Migrator({ db: conn, provider }))
-      if (result.error !== undefined) {
-        throw result.error instanceof Error
-          ? result.error
-          : new Error('migration failed', { cause: result.error })
-      }
-      return {
-        applied: (result.results ?? [])
-          .filter((r) => r.status === 'Success')
-          .map((r) => r.migrationName),
-      }
-    } finally {
-      await sql`select pg_advisory_unlock(${MIGRATION_LOCK_KEY.toString()}::bigint)`.execute(conn)
+  return db.transaction().execute(async (trx) => {
+    await sql`select pg_advisory_xact_lock(${MIGRATION_LOCK_KEY.toString()}::bigint)`.execute(trx)
+    // A failed migration aborts the transaction, and Kysely's unlock after it then fails too and
+    // is what it reports: the migration's own error is kept here to be thrown instead.
+    let failure: unknown
+    const recording: MigrationProvider = {
+      getMigrations: () =>
+        Promise.resolve(
+          Object.fromEntries(
+            Object.entries(MIGRATIONS).map(([name, migration]) => [
+              name,
+              {
+                ...migration,
+                up: (db: Kysely<unknown>) =>
+                  migration.up(db).catch((error: unknown) => {
+                    failure ??= error
+                    throw error
+                  }),
+              },
+            ]),
+          ),
+        ),
+    }
+    const result = await run(new Migrator({ db: trx, provider: recording }))
+    const error = failure ?? result.error
+    if (error !== undefined) {
+      throw error instanceof Error ? error : new Error('migration failed', { cause: error })
+    }
+    return {
+      applied: (result.results ?? [])
+        .filter((r) => r.status === 'Success')
+        .map((r) => r.migrationName),
     }
   })
 }

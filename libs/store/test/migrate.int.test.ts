@@ -1,8 +1,11 @@
 import { randomUUID } from 'node:crypto'
+import { mkdtempSync } from 'node:fs'
+import { tmpdir } from 'node:os'
+import { join } from 'node:path'
 import pg from 'pg'
 import { sql } from 'kysely'
 import { continuationDigest, resultDigest } from '@baton/contracts'
-import { describe, expect, ledgerCopiesOf, test } from '@baton/testing'
+import { describe, expect, freePort, ledgerCopiesOf, startPgBouncer, test } from '@baton/testing'
 import { expireArtifacts } from '../src/artifacts/expire-artifacts.ts'
 import { artifactIdFor, buildTerminalProjection } from '../src/attempts/terminal-record.ts'
 import { admitContinuations, durableResultInput } from '../src/continuations/admit-continuation.ts'
@@ -168,6 +171,42 @@ describe('migrations', () => {
         await b.destroy()
       }
     })
+  })
+
+  test('migrators running at once through PgBouncer in transaction mode apply each migration once', async ({
+    databaseUrl,
+    track,
+  }) => {
+    const direct = new URL(databaseUrl)
+    const bouncer = track(
+      await startPgBouncer({
+        port: await freePort(),
+        upstream: { host: direct.hostname, port: Number(direct.port || 5432) },
+        dir: mkdtempSync(join(tmpdir(), 'baton-pgbouncer-')),
+        poolSize: 3,
+      }),
+    )
+    await withEmptyDatabase(databaseUrl, async (url) => {
+      const through = bouncer.url(new URL(url).pathname.slice(1))
+      // Three processes' pools on fewer server connections than they have clients, so that any
+      // lock kept past a transaction would be met again by another client.
+      const pool = () =>
+        createDb({ connectionString: through, maxConnections: 2, preparedStatements: false })
+      const dbs = [pool(), pool(), pool()] as const
+      try {
+        const all = await pendingMigrations(dbs[0])
+        const reports = await Promise.all(dbs.map((db) => migrateToLatest(db)))
+        expect(reports.flatMap((r) => r.applied).sort()).toEqual(all)
+        const executed = await sql<{
+          n: number
+        }>`select count(*)::int as n from kysely_migration`.execute(dbs[0])
+        expect(executed.rows[0]?.n).toBe(all.length)
+        expect(await pendingMigrations(dbs[1])).toEqual([])
+      } finally {
+        for (const db of dbs) await db.destroy()
+      }
+    })
+    await bouncer.stop()
   })
 
   test('0005 rewrites stored failure categories into the one vocabulary, and a rerun changes nothing', async ({

@@ -13,8 +13,12 @@ export interface Closeable {
 }
 
 export interface ServiceFixtures {
-  /** A database of this file's own, cloned from the migrated template. */
+  /**
+   * A database of this file's own, cloned from the migrated template: the URL Baton's apps are
+   * given (through PgBouncer in the `integration-pgbouncer` project).
+   */
   databaseUrl: string
+  /** The test's own connections to that database, always direct. */
   db: Db
   redisUrl: string
   /** A BullMQ prefix of this file's own. */
@@ -41,7 +45,7 @@ export type Services = Pick<
 >
 
 interface FileFixtures {
-  fileDatabase: { url: string; db: Db }
+  fileDatabase: { url: string; appUrl: string; db: Db }
   fileQueuePrefix: string
 }
 
@@ -63,7 +67,8 @@ export const test = base.extend<FileFixtures & ServiceFixtures>({
         maxConnections: 10,
         applicationName: 'baton-test',
       })
-      await use({ url, db })
+      const pooled = inject('pooledDatabaseUrl')
+      await use({ url, appUrl: pooled === undefined ? url : withDatabase(pooled, name), db })
       await db.destroy()
       const cleanup = new pg.Client({ connectionString: root })
       await cleanup.connect()
@@ -93,7 +98,7 @@ export const test = base.extend<FileFixtures & ServiceFixtures>({
     },
     { scope: 'file' },
   ],
-  databaseUrl: async ({ fileDatabase }, use) => use(fileDatabase.url),
+  databaseUrl: async ({ fileDatabase }, use) => use(fileDatabase.appUrl),
   db: async ({ fileDatabase }, use) => use(fileDatabase.db),
   redisUrl: async ({}, use) => use(inject('redisUrl')),
   queuePrefix: async ({ fileQueuePrefix }, use) => use(fileQueuePrefix),

@@ -15,6 +15,11 @@ declare module 'vitest' {
     databaseUrl: string
     redisUrl: string
     templateDatabase: string
+    /**
+     * Set by the `integration-pgbouncer` project: the maintenance database through PgBouncer in
+     * transaction mode, whose host and port the apps of each test file then use.
+     */
+    pooledDatabaseUrl?: string
   }
 }
 
@@ -35,9 +40,9 @@ export default async function setup(project: TestProject): Promise<() => Promise
     redisUrl ??= started.redisUrl
     stops.push(...started.stops)
   }
-  // A template of this run's own, so that concurrent runs (several checkouts) never drop it under
-  // each other.
-  const template = `baton_test_template_${process.pid}`
+  // A template of this run's and this project's own, so that concurrent runs (several checkouts)
+  // and the projects of one run never drop it under each other.
+  const template = `baton_test_template_${process.pid}_${project.name.replace(/[^a-z0-9]/g, '_')}`
 
   const admin = new pg.Client({ connectionString: databaseUrl })
   await admin.connect()
@@ -70,7 +75,8 @@ export default async function setup(project: TestProject): Promise<() => Promise
   }
 }
 
-async function postgresAnswers(url: string): Promise<boolean> {
+/** Whether a Postgres (or a pooler in front of one) at `url` answers a query. */
+export async function postgresAnswers(url: string): Promise<boolean> {
   const client = new pg.Client({ connectionString: url, connectionTimeoutMillis: 2_000 })
   client.on('error', () => undefined)
   try {

@@ -5,6 +5,7 @@ export {
   READY_MESSAGES,
   apiAddress,
   apiProcessEnv,
+  servicesEnv,
   spawnApp,
   startApp,
   startServiceProcess,
@@ -24,6 +25,8 @@ export type { BatonFleet, BatonStack, StackOptions, StartBaton } from './stack.t
 export { historyTurn } from './history.ts'
 export type { HistoryEvent } from './history.ts'
 export { hasRedisServerBinary, startRedisServer } from './redis-server.ts'
+export { findPgBouncer, startPgBouncer } from './pgbouncer.ts'
+export type { PgBouncer, PgBouncerOptions } from './pgbouncer.ts'
 export { startFaultProxy } from './fault-proxy.ts'
 export type { FaultProxy, HeldAnswer } from './fault-proxy.ts'
 export type { RedisServer } from './redis-server.ts'

@@ -182,9 +182,20 @@ export interface TestServices {
   readonly queuePrefix: string
 }
 
-/** The part of both apps' environment that points them at a test file's services. */
-function servicesEnv(ctx: TestServices): Record<string, string> {
-  return { DATABASE_URL: ctx.databaseUrl, REDIS_URL: ctx.redisUrl, QUEUE_PREFIX: ctx.queuePrefix }
+/**
+ * The part of both apps' environment that points them at a test file's services, for processes
+ * and for apps composed in the test's own process alike. `DB_PREPARED_STATEMENTS` comes along
+ * when the run sets it: the `integration-pgbouncer` project does, for the PgBouncer its
+ * `databaseUrl` goes through.
+ */
+export function servicesEnv(ctx: TestServices): Record<string, string> {
+  const prepared = process.env.DB_PREPARED_STATEMENTS
+  return {
+    DATABASE_URL: ctx.databaseUrl,
+    REDIS_URL: ctx.redisUrl,
+    QUEUE_PREFIX: ctx.queuePrefix,
+    ...(prepared === undefined ? {} : { DB_PREPARED_STATEMENTS: prepared }),
+  }
 }
 
 /**

@@ -33,7 +33,11 @@ export async function startApi(
   const config = loadConfig(apiProcessEnv(ctx, { LOG_LEVEL: 'silent', ...extraEnv }))
   const api = await composeApi(config, logger, options)
   const base = await api.app.listen({ host: config.host, port: config.port })
-  const keyDb = createDb({ connectionString: ctx.databaseUrl, maxConnections: 1 })
+  const keyDb = createDb({
+    connectionString: ctx.databaseUrl,
+    maxConnections: 1,
+    preparedStatements: config.dbPreparedStatements,
+  })
   const key = await tenantKey(keyDb, 'default').finally(() => keyDb.destroy())
   return { api, ...batonHttp(base, key) }
 }

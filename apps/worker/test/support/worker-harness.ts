@@ -11,7 +11,7 @@ import {
   type SubagentResult,
   type SubagentStartRequest,
 } from '@baton/subagents'
-import { historyTurn, untilAttempt, type Closeable } from '@baton/testing'
+import { historyTurn, servicesEnv, untilAttempt, type Closeable } from '@baton/testing'
 import { loadConfig } from '../../src/config.ts'
 import { createLeaseKeeper } from '../../src/lease/lease-keeper.ts'
 import {
@@ -43,9 +43,7 @@ export function startRuntime(
   options: WorkerRuntimeOptions & { readonly logger?: Logger } = {},
 ): Promise<WorkerRuntime> {
   const config = loadConfig({
-    DATABASE_URL: ctx.databaseUrl,
-    REDIS_URL: ctx.redisUrl,
-    QUEUE_PREFIX: ctx.queuePrefix,
+    ...servicesEnv(ctx),
     LEASE_TTL_MS: '2000',
     HEARTBEAT_INTERVAL_MS: '200',
     RECONCILE_INTERVAL_MS: '200',

@@ -97,7 +97,10 @@ export async function growHistory(
       const end = Math.min(to, start + CHUNK) - 1
       const started = performance.now()
       for (const statement of STATEMENTS)
-        await client.query(statement, statement.includes('$3') ? [start, end, newestS] : [start, end])
+        await client.query(
+          statement,
+          statement.includes('$3') ? [start, end, newestS] : [start, end],
+        )
       const s = (performance.now() - started) / 1000
       log(`bench: history ${end + 1} of ${to} terminal attempts written (chunk ${s.toFixed(0)} s)`)
     }

@@ -273,9 +273,7 @@ export async function runScale(
     const historyRows = has('history') ? await history(bench, stack, options, log) : []
     // Beside the largest history level, if there was one.
     const written = historyRows.at(-1)?.terminal_attempts ?? 0
-    const retentionRows = has('retention')
-      ? await retentionDrain(stack, options, written, log)
-      : []
+    const retentionRows = has('retention') ? await retentionDrain(stack, options, written, log) : []
     return {
       concurrency: concurrencyRows,
       waits: waitRows,

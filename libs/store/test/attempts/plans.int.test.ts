@@ -604,7 +604,7 @@ describe("the reconciler's sweeps and the dashboard's reads of running attempts 
 })
 
 describe('every other statement of the hot paths reads indexes, not the history', () => {
-  test('accept, wait read, cancel, steer, recent terminals, the reconciler sweeps and the metrics read, under their generic plans', async ({
+  test("accept, wait read, cancel, steer, recent terminals, the reconciler sweeps, a retention batch's delivery removal and the metrics read, under their generic plans", async ({
     db,
     databaseUrl,
   }) => {
@@ -619,6 +619,16 @@ describe('every other statement of the hot paths reads indexes, not the history'
     await sql`
       insert into attempt_transitions (attempt_id, from_status, to_status, event, owner_generation)
       select id, 'running', 'terminal', 'committed', 1 from attempts`.execute(db)
+    await sql`
+      insert into agent_context_events (agent_id, seq, attempt_id, event)
+      select agent_id, 0, id, '{}' from attempts where session_id = 'hot'`.execute(db)
+    // Every attempt of the history told a webhook of its end.
+    await sql`
+      insert into webhook_deliveries (id, namespace_id, session_id, event_type, attempt_id, state,
+                                      tries, next_try_at, delivered_at)
+      select 'msg_hot_' || replace(id::text, '-', ''), namespace_id, session_id,
+             'attempt.terminal', id, 'delivered', 1, null, now()
+      from attempts where session_id = 'hot'`.execute(db)
     await sql`analyze`.execute(db)
     const pool = createDb({ connectionString: databaseUrl, maxConnections: 1 })
     try {
@@ -643,10 +653,19 @@ describe('every other statement of the hot paths reads indexes, not the history'
       await abandonExpiredRuns(pool, { limit: 500 })
       await expireArtifacts(pool, { limit: 100 })
       await namespaceArtifactBytes(pool)
+      // A retention batch deletes its attempts' webhook deliveries by attempt.
+      const removed = await removeExpiredHistory(pool, {
+        defaultRetentionMs: 30 * 24 * 3_600_000,
+        limit: 50,
+      })
+      expect(removed.attempts).toBeGreaterThan(0)
+      expect(await explainPrepared(pool, 'doomed_agents')).toContain(
+        'webhook_deliveries_attempt_idx',
+      )
       const explained = await explainEveryPrepared(pool)
       expect(explained.length).toBeGreaterThanOrEqual(12)
       const scans = explained.filter(({ plan }) =>
-        /Seq Scan on (attempts|agents|attempt_transitions|agent_context_events|runs|continuations|sessions)\b/.test(
+        /Seq Scan on (attempts|agents|attempt_transitions|agent_context_events|runs|continuations|sessions|webhook_deliveries)\b/.test(
           plan,
         ),
       )

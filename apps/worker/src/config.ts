@@ -48,6 +48,7 @@ const configSchema = z
     ARTIFACT_RETENTION_MS: ms(7 * 24 * 60 * 60 * 1000),
     CONTINUATION_UNCLAIMED_MS: ms(7 * 24 * 60 * 60 * 1000),
     LEDGER_RETENTION_MS: ms(LEDGER_RETENTION_MS_DEFAULT),
+    LEDGER_RETENTION_BATCH: z.coerce.number().int().min(1).max(10_000).default(500),
     WORKSPACE_DIR: z.string().min(1).default(process.cwd()),
     SUBAGENTS_DIR: z.string().min(1).optional(),
     PROFILES_FILE: z.string().min(1).optional(),
@@ -110,6 +111,8 @@ export interface WorkerConfig {
    * ended runs) unless the namespace sets its own retention.
    */
   readonly ledgerRetentionMs: number
+  /** Rows of history each namespace's retention batch (one statement) looks at. */
+  readonly ledgerRetentionBatch: number
   /** Each checked-shutdown try; on SIGTERM tries repeat until the drain completes. */
   readonly shutdownDeadlineMs: number
   /** When set, the drain is given up (exit 1) this long after the stop signal. */
@@ -173,6 +176,7 @@ export function loadConfig(env: Readonly<Record<string, string | undefined>>): W
     requeueAfterMs: c.REQUEUE_AFTER_MS,
     continuationUnclaimedMs: c.CONTINUATION_UNCLAIMED_MS,
     ledgerRetentionMs: c.LEDGER_RETENTION_MS,
+    ledgerRetentionBatch: c.LEDGER_RETENTION_BATCH,
     shutdownDeadlineMs: c.SHUTDOWN_DEADLINE_MS,
     shutdownHardDeadlineMs: c.SHUTDOWN_HARD_DEADLINE_MS,
     outputMemoryBudgetBytes: c.OUTPUT_MEMORY_BUDGET_BYTES,

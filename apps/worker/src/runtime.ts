@@ -140,6 +140,7 @@ export function createWorkerRuntime(
     requeueAfterMs: config.requeueAfterMs,
     unclaimedAfterMs: config.continuationUnclaimedMs,
     ledgerRetentionMs: config.ledgerRetentionMs,
+    retentionBatch: config.ledgerRetentionBatch,
     logger: log.child({ component: 'reconciler' }),
     metrics,
   })

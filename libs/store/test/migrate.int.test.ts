@@ -63,6 +63,7 @@ describe('migrations', () => {
           '0041-session-events',
           '0050-ledger-retention',
           '0051-heap-only-renewals',
+          '0052-retention-key-indexes',
         ])
         expect((await migrateToLatest(db)).applied).toEqual([
           '0001-ledger',
@@ -87,6 +88,7 @@ describe('migrations', () => {
           '0041-session-events',
           '0050-ledger-retention',
           '0051-heap-only-renewals',
+          '0052-retention-key-indexes',
         ])
         const tables = await sql<{ table_name: string }>`
           select table_name from information_schema.tables where table_schema = 'public' order by 1
@@ -161,6 +163,7 @@ describe('migrations', () => {
           '0041-session-events',
           '0050-ledger-retention',
           '0051-heap-only-renewals',
+          '0052-retention-key-indexes',
         ])
         const executed = await sql<{
           n: number
@@ -287,6 +290,7 @@ describe('migrations', () => {
           '0041-session-events',
           '0050-ledger-retention',
           '0051-heap-only-renewals',
+          '0052-retention-key-indexes',
         ])
         const owners = await sql<{ namespace_id: string }>`
           select distinct namespace_id from attempts

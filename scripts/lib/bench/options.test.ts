@@ -7,9 +7,10 @@ describe('the bench command line', () => {
     expect(scale).toMatchObject({
       kind: 'scale',
       options: {
-        dimensions: ['concurrency', 'waits', 'history'],
+        dimensions: ['concurrency', 'waits', 'history', 'retention'],
         levels: [1000, 5000, 10000],
         history: [0, 1_000_000, 10_000_000],
+        retention: 1_000_000,
         workers: 2,
       },
     })
@@ -41,6 +42,7 @@ describe('the bench command line', () => {
       /--history takes whole numbers ≥ 0/,
     )
     expect(() => parseScaleOptions(['--dimensions', 'speed'])).toThrow(/--dimensions takes/)
+    expect(() => parseScaleOptions(['--retention', '0'])).toThrow(/--retention must be/)
     expect(() => parseBenchCommand(['--scale', '--rounds', '2'])).toThrow(/rounds/)
     expect(() => parseBenchCommand(['--levels', '10'])).toThrow(/levels/)
   })

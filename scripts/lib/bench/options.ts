@@ -56,8 +56,11 @@ export function parseBenchOptions(argv: readonly string[]): BenchOptions {
   }
 }
 
-/** What `--scale` measures: children running at once, open waits, and history in the ledger. */
-export const SCALE_DIMENSIONS = ['concurrency', 'waits', 'history'] as const
+/**
+ * What `--scale` measures: children running at once, open waits, history in the ledger, and a
+ * retention drain of expired history under load.
+ */
+export const SCALE_DIMENSIONS = ['concurrency', 'waits', 'history', 'retention'] as const
 export type ScaleDimension = (typeof SCALE_DIMENSIONS)[number]
 
 /** What each option means: docs/performance.md, "Cost as the work grows". */
@@ -67,6 +70,8 @@ export interface ScaleOptions {
   readonly levels: readonly number[]
   /** Terminal attempts in the ledger before each history level is measured (0 allowed). */
   readonly history: readonly number[]
+  /** Expired terminal attempts the retention dimension has the reconcilers remove. */
+  readonly retention: number
   readonly workers: number
   /** How long each concurrency level is held while its costs are sampled. */
   readonly holdMs: number
@@ -96,6 +101,7 @@ export function parseScaleOptions(argv: readonly string[]): ScaleOptions {
       dimensions: { type: 'string', default: SCALE_DIMENSIONS.join(',') },
       levels: { type: 'string', default: '1000,5000,10000' },
       history: { type: 'string', default: '0,1000000,10000000' },
+      retention: { type: 'string', default: '1000000' },
       workers: { type: 'string', default: '2' },
       'hold-ms': { type: 'string', default: '10000' },
       cancels: { type: 'string', default: '100' },
@@ -112,6 +118,7 @@ export function parseScaleOptions(argv: readonly string[]): ScaleOptions {
     dimensions: SCALE_DIMENSIONS.filter((name) => picked.includes(name)),
     levels: integerList('levels', values.levels, 1),
     history: integerList('history', values.history, 0),
+    retention: integer('retention', values.retention),
     workers: integer('workers', values.workers),
     holdMs: integer('hold-ms', values['hold-ms']),
     cancels: integer('cancels', values.cancels),

@@ -23,6 +23,8 @@ const RAMP_CLIENTS = 4
 /** Calls in flight when the bench cancels many children "at once". */
 const CANCEL_CLIENTS = 256
 const WAIT_BOUND_MS = 60_000
+/** How long a process may take to start: a busy machine starts Node slowly. */
+const READY_MS = 180_000
 
 export interface ScaleStack {
   readonly client: BatonClient
@@ -65,13 +67,13 @@ export async function withScaleStack<T>(
   const api = spawnApp(
     'api',
     { ...env, METRICS_PORT: '0' },
-    { name: 'baton-api', outputLimit: 20_000 },
+    { name: 'baton-api', outputLimit: 20_000, timeoutMs: READY_MS },
   )
   const workers = metricsPorts.map((metricsPort, i) =>
     spawnApp(
       'worker',
       { ...env, METRICS_PORT: String(metricsPort) },
-      { name: `baton-worker-${i + 1}`, outputLimit: 20_000 },
+      { name: `baton-worker-${i + 1}`, outputLimit: 20_000, timeoutMs: READY_MS },
     ),
   )
   const pool = new pg.Pool({ connectionString: databaseUrl, max: 2 })

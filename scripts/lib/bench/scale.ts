@@ -6,14 +6,17 @@
 //   waits:       one bounded wait open on each of a level's children: API memory and descriptors
 //                per wait, Redis clients, then all cancelled together: commit → answer;
 //   history:     terminal attempts written with SQL up to each size; the cost of a delegation
-//                (claim, commit, wait), the reconciler's pass, the dashboard and `/metrics`.
+//                (claim, commit, wait), the reconciler's pass, the dashboard and `/metrics`;
+//   retention:   expired history written beside it and drained by the reconcilers: claims and
+//                submit-and-waits before and during, nothing younger removed (scale-retention.ts).
 // See docs/performance.md, "Cost as the work grows".
 import { setTimeout as sleep } from 'node:timers/promises'
 import type { BenchContext } from './context.ts'
 import { measureCost } from './counters.ts'
 import { sequentialWaits } from './http-load.ts'
 import type { ScaleOptions } from './options.ts'
-import { HISTORY_NEWEST_S, HISTORY_SPREAD_S, growHistory } from './scale-history.ts'
+import { growHistory } from './scale-history.ts'
+import { retentionDrain } from './scale-retention.ts'
 import {
   connectedClients,
   histogramDelta,
@@ -43,7 +46,7 @@ export interface ScaleResult {
   readonly concurrency: ScaleFigures[]
   readonly waits: ScaleFigures[]
   readonly history: ScaleFigures[]
-  /** Submit-and-waits while ledger retention removes half the largest history level. */
+  /** Claims and submit-and-waits before and while ledger retention drains expired history. */
   readonly retention: ScaleFigures[]
 }
 
@@ -192,51 +195,6 @@ async function ok(response: Promise<Response>): Promise<void> {
   if (!answer.ok) throw new Error(`${answer.url} answered ${answer.status}`)
 }
 
-/** Attempts the workers' reconcilers removed by retention so far (their labelled counter). */
-function removedByRetention(expositions: readonly string[]): number {
-  const pattern = /^baton_reconciler_actions_total\{action="retention"\} (\S+)/m
-  return sum(expositions.map((text) => Number(pattern.exec(text)?.[1] ?? 0)))
-}
-
-/**
- * With the largest history in place, the namespace's retention is cut to half its age, so the
- * reconcilers start removing the older half; the same submit-and-waits are timed
- * while they do, beside the figures of the same ledger before.
- */
-async function duringRetention(
-  stack: ScaleStack,
-  options: ScaleOptions,
-  before: ScaleFigures | undefined,
-  log: Log,
-): Promise<ScaleFigures[]> {
-  if (before === undefined || before.terminal_attempts === 0) return []
-  // The history ends one second apart from an hour ago (scale-history.ts): half of it is older.
-  const size = before.terminal_attempts ?? 0
-  const halfMs = (HISTORY_NEWEST_S + Math.min(size, HISTORY_SPREAD_S) / 2) * 1000
-  await stack.pool.query(`update namespaces set ledger_retention_ms = $1`, [Math.round(halfMs)])
-  const start = await scrapeWorkers(stack)
-  // Under way: the first batches removed.
-  let now = start
-  for (let i = 0; i < 300 && removedByRetention(now) === removedByRetention(start); i += 1) {
-    await sleep(200)
-    now = await scrapeWorkers(stack)
-  }
-  const started = performance.now()
-  const from = removedByRetention(now)
-  const latencies = await sequentialWaits(stack.client, options.sequential, [])
-  const removed = removedByRetention(await scrapeWorkers(stack)) - from
-  const row = {
-    terminal_attempts: before.terminal_attempts ?? null,
-    wait_p50_ms_before: before.wait_p50_ms ?? null,
-    wait_p99_ms_before: before.wait_p99_ms ?? null,
-    wait_p50_ms_during: p(latencies, 50),
-    wait_p99_ms_during: p(latencies, 99),
-    removed_per_s: round(removed / ((performance.now() - started) / 1000), 1),
-  }
-  log(`bench: retention ${JSON.stringify(row)}`)
-  return [row]
-}
-
 async function history(
   bench: BenchContext,
   stack: ScaleStack,
@@ -313,11 +271,14 @@ export async function runScale(
     const concurrencyRows = has('concurrency') ? await concurrency(bench, stack, options, log) : []
     const waitRows = has('waits') ? await waits(bench, stack, options, log) : []
     const historyRows = has('history') ? await history(bench, stack, options, log) : []
+    // Beside the largest history level, if there was one.
+    const written = historyRows.at(-1)?.terminal_attempts ?? 0
+    const retentionRows = has('retention') ? await retentionDrain(stack, options, written, log) : []
     return {
       concurrency: concurrencyRows,
       waits: waitRows,
       history: historyRows,
-      retention: await duringRetention(stack, options, historyRows.at(-1), log),
+      retention: retentionRows,
     }
   })
 }

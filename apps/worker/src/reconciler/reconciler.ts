@@ -48,8 +48,6 @@ export interface Reconciler {
 const BATCH = 500
 /** Artifacts expired per pass: their content is large, so fewer per transaction. */
 const EXPIRY_BATCH = 100
-/** Rows of history each namespace's retention batch looks at per pass. */
-const RETENTION_BATCH = 500
 /** Most bells a reconciler keeps for Redis while it does not answer (the oldest go first). */
 const MAX_PENDING_BELLS = 10_000
 
@@ -65,9 +63,13 @@ const MAX_PENDING_BELLS = 10_000
  *   claim bell rung, which wakes that session's bounded claims in the API.
  * - one batch of artifacts past their retention deadline has its content deleted (see
  *   `expireArtifacts`: runners in many workers take disjoint batches);
- * - one batch of history past the ledger retention is removed (`removeExpiredHistory`: finished
- *   agents with their attempts, transitions and agent history, concluded continuations, ended
- *   runs; never a row a claim needs).
+ * - history past the ledger retention is removed (`removeExpiredHistory`: finished agents with
+ *   their attempts, transitions and agent history, concluded continuations, ended runs; never a
+ *   row a claim needs), in a lane of its own: batch after batch of at most `retentionBatch` rows
+ *   per namespace, each its own statement and transaction, until a batch of every namespace
+ *   comes back short. A backlog (a long ledger's first retention, a shortened setting) drains in
+ *   one run of that lane, while the ledger passes go on beside it; between two batches it holds
+ *   nothing, so claims and commits never wait for the backlog.
  *
  * A pass does its Postgres work first and never waits for Redis: the re-enqueue and the bells go
  * to a Redis lane of their own (one run at a time), so a Redis that stalls or is down stops
@@ -85,12 +87,16 @@ export function createReconciler(deps: {
   unclaimedAfterMs: number
   /** The default ledger retention (a namespace's own setting wins). */
   ledgerRetentionMs: number
+  /** Rows of history each namespace's retention batch looks at (one statement). */
+  retentionBatch: number
   logger: Logger
   metrics?: WorkerMetrics
 }): Reconciler {
   let timer: NodeJS.Timeout | undefined
   let inFlight: Promise<LedgerReport> | undefined
   let redisInFlight: Promise<number> | undefined
+  let retentionInFlight: Promise<number> | undefined
+  let stopping = false
   /** Bells still to ring (settled, or claimable for a session), by attempt and kind. */
   const bells = new Map<string, () => Promise<boolean>>()
   /** The stale accepted attempts the last pass found. */
@@ -138,21 +144,38 @@ export function createReconciler(deps: {
       unclaimedAfterMs: deps.unclaimedAfterMs,
     })
     const moved = announceMoved([...abandoned.deliveries, ...swept])
-    // Last: a batch of old history may take a while on a long ledger, and nothing above waits
-    // for it.
-    const removal = await removeExpiredHistory(deps.db, {
-      defaultRetentionMs: deps.ledgerRetentionMs,
-      limit: RETENTION_BATCH,
-      ...retention,
-    })
-    retention = { agentCursor: removal.agentCursor, runCursor: removal.runCursor }
-    if (removal.attempts + removal.runs > 0) {
-      const { attempts, agents, runs } = removal
-      deps.logger.info({ attempts, agents, runs }, 'ledger retention removed old history')
-    }
-    const report = { processLost: lost.length, expired: expiry.expired, removed: removal.attempts }
+    const report = { processLost: lost.length, expired: expiry.expired, removed: 0 }
     observeReconcilePass(deps.metrics, { ...report, requeued: 0, moved })
     return { ...report, deliveries: moved.length, abandoned: abandoned.runs.length }
+  }
+
+  /**
+   * The retention lane: batches until every namespace's batch came back short (its cursor ends),
+   * or the reconciler stops. Each batch is counted as it commits, so a long drain shows progress.
+   */
+  async function retentionPass(): Promise<number> {
+    let removed = 0
+    for (;;) {
+      const batch = await removeExpiredHistory(deps.db, {
+        defaultRetentionMs: deps.ledgerRetentionMs,
+        limit: deps.retentionBatch,
+        ...retention,
+      })
+      retention = { agentCursor: batch.agentCursor, runCursor: batch.runCursor }
+      removed += batch.attempts
+      if (batch.attempts + batch.runs > 0) {
+        const { attempts, agents, runs } = batch
+        deps.logger.info({ attempts, agents, runs }, 'ledger retention removed old history')
+      }
+      observeReconcilePass(deps.metrics, {
+        processLost: 0,
+        requeued: 0,
+        expired: 0,
+        removed: batch.attempts,
+        moved: [],
+      })
+      if (stopping || (batch.agentCursor.size === 0 && batch.runCursor.size === 0)) return removed
+    }
   }
 
   /** Logs the deliveries that moved; rings the claim bell of each session they made claimable. */
@@ -196,6 +219,13 @@ export function createReconciler(deps: {
     return inFlight
   }
 
+  function runRetention(): Promise<number> {
+    retentionInFlight ??= retentionPass().finally(() => {
+      retentionInFlight = undefined
+    })
+    return retentionInFlight
+  }
+
   function runRedis(): Promise<number> {
     redisInFlight ??= redisPass().finally(() => {
       redisInFlight = undefined
@@ -206,16 +236,22 @@ export function createReconciler(deps: {
   return {
     async runOnce() {
       const ledger = await runLedger()
-      // A lane already under way (stuck on Redis, say) is waited for, then run again.
+      // A lane already under way (stuck on Redis, a long drain) is waited for, then run again.
+      await retentionInFlight?.catch(() => undefined)
+      const removed = await runRetention()
       await redisInFlight?.catch(() => undefined)
       const requeued = await runRedis()
-      return { ...ledger, requeued }
+      return { ...ledger, removed, requeued }
     },
     start() {
       timer ??= setInterval(() => {
         runLedger()
           .catch((error: unknown) => deps.logger.warn({ err: error }, 'reconcile pass failed'))
           .finally(() => {
+            if (retentionInFlight === undefined)
+              runRetention().catch((error: unknown) =>
+                deps.logger.warn({ err: error }, 'reconcile pass: ledger retention failed'),
+              )
             if (redisInFlight !== undefined) return
             runRedis().catch((error: unknown) =>
               deps.logger.warn({ err: error }, 'reconcile pass: its Redis part failed'),
@@ -226,7 +262,9 @@ export function createReconciler(deps: {
     async stop() {
       if (timer !== undefined) clearInterval(timer)
       timer = undefined
+      stopping = true
       await inFlight?.catch(() => undefined)
+      await retentionInFlight?.catch(() => undefined)
       await redisInFlight?.catch(() => undefined)
     },
   }

@@ -20,6 +20,16 @@ export interface RecentTerminal {
  * the transitions' primary key, walked backwards over at most `transitionScan` transitions, finds
  * them without scanning attempts.
  */
+/**
+ * A limit written into the statement rather than bound: the generic plan a connection keeps
+ * cannot know a bound limit and plans for a tenth of the transitions, which joins them to every
+ * attempt by a scan of the table.
+ */
+function literalLimit(n: number) {
+  if (!Number.isInteger(n) || n < 1) throw new Error(`limit ${n} is not whole`)
+  return sql.lit(n)
+}
+
 export async function listRecentTerminals(
   db: Db,
   input: { readonly limit: number; readonly transitionScan: number },
@@ -41,8 +51,8 @@ export async function listRecentTerminals(
                a.output_bytes
         from (select id, attempt_id
               from (select id, attempt_id, to_status from attempt_transitions
-                    order by id desc limit ${input.transitionScan}) recent
-              where to_status = 'terminal' order by id desc limit ${input.limit}) t
+                    order by id desc limit ${literalLimit(input.transitionScan)}) recent
+              where to_status = 'terminal' order by id desc limit ${literalLimit(input.limit)}) t
         join attempts a on a.id = t.attempt_id
         order by t.id desc
       `.execute(db),

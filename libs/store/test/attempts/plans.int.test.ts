@@ -20,6 +20,17 @@ import { claimContinuation } from '../../src/continuations/claim-continuation.ts
 import { countContinuations } from '../../src/continuations/count-continuations.ts'
 import { reconcileDeliveries } from '../../src/continuations/reconcile-deliveries.ts'
 import { takeWebhookDeliveries } from '../../src/webhooks/webhook-deliveries.ts'
+import { requestCancel } from '../../src/attempts/request-cancel.ts'
+import {
+  findUndeliveredSteering,
+  markSteeringDelivered,
+  recordSteering,
+} from '../../src/attempts/steering.ts'
+import { listRecentTerminals } from '../../src/dashboard/list-recent-terminals.ts'
+import { idleHostedSessions } from '../../src/runs/hosted-runs.ts'
+import { abandonExpiredRuns } from '../../src/runs/abandon-runs.ts'
+import { expireArtifacts } from '../../src/artifacts/expire-artifacts.ts'
+import { namespaceArtifactBytes } from '../../src/artifacts/namespace-artifact-bytes.ts'
 import { accept, done, scriptedDelegation } from '../support/attempts.ts'
 import { NS, pendingContinuation } from '../support/continuations.ts'
 
@@ -652,3 +663,85 @@ describe("the dashboard's sessions view reads indexes, not the history behind it
     }
   })
 })
+describe('every other statement of the hot paths reads indexes, not the history', () => {
+  test("accept, wait read, cancel, steer, recent terminals, the reconciler sweeps, a retention batch's delivery removal and the metrics read, under their generic plans", async ({
+    // A long history (attempts with their transitions, agents, runs, delivered continuations,
+    // sessions), a few hundred running, analysed.
+    await longHistory(db, 'hot')
+    await deliveredHistory(db, { sessions: 200, perSession: 50 })
+    const running = await runningAttempts(db, 300)
+      select 'default', 'many-' || g from generate_series(1, 20000) g`.execute(db)
+      insert into attempt_transitions (attempt_id, from_status, to_status, event, owner_generation)
+      select id, 'running', 'terminal', 'committed', 1 from attempts`.execute(db)
+      insert into agent_context_events (agent_id, seq, attempt_id, event)
+      select agent_id, 0, id, '{}' from attempts where session_id = 'hot'`.execute(db)
+    // Every attempt of the history told a webhook of its end.
+      insert into webhook_deliveries (id, namespace_id, session_id, event_type, attempt_id, state,
+                                      tries, next_try_at, delivered_at)
+      select 'msg_hot_' || replace(id::text, '-', ''), namespace_id, session_id,
+             'attempt.terminal', id, 'delivered', 1, null, now()
+      from attempts where session_id = 'hot'`.execute(db)
+    const pool = createDb({ connectionString: databaseUrl, maxConnections: 1 })
+      const [queued] = await acceptDelegations(pool, [scriptedDelegation('hot-paths')])
+      if (queued?.kind !== 'accepted') throw new Error('not accepted')
+      const [runningId, steeredId] = running.map((r) => r.attemptId)
+      if (runningId === undefined || steeredId === undefined) throw new Error('none running')
+      await getAttempts(pool, [queued.attemptId, runningId])
+      await requestCancel(pool, { attemptId: runningId, reason: 'plans', namespaceId: NS })
+      await requestCancel(pool, { attemptId: queued.attemptId, reason: 'plans', namespaceId: NS })
+      await recordSteering(pool, { attemptId: steeredId, content: { text: 'steer' } })
+      await findUndeliveredSteering(pool, { attemptId: steeredId, afterSequence: 0 })
+      await markSteeringDelivered(pool, {
+        attemptId: steeredId,
+        ownerId: 'w1',
+        ownerGeneration: 1,
+        throughSequence: 1,
+      })
+      await listRecentTerminals(pool, { limit: 20, transitionScan: 50_000 })
+      await idleHostedSessions(pool, 500)
+      await abandonExpiredRuns(pool, { limit: 500 })
+      await expireArtifacts(pool, { limit: 100 })
+      await namespaceArtifactBytes(pool)
+      // A retention batch deletes its attempts' webhook deliveries by attempt.
+      const removed = await removeExpiredHistory(pool, {
+        defaultRetentionMs: 30 * 24 * 3_600_000,
+        limit: 50,
+      })
+      expect(removed.attempts).toBeGreaterThan(0)
+      expect(await explainPrepared(pool, 'doomed_agents')).toContain(
+        'webhook_deliveries_attempt_idx',
+      )
+      const explained = await explainEveryPrepared(pool)
+      expect(explained.length).toBeGreaterThanOrEqual(12)
+      const scans = explained.filter(({ plan }) =>
+        /Seq Scan on (attempts|agents|attempt_transitions|agent_context_events|runs|continuations|sessions|webhook_deliveries)\b/.test(
+          plan,
+        ),
+      )
+      expect(scans).toEqual([])
+  }, 120_000)
+/** The generic plan of every statement prepared on `pool`, with values of the declared types. */
+async function explainEveryPrepared(pool: Db): Promise<{ statement: string; plan: string }[]> {
+  const { rows } = await sql<{ name: string; statement: string; types: string[] }>`
+    select name, statement, parameter_types::text[] as types from pg_prepared_statements
+    order by prepare_time`.execute(pool)
+  const value = (type: string): string => {
+    if (type.endsWith('[]')) return `'{}'`
+    if (type === 'uuid') return `'${randomUUID()}'`
+    if (type.startsWith('timestamp')) return `now()`
+    if (type === 'jsonb' || type === 'json') return `'{}'`
+    if (type === 'boolean') return 'false'
+    if (type === 'text' || type.startsWith('character')) return `'default'`
+    return '1'
+  }
+  const out: { statement: string; plan: string }[] = []
+  for (const row of rows) {
+    const explained = await sql<{ 'QUERY PLAN': string }>`${sql.raw(
+      `explain execute ${row.name}(${row.types.map(value).join(', ')})`,
+    )}`.execute(pool)
+    out.push({
+      statement: row.statement.replace(/\s+/g, ' ').slice(0, 160),
+      plan: explained.rows.map((r) => r['QUERY PLAN']).join('\n'),
+  }
+  return out
+}

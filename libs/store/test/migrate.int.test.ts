@@ -58,6 +58,8 @@ describe('migrations', () => {
           '0030-webhooks',
           '0040-hosted-sessions',
           '0041-session-events',
+          '0042-nested-delegations',
+          '0043-attempt-usage',
           '0050-ledger-retention',
           '0051-heap-only-renewals',
         ])
@@ -82,6 +84,8 @@ describe('migrations', () => {
           '0030-webhooks',
           '0040-hosted-sessions',
           '0041-session-events',
+          '0042-nested-delegations',
+          '0043-attempt-usage',
           '0050-ledger-retention',
           '0051-heap-only-renewals',
         ])
@@ -156,6 +160,8 @@ describe('migrations', () => {
           '0030-webhooks',
           '0040-hosted-sessions',
           '0041-session-events',
+          '0042-nested-delegations',
+          '0043-attempt-usage',
           '0050-ledger-retention',
           '0051-heap-only-renewals',
         ])
@@ -246,6 +252,8 @@ describe('migrations', () => {
           '0030-webhooks',
           '0040-hosted-sessions',
           '0041-session-events',
+          '0042-nested-delegations',
+          '0043-attempt-usage',
           '0050-ledger-retention',
           '0051-heap-only-renewals',
         ])

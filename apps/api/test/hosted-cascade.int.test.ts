@@ -1,5 +1,6 @@
 // Cascade cancels of a hosted run: its children, and the children they delegated, end with the
 // run, each naming the cascade and the run; without `cascade` they keep running.
+import { randomUUID } from 'node:crypto'
 import { sql } from 'kysely'
 import { cascadeCancelReason } from '@baton/contracts'
 import type { Db } from '@baton/store'
@@ -139,7 +140,7 @@ describe('cascade cancel of a hosted run', () => {
       expect(row).toEqual({ status: 'running', cancel_requested_at: null })
   }, 180_000)
 
-  test('a cancel body with an unknown key is a typed 400, and nothing is written', async ({
+  test('a cancel body with an unknown key is a typed 400, and a parent attempt that is no unfinished attempt of the session is a typed 409; nothing is written', async ({
     baton,
     db,
   }) => {
@@ -156,5 +157,20 @@ describe('cascade cancel of a hosted run', () => {
     expect((await sql`select * from runs where id = ${run.runId}::uuid`.execute(db)).rows).toEqual(
       before.rows,
     )
+    const attempts = async () =>
+      (await sql<{ n: number }>`select count(*)::int as n from attempts`.execute(db)).rows[0]?.n
+    // An attempt of another session, not finished, is as unknown here as no attempt at all.
+    const foreign = await client.delegate({ sessionId: 'elsewhere', name: 'helper', prompt: 'x' })
+    const count = await attempts()
+    for (const parentAttemptId of [randomUUID(), foreign.attemptId]) {
+      const refused = await post(`/v1/sessions/${sessionId}/delegations`, {
+        name: 'helper',
+        prompt: 'orphan',
+        parentAttemptId,
+      })
+      expect(refused.status).toBe(409)
+      expect(refused.body).toMatchObject({ error: { code: 'PARENT_ATTEMPT_ENDED' } })
+    }
+    expect(await attempts()).toBe(count)
   }, 120_000)
 })

@@ -186,8 +186,8 @@ export async function getRunWithOutput(
  * session's profile (null for a host-managed session; absent for no session), the children
  * `runId` delegated (0 without one), the session's children not finished, and the tokens its
  * finished children spent (each attempt's own, stored once by the commit that made it terminal).
- * A child is an attempt delegated by a run or by another attempt: the parent's own attempts are
- * not children.
+ * A child is any attempt of the session but its parent agent's own (the hosted runs), delegated
+ * by the parent's tool or over HTTP, with a parent run, a parent attempt or neither.
  */
 export async function sessionBudgetUse(
   db: Db,
@@ -215,7 +215,7 @@ export async function sessionBudgetUse(
                as child_tokens
       from attempts a
       where a.namespace_id = s.namespace_id and a.session_id = s.id
-        and (a.parent_run_id is not null or a.parent_attempt_id is not null)
+        and a.agent_id is distinct from s.parent_agent_id
     ) c
     where s.namespace_id = ${input.namespaceId} and s.id = ${input.sessionId}
   `.execute(db)

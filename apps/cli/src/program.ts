@@ -259,7 +259,12 @@ export function createProgram(io: CliIo, exit: (code: ExitCode) => void): Comman
     .command('cancel')
     .description('end a run as cancelled')
     .argument('<runId>')
-    .action(run((ctx, runId: string) => cancelRun(ctx, runId)))
+    .option('--cascade', 'cancel every attempt below the run that has not finished too')
+    .action(
+      run((ctx, runId: string, options: { cascade?: boolean }) =>
+        cancelRun(ctx, runId, options.cascade),
+      ),
+    )
 
   const continuations = program
     .command('continuations')

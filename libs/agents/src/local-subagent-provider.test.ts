@@ -92,6 +92,11 @@ describe('spawn and fork providers', () => {
     expect(await run.result).toEqual({
       output: [{ type: 'text', text: 'child done' }],
       stopReason: 'completed',
+      // The tokens the child's model calls spent: what its terminal commit stores.
+      usage: {
+        inputTokens: expect.any(Number) as unknown,
+        outputTokens: expect.any(Number) as unknown,
+      },
     })
     await run.dispose()
   })
@@ -454,6 +459,11 @@ describe('spawn and fork providers', () => {
     expect(await run.result).toEqual({
       output: [{ type: 'text', text: 'Listed the workspace.' }],
       stopReason: 'completed',
+      // The tokens the child's model calls spent: what its terminal commit stores.
+      usage: {
+        inputTokens: expect.any(Number) as unknown,
+        outputTokens: expect.any(Number) as unknown,
+      },
     })
     const events = (run.localAgent as LocalAgent).session.events()
     expect(
@@ -487,6 +497,11 @@ describe('spawn with a resumed history', () => {
     expect(await run.result).toEqual({
       output: text('first question\nsecond question'),
       stopReason: 'completed',
+      // The tokens the child's model calls spent: what its terminal commit stores.
+      usage: {
+        inputTokens: expect.any(Number) as unknown,
+        outputTokens: expect.any(Number) as unknown,
+      },
     })
     expect(JSON.stringify(recall.calls[0]?.prompt)).toContain('first answer')
 

@@ -106,5 +106,6 @@ function toSubagentResult(outcome: AgentOutcome): SubagentResult {
     stopReason: outcome.stopReason,
     ...(outcome.failureCategory === undefined ? {} : { failureCategory: outcome.failureCategory }),
     ...('structured' in outcome ? { structured: outcome.structured } : {}),
+    usage: { inputTokens: outcome.usage.inputTokens, outputTokens: outcome.usage.outputTokens },
   }
 }

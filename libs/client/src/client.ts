@@ -68,6 +68,8 @@ export interface DelegateInput {
   readonly agentId?: string
   /** The run that makes the delegation: its result is handed back to it (or a continuation). */
   readonly parentRunId?: string
+  /** The attempt that makes the delegation (a child delegating its own children). */
+  readonly parentAttemptId?: string
   readonly metadata?: DelegationMetadata
 }
 
@@ -172,7 +174,12 @@ export interface BatonClient {
     options?: CallOptions,
   ): Promise<RunConsumption>
   failRun(runId: string, options?: CallOptions): Promise<RunView>
-  cancelRun(runId: string, options?: CallOptions): Promise<RunView>
+  /** Cancel a run; with `cascade`, every attempt below it that has not finished too. */
+  cancelRun(
+    runId: string,
+    input?: { readonly cascade?: boolean },
+    options?: CallOptions,
+  ): Promise<RunView>
   /** The session's deletion fence: nothing new is admitted; the evidence stays. */
   deleteSession(sessionId: string, options?: CallOptions): Promise<void>
   /**
@@ -406,6 +413,7 @@ export function createBatonClient(options: CreateClientOptions): BatonClient {
     prompt: input.prompt,
     ...(input.agentId === undefined ? {} : { agentId: input.agentId }),
     ...(input.parentRunId === undefined ? {} : { parentRunId: input.parentRunId }),
+    ...(input.parentAttemptId === undefined ? {} : { parentAttemptId: input.parentAttemptId }),
     ...(input.metadata === undefined ? {} : { metadata: input.metadata }),
   })
   const delegationsPath = (sessionId: string) =>
@@ -453,7 +461,7 @@ export function createBatonClient(options: CreateClientOptions): BatonClient {
       call('POST', `${runPath(runId)}/heartbeat`, { leaseMs }, o),
     completeRun: (runId, input = {}, o) => call('POST', `${runPath(runId)}/complete`, input, o),
     failRun: (runId, o) => call('POST', `${runPath(runId)}/fail`, {}, o),
-    cancelRun: (runId, o) => call('POST', `${runPath(runId)}/cancel`, {}, o),
+    cancelRun: (runId, input = {}, o) => call('POST', `${runPath(runId)}/cancel`, input, o),
     deleteSession: (sessionId, o) => call('DELETE', sessionPath(sessionId), undefined, o),
     claimContinuation: (sessionId, input, o) =>
       call('POST', `${sessionPath(sessionId)}/continuations/claim`, input, o),

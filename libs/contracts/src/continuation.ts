@@ -66,6 +66,13 @@ export const completeRunRequestSchema = z.strictObject({
   consumed: z.array(uuidSchema).min(1).max(ContinuationLimits.consumeMax).optional(),
 })
 
+/**
+ * `POST /v1/runs/:runId/cancel`: with `cascade`, every attempt below the run that has not
+ * finished (its children, and theirs) is cancelled too.
+ */
+export const cancelRunRequestSchema = z.strictObject({ cascade: z.boolean().optional() })
+export type CancelRunRequest = z.infer<typeof cancelRunRequestSchema>
+
 /** `POST /v1/sessions/:sessionId/continuations/claim`: one bounded wait for the next one. */
 export const claimRequestSchema = z.strictObject({
   timeoutMs: z.number().int().min(0).max(Limits.waitTimeoutMsMax),

@@ -75,6 +75,11 @@ export const delegationRequestSchema = z
     agentId: uuidSchema.optional(),
     /** The run that makes this delegation (a run of the same session): its result comes back to it. */
     parentRunId: uuidSchema.optional(),
+    /**
+     * The attempt that makes this delegation (a child delegating its own children): an attempt of
+     * the same session that has not finished. A cascade cancel of a run reaches these too.
+     */
+    parentAttemptId: uuidSchema.optional(),
     metadata: delegationMetadataSchema.optional(),
     wait: waitOptionsSchema.optional(),
   })
@@ -95,6 +100,7 @@ export const batchItemSchema = z.strictObject({
   prompt: promptSchema,
   agentId: uuidSchema.optional(),
   parentRunId: uuidSchema.optional(),
+  parentAttemptId: uuidSchema.optional(),
   metadata: delegationMetadataSchema.optional(),
   idempotencyKey: idempotencyKeySchema.optional(),
 })

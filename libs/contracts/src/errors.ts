@@ -30,6 +30,13 @@ export const ErrorCode = {
   UnknownProfile: 'UNKNOWN_PROFILE',
   /** The operation needs a hosted session (created with a profile), or a host-managed one. */
   SessionNotHosted: 'SESSION_NOT_HOSTED',
+  /**
+   * The delegation would take its hosted session past a budget of its profile (`details.budget`,
+   * `details.limit`, `details.used`). Nothing was written.
+   */
+  BudgetExceeded: 'BUDGET_EXCEEDED',
+  /** The parent attempt named is no attempt of this session, or it has finished. */
+  ParentAttemptEnded: 'PARENT_ATTEMPT_ENDED',
   ArtifactNotFound: 'ARTIFACT_NOT_FOUND',
   WebhookNotFound: 'WEBHOOK_NOT_FOUND',
   /** The webhook URL is refused by the operator's destination policy (`details.reason`). */

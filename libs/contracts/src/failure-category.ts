@@ -98,3 +98,12 @@ const KNOWN: ReadonlySet<unknown> = new Set(FAILURE_CATEGORIES)
 export function isFailureCategory(value: unknown): value is FailureCategory {
   return KNOWN.has(value)
 }
+
+/**
+ * The cancel reason an attempt records when it is cancelled because a run above it was cancelled
+ * with `cascade` (its failure category stays `cancelled`): it names the cascade and the run whose
+ * cancel started it, for every attempt down the tree.
+ */
+export function cascadeCancelReason(runId: string): string {
+  return `cascade: run ${runId} was cancelled`
+}

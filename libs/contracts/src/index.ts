@@ -15,6 +15,7 @@ export {
 } from './digest.ts'
 export type { ArtifactBinding, HistoryDeltaBinding, TerminalProjection } from './digest.ts'
 export {
+  cascadeCancelReason,
   FAILURE_CATEGORIES,
   FailureCategory,
   failureCategorySchema,
@@ -131,6 +132,7 @@ export {
   SUPPRESSION_REASONS,
   claimFenceSchema,
   claimRequestSchema,
+  cancelRunRequestSchema,
   completeRunRequestSchema,
   continuationClaimSchema,
   continuationConclusionSchema,

@@ -38,6 +38,7 @@ export type {
   CommittedTerminal,
 } from './attempts/commit-terminal.ts'
 export { requestCancel, requestCancels } from './attempts/request-cancel.ts'
+export { openDescendants } from './attempts/open-descendants.ts'
 export type { RequestCancelInput, RequestCancelOutcome } from './attempts/request-cancel.ts'
 export { commitProcessLoss, findExpiredRunning } from './attempts/reconcile-process-loss.ts'
 export type { ProcessLoss } from './attempts/reconcile-process-loss.ts'
@@ -105,7 +106,7 @@ export type { AbandonedRuns } from './runs/abandon-runs.ts'
 export { getRun } from './runs/get-run.ts'
 export {
   cancelQueuedHostedRun,
-  countRunChildren,
+  sessionBudgetUse,
   createHostedRun,
   getRunWithOutput,
   idleHostedSessions,

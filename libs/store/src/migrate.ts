@@ -26,6 +26,8 @@ import * as m0021 from './migrations/0021-namespace-limits.ts'
 import * as m0030 from './migrations/0030-webhooks.ts'
 import * as m0040 from './migrations/0040-hosted-sessions.ts'
 import * as m0041 from './migrations/0041-session-events.ts'
+import * as m0042 from './migrations/0042-nested-delegations.ts'
+import * as m0043 from './migrations/0043-attempt-usage.ts'
 import * as m0050 from './migrations/0050-ledger-retention.ts'
 import * as m0051 from './migrations/0051-heap-only-renewals.ts'
 import * as m0052 from './migrations/0052-retention-key-indexes.ts'
@@ -52,6 +54,8 @@ const MIGRATIONS: Readonly<Record<string, Migration>> = {
   '0030-webhooks': m0030,
   '0040-hosted-sessions': m0040,
   '0041-session-events': m0041,
+  '0042-nested-delegations': m0042,
+  '0043-attempt-usage': m0043,
   '0050-ledger-retention': m0050,
   '0051-heap-only-renewals': m0051,
   '0052-retention-key-indexes': m0052,

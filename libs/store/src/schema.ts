@@ -83,6 +83,10 @@ export interface AttemptTable {
   context_digest: string | null
   /** The run that made the delegation; its terminal result is admitted as a continuation. */
   parent_run_id: string | null
+  /** The attempt that made the delegation (0042): a child delegating children of its own. */
+  parent_attempt_id: string | null
+  /** Tokens the child spent, as its terminal commit reported them (0043); null when unreported. */
+  usage_tokens: ColumnType<string | null, never, never>
   /** The artifact holding the complete output, when the preview is not all of it. */
   artifact_id: string | null
 }

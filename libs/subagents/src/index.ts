@@ -165,5 +165,19 @@ export type {
   SubagentCatalogOptions,
   SubagentLaunch,
 } from './subagent-catalog.ts'
-export { loadProfiles, parseProfiles, PROFILE_TOOLSETS, profileSubagentSpecs } from './profiles.ts'
-export type { Profile, ProfileBudgets, ProfileFile, ProfileSubagent } from './profiles.ts'
+export {
+  exceededBudget,
+  hasBudgets,
+  loadProfiles,
+  parseProfiles,
+  PROFILE_TOOLSETS,
+  profileSubagentSpecs,
+} from './profiles.ts'
+export type {
+  BudgetExceeded,
+  BudgetUse,
+  Profile,
+  ProfileBudgets,
+  ProfileFile,
+  ProfileSubagent,
+} from './profiles.ts'

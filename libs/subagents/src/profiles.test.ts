@@ -76,6 +76,18 @@ const MALFORMED: readonly (readonly [string, string, number, string])[] = [
     'tool "view" is in no toolset of profile "a"',
   ],
   [
+    'a tokens budget that is not a number',
+    '[profiles.a]\nmodel_id = "scripted:a"\nchild_tokens = "lots"\n',
+    3,
+    '"child_tokens"',
+  ],
+  [
+    'a negative tokens budget',
+    '[profiles.a]\nmodel_id = "scripted:a"\n\nchild_tokens = -5\n',
+    4,
+    '"child_tokens": Too small',
+  ],
+  [
     'subagents not a list',
     '[profiles.a]\nmodel_id = "scripted:a"\nsubagents = "research"\n',
     3,

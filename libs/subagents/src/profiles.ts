@@ -19,6 +19,72 @@ export const PROFILE_TOOLSETS: Readonly<Record<string, readonly string[]>> = {
 export interface ProfileBudgets {
   readonly childrenPerRun?: number
   readonly childrenRunning?: number
+  /** Tokens the session's children may spend, counted from their terminal commits. */
+  readonly childTokens?: number
+}
+
+/** What a hosted session has used of its budgets, read from the ledger. */
+export interface BudgetUse {
+  /** Children the delegating run made (0 for a delegation without a parent run). */
+  readonly ofRun: number
+  /** Children of the session not finished. */
+  readonly running: number
+  /** Tokens the session's finished children spent. */
+  readonly childTokens: number
+}
+
+/** A budget a new child would exceed: its profile key, its limit, what is used, and why. */
+export interface BudgetExceeded {
+  readonly budget: 'children_per_run' | 'children_running' | 'child_tokens'
+  readonly limit: number
+  readonly used: number
+  readonly message: string
+}
+
+/** Whether a profile bounds anything: without budgets, nothing needs counting. */
+export function hasBudgets(budgets: ProfileBudgets | undefined): boolean {
+  return (
+    budgets?.childrenPerRun !== undefined ||
+    budgets?.childrenRunning !== undefined ||
+    budgets?.childTokens !== undefined
+  )
+}
+
+/**
+ * The one budget check, for every way a child is delegated into a hosted session (the parent's
+ * `delegate` tool and HTTP): the first budget one more child would exceed, or none. The message
+ * is what the model reads and what the HTTP refusal says.
+ */
+export function exceededBudget(
+  budgets: ProfileBudgets | undefined,
+  use: BudgetUse,
+  parentRun: boolean,
+): BudgetExceeded | undefined {
+  const perRun = budgets?.childrenPerRun
+  if (parentRun && perRun !== undefined && use.ofRun >= perRun)
+    return {
+      budget: 'children_per_run',
+      limit: perRun,
+      used: use.ofRun,
+      message: `over budget: this run may delegate ${String(perRun)} children and has delegated ${String(use.ofRun)}`,
+    }
+  const running = budgets?.childrenRunning
+  if (running !== undefined && use.running >= running)
+    return {
+      budget: 'children_running',
+      limit: running,
+      used: use.running,
+      message: `over budget: ${String(use.running)} children are running, the most this session may run at once is ${String(running)}`,
+    }
+  const tokens = budgets?.childTokens
+  if (tokens !== undefined && use.childTokens >= tokens)
+    return {
+      budget: 'child_tokens',
+      limit: tokens,
+      used: use.childTokens,
+      message: `over budget: this session's children spent ${String(use.childTokens)} tokens, the most they may spend is ${String(tokens)}`,
+    }
+  return undefined
 }
 
 /** A `[profiles.NAME]` table: a model, the subagents it exposes, the toolsets of its agent. */
@@ -53,6 +119,7 @@ const profileSchema = z.strictObject({
   toolsets: names.default([]),
   children_per_run: z.number().int().min(1).optional(),
   children_running: z.number().int().min(1).optional(),
+  child_tokens: z.number().int().min(1).optional(),
 })
 const subagentSchema = z.strictObject({
   profile: z.string().min(1),
@@ -144,6 +211,7 @@ export function parseProfiles(text: string, path: string): ProfileFile {
       budgets: {
         ...(p.children_per_run === undefined ? {} : { childrenPerRun: p.children_per_run }),
         ...(p.children_running === undefined ? {} : { childrenRunning: p.children_running }),
+        ...(p.child_tokens === undefined ? {} : { childTokens: p.child_tokens }),
       },
     })
   }

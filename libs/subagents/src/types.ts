@@ -120,6 +120,8 @@ export interface SubagentResult {
    * before it is stored.
    */
   readonly failureCategory?: string
+  /** The tokens the child's model calls spent, when its provider counts them. */
+  readonly usage?: { readonly inputTokens: number; readonly outputTokens: number }
 }
 
 /** Consumer-owned handle of a ready child. Always `dispose()` it. */

@@ -32,6 +32,8 @@ export const STATUS: Readonly<Record<ErrorCode, number>> = {
   [ErrorCode.SessionDeleted]: 409,
   [ErrorCode.UnknownProfile]: 400,
   [ErrorCode.SessionNotHosted]: 409,
+  [ErrorCode.BudgetExceeded]: 409,
+  [ErrorCode.ParentAttemptEnded]: 409,
   [ErrorCode.AgentBusy]: 409,
   [ErrorCode.AttemptTerminal]: 409,
   [ErrorCode.SteeringUnsupported]: 409,

@@ -50,6 +50,24 @@ const cases: readonly {
     status: 400,
     details: { issues: [{ path: 'body/prompt/script/fail', message: 'bad' }] },
   },
+  {
+    refusal: { kind: 'parent_attempt_ended', attemptId },
+    code: ErrorCode.ParentAttemptEnded,
+    status: 409,
+  },
+  {
+    refusal: {
+      kind: 'over_budget',
+      sessionId: 's',
+      budget: 'children_running',
+      limit: 2,
+      used: 2,
+      message: 'over budget',
+    },
+    code: ErrorCode.BudgetExceeded,
+    status: 409,
+    details: { sessionId: 's', budget: 'children_running', limit: 2, used: 2 },
+  },
 ]
 
 describe('refusal → error mapper', () => {

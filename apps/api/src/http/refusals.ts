@@ -31,6 +31,16 @@ export type Refusal =
     }
   /** `hosted`: what the session is (the operation needs the other kind). */
   | { readonly kind: 'session_not_hosted'; readonly sessionId: string; readonly hosted: boolean }
+  | { readonly kind: 'parent_attempt_ended'; readonly attemptId: string }
+  /** A budget of the hosted session's profile, with its limit and what is used of it. */
+  | {
+      readonly kind: 'over_budget'
+      readonly sessionId: string
+      readonly budget: string
+      readonly limit: number
+      readonly used: number
+      readonly message: string
+    }
   | {
       readonly kind: 'invalid_script'
       readonly issues: readonly { readonly path: string; readonly message: string }[]
@@ -56,6 +66,8 @@ const REFUSAL_KINDS: ReadonlySet<string> = new Set<RefusalKind>([
   'session_deleted',
   'unknown_profile',
   'session_not_hosted',
+  'parent_attempt_ended',
+  'over_budget',
 ])
 
 export function isRefusal<T extends { readonly kind: string }>(
@@ -146,6 +158,20 @@ export function refusalError(refusal: Refusal): BatonError {
           ? `session "${refusal.sessionId}" is hosted: its runs take an \`input\` and run on the fleet`
           : `session "${refusal.sessionId}" has no profile: its host creates and ends its runs`,
       )
+    case 'parent_attempt_ended':
+      return new BatonError(
+        ErrorCode.ParentAttemptEnded,
+        `no attempt ${refusal.attemptId} of this session that has not finished`,
+      )
+    case 'over_budget':
+      return new BatonError(ErrorCode.BudgetExceeded, refusal.message, {
+        details: {
+          sessionId: refusal.sessionId,
+          budget: refusal.budget,
+          limit: refusal.limit,
+          used: refusal.used,
+        },
+      })
     default: {
       const unexpected: never = refusal
       throw new Error(`unexpected refusal ${JSON.stringify(unexpected)}`)

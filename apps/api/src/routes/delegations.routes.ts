@@ -33,6 +33,8 @@ const DELEGATION_REFUSALS = [
   ErrorCode.AgentBusy,
   ErrorCode.IdempotencyKeyReused,
   ErrorCode.SessionDeleted,
+  ErrorCode.ParentAttemptEnded,
+  ErrorCode.BudgetExceeded,
 ]
 
 const tags: readonly ApiTag[] = ['Delegations']

@@ -3,6 +3,7 @@ import { z } from 'zod'
 import {
   BatonError,
   ErrorCode,
+  cancelRunRequestSchema,
   completeRunRequestSchema,
   hostedRunViewSchema,
   runRequestSchema,
@@ -187,9 +188,14 @@ export function runRoutes(deps: ApiDeps): FastifyPluginAsyncZod {
             summary: `${status === 'failed' ? 'Fail' : 'Cancel'} a run`,
             description:
               `Ends the run as ${status}. Results held for it are suppressed, keeping their ` +
-              'evidence (an explicit run may consume them). A repeat answers the same.',
+              'evidence (an explicit run may consume them). A repeat answers the same.' +
+              (status === 'cancelled'
+                ? ' With `cascade`, every attempt below the run that has not finished (the ' +
+                  'children it delegated, and theirs) is cancelled too, each recording the ' +
+                  'cascade and this run as its cancel reason.'
+                : ''),
             params: runParams,
-            body: z.strictObject({}).nullish(),
+            body: (status === 'cancelled' ? cancelRunRequestSchema : z.strictObject({})).nullish(),
             response: answers(
               { 200: answer(`The run, ${status} (a repeat answers the same)`, runViewSchema) },
               Refusals.tenant,
@@ -201,11 +207,13 @@ export function runRoutes(deps: ApiDeps): FastifyPluginAsyncZod {
         },
         async (request) => {
           const namespaceId = callerNamespace(request)
+          const { runId } = request.params
           if (status === 'cancelled') {
-            const hosted = await deps.hosted.cancelRun(namespaceId, request.params.runId)
+            const cascade = (request.body as { cascade?: boolean } | null | undefined)?.cascade
+            const hosted = await deps.hosted.cancelRun(namespaceId, runId, cascade === true)
             if (hosted.kind !== 'host_run') return unlessRefused(hosted).view
           }
-          return unlessRefused(await deps.runs.end(namespaceId, request.params.runId, status)).view
+          return unlessRefused(await deps.runs.end(namespaceId, runId, status)).view
         },
       )
     }

@@ -1,5 +1,6 @@
 import { randomUUID } from 'node:crypto'
 import {
+  cascadeCancelReason,
   promptToBlocks,
   readScript,
   requestDigest,
@@ -20,15 +21,22 @@ import {
 import {
   createGroupBatcher,
   getAttempt,
+  openDescendants,
   recordSteering,
   requestCancels,
+  sessionBudgetUse,
   type AcceptDelegationInput,
   type AcceptDelegationOutcome,
   type Db,
   type RequestCancelInput,
   type RequestCancelOutcome,
 } from '@baton/store'
-import { BUILT_IN_SUBAGENT, type SubagentCatalog } from '@baton/subagents'
+import {
+  BUILT_IN_SUBAGENT,
+  exceededBudget,
+  hasBudgets,
+  type SubagentCatalog,
+} from '@baton/subagents'
 import { isRefusal, type Refusal } from '../http/refusals.ts'
 import type { Admission } from './admission.ts'
 import { awaitAttempt, awaitEnqueued, type SettledDoorbell } from './bounded-wait.ts'
@@ -61,7 +69,11 @@ export type ViewOutcome = { readonly kind: 'view'; readonly view: AnyAttemptView
  * The port the API asks before it records anything that names a subagent: the shared catalog
  * (libs/subagents) in production, anything with the same answer in a test.
  */
-export type SubagentPolicy = Pick<SubagentCatalog, 'admit'>
+/** A delegation checked before the ledger: ready to record, or refused. */
+type Prepared = { readonly kind: 'ready'; readonly input: AcceptDelegationInput } | Refusal
+
+export type SubagentPolicy = Pick<SubagentCatalog, 'admit'> &
+  Partial<Pick<SubagentCatalog, 'profiles'>>
 
 export interface AttemptCommands {
   delegate(input: {
@@ -83,6 +95,12 @@ export interface AttemptCommands {
   // Every command on an existing attempt is scoped by the caller's namespace: an attempt of
   // another namespace is `missing`, exactly like one that does not exist.
   cancel(namespaceId: string, attemptId: string, reason: string | null): Promise<CancelOutcome>
+  /**
+   * Cancels, as `cancel` does each, every attempt not finished that the run delegated, and those
+   * its children delegated, down the tree; each records the cascade and the run as its reason.
+   * Answers how many were cancelled or asked to stop.
+   */
+  cancelDescendants(namespaceId: string, runId: string): Promise<number>
   steer(namespaceId: string, attemptId: string, content: Prompt): Promise<SteerOutcome>
   read(namespaceId: string, attemptId: string): Promise<ViewOutcome>
   wait(
@@ -125,7 +143,7 @@ export function createAttemptCommands(deps: {
     sessionId: string,
     request: Omit<BatchItem, 'idempotencyKey'>,
     idempotencyKey: string | undefined,
-  ): { readonly kind: 'ready'; readonly input: AcceptDelegationInput } | Refusal {
+  ): Prepared {
     const admission = deps.subagents.admit(request.name)
     if (admission.kind === 'unknown')
       return { kind: 'unknown_subagent', name: request.name, known: admission.known } as const
@@ -150,6 +168,7 @@ export function createAttemptCommands(deps: {
         newAgentId: randomUUID(),
         agentId: request.agentId,
         parentRunId: request.parentRunId,
+        parentAttemptId: request.parentAttemptId,
         ...(idempotencyKey === undefined
           ? {}
           : {
@@ -160,6 +179,9 @@ export function createAttemptCommands(deps: {
                 agentId: request.agentId ?? null,
                 metadata,
                 ...(request.parentRunId === undefined ? {} : { parentRunId: request.parentRunId }),
+                ...(request.parentAttemptId === undefined
+                  ? {}
+                  : { parentAttemptId: request.parentAttemptId }),
               }),
             }),
       },
@@ -193,6 +215,8 @@ export function createAttemptCommands(deps: {
         } as const
       case 'session_deleted':
         return { kind: 'session_deleted', sessionId: input.sessionId } as const
+      case 'parent_attempt_ended':
+        return { kind: 'parent_attempt_ended', attemptId: input.parentAttemptId ?? '' } as const
       case 'accepted':
       case 'replayed':
         log.debug(
@@ -212,11 +236,66 @@ export function createAttemptCommands(deps: {
     }
   }
 
+  // Only a deployment whose profiles bound something pays a budget read per delegation.
+  const budgeted = [...(deps.subagents.profiles?.values() ?? [])].some((p) => hasBudgets(p.budgets))
+
+  /**
+   * Prepared delegations over HTTP into one session, each refused (`over_budget`) when it would
+   * take a hosted session past a budget of its profile: in order, counting those before it as
+   * admitted, by the one check the parent's `delegate` tool makes. Unchanged without budgets.
+   */
+  async function withinBudgets(
+    namespaceId: string,
+    sessionId: string,
+    prepared: readonly Prepared[],
+  ): Promise<Prepared[]> {
+    if (!budgeted) return [...prepared]
+    const parentRunIds = prepared.flatMap((p) => (p.kind === 'ready' ? [p.input.parentRunId] : []))
+    const runs = [...new Set(parentRunIds)]
+    const uses = new Map(
+      await Promise.all(
+        runs.map(
+          async (runId) =>
+            [
+              runId,
+              await sessionBudgetUse(deps.db, {
+                namespaceId,
+                sessionId,
+                ...(runId === undefined ? {} : { runId }),
+              }),
+            ] as const,
+        ),
+      ),
+    )
+    const admittedOfRun = new Map<string | undefined, number>()
+    let admitted = 0
+    return prepared.map((p): Prepared => {
+      if (p.kind !== 'ready') return p
+      const runId = p.input.parentRunId
+      const use = uses.get(runId)
+      if (use?.profile == null) return p
+      const budgets = deps.subagents.profiles?.get(use.profile)?.budgets
+      const ofRun = use.ofRun + (admittedOfRun.get(runId) ?? 0)
+      const over = exceededBudget(
+        budgets,
+        { ...use, ofRun, running: use.running + admitted },
+        runId !== undefined,
+      )
+      if (over !== undefined) return { kind: 'over_budget', sessionId, ...over }
+      admitted += 1
+      admittedOfRun.set(runId, (admittedOfRun.get(runId) ?? 0) + 1)
+      return p
+    })
+  }
+
   async function delegate(
     input: Parameters<AttemptCommands['delegate']>[0],
   ): Promise<DelegateOutcome> {
     const { namespaceId, sessionId, request } = input
-    const prepared = prepare(namespaceId, sessionId, request, input.idempotencyKey)
+    const [prepared] = await withinBudgets(namespaceId, sessionId, [
+      prepare(namespaceId, sessionId, request, input.idempotencyKey),
+    ])
+    if (prepared === undefined) throw new Error('a budget check answered nothing')
     if (prepared.kind !== 'ready') return prepared
     const outcome = recorded(await deps.admission.accept(prepared.input), prepared.input)
     if (isRefusal(outcome)) return outcome
@@ -251,7 +330,11 @@ export function createAttemptCommands(deps: {
     sessionId: string,
     items: readonly BatchItem[],
   ): Promise<BatchItemOutcome[]> {
-    const prepared = items.map((item) => prepare(namespaceId, sessionId, item, item.idempotencyKey))
+    const prepared = await withinBudgets(
+      namespaceId,
+      sessionId,
+      items.map((item) => prepare(namespaceId, sessionId, item, item.idempotencyKey)),
+    )
     const ready = prepared.flatMap((p) => (p.kind === 'ready' ? [p.input] : []))
     // One ledger statement for the whole batch, then one `addBulk` for what it accepted.
     const outcomes = ready.length === 0 ? [] : await deps.admission.acceptAll(ready)
@@ -311,6 +394,25 @@ export function createAttemptCommands(deps: {
     return outcome
   }
 
+  async function cancelDescendants(namespaceId: string, runId: string): Promise<number> {
+    const reason = cascadeCancelReason(runId)
+    // Every level is recorded before the next is read: a child that is about to delegate finds
+    // its cancel already recorded, and its new children are found by the next read.
+    let cancelled = 0
+    const seen = new Set<string>()
+    for (;;) {
+      const open = (await openDescendants(deps.db, { namespaceId, runId })).filter(
+        (id) => !seen.has(id),
+      )
+      if (open.length === 0) return cancelled
+      for (const id of open) seen.add(id)
+      const outcomes = await Promise.all(open.map((id) => cancel(namespaceId, id, reason)))
+      cancelled += outcomes.filter(
+        (o) => o.kind === 'cancelled_queued' || o.kind === 'cancel_requested',
+      ).length
+    }
+  }
+
   async function steer(
     namespaceId: string,
     attemptId: string,
@@ -344,5 +446,5 @@ export function createAttemptCommands(deps: {
     return view === undefined ? { kind: 'missing', attemptId } : { kind: 'view', view }
   }
 
-  return { delegate, delegateBatch, cancel, steer, read, wait }
+  return { delegate, delegateBatch, cancel, cancelDescendants, steer, read, wait }
 }

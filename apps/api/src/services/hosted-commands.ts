@@ -73,15 +73,23 @@ export interface HostedCommands {
     scope: { readonly sessionId: string; readonly runId?: string | undefined },
     afterSeq: number,
   ): Promise<readonly SessionEventRecord[]>
-  /** Cancels a hosted run: queued, it ends at once; started, its attempt is cancelled. */
-  cancelRun(namespaceId: string, runId: string): Promise<HostedRunOutcome | { kind: 'host_run' }>
+  /**
+   * Cancels a hosted run: queued, it ends at once; started, its attempt is cancelled. With
+   * `cascade`, then every attempt below the run that has not finished (of a host run too, whose
+   * host then ends it: `host_run`).
+   */
+  cancelRun(
+    namespaceId: string,
+    runId: string,
+    cascade: boolean,
+  ): Promise<HostedRunOutcome | { kind: 'host_run' }>
 }
 
 export function createHostedCommands(deps: {
   readonly db: Db
   readonly queue: AttemptQueue
   readonly doorbell: SettledDoorbell
-  readonly attempts: Pick<AttemptCommands, 'cancel'>
+  readonly attempts: Pick<AttemptCommands, 'cancel' | 'cancelDescendants'>
   readonly subagents: Pick<SubagentCatalog, 'profiles'>
   readonly logger: Logger
 }): HostedCommands {
@@ -188,17 +196,26 @@ export function createHostedCommands(deps: {
         limit: EVENT_PAGE,
       }),
 
-    async cancelRun(namespaceId, runId) {
+    async cancelRun(namespaceId, runId, cascade) {
       const found = await getRunWithOutput(deps.db, namespaceId, runId)
       if (found === undefined) return { kind: 'run_not_found', runId }
-      if (!found.hosted) return { kind: 'host_run' }
-      const queued = await cancelQueuedHostedRun(deps.db, namespaceId, runId)
-      if (queued === undefined && !ended(toHostedRunView(found.run, true, found.output))) {
-        const cancelled = await deps.attempts.cancel(namespaceId, runId, 'run cancelled')
-        if (cancelled.kind !== 'cancelled_queued' && cancelled.kind !== 'cancel_requested')
-          log.debug({ runId, outcome: cancelled.kind }, 'hosted run cancel found its attempt done')
+      if (found.hosted) {
+        const queued = await cancelQueuedHostedRun(deps.db, namespaceId, runId)
+        if (queued === undefined && !ended(toHostedRunView(found.run, true, found.output))) {
+          const cancelled = await deps.attempts.cancel(namespaceId, runId, 'run cancelled')
+          if (cancelled.kind !== 'cancelled_queued' && cancelled.kind !== 'cancel_requested')
+            log.debug(
+              { runId, outcome: cancelled.kind },
+              'hosted run cancel found its attempt done',
+            )
+        }
       }
-      return readRun(namespaceId, runId)
+      // The run's own cancel is recorded first, so it delegates nothing new once it has read it.
+      if (cascade) {
+        const cancelled = await deps.attempts.cancelDescendants(namespaceId, runId)
+        log.info({ runId, cancelled }, 'cascade cancel recorded')
+      }
+      return found.hosted ? readRun(namespaceId, runId) : { kind: 'host_run' }
     },
   }
 }

@@ -59,5 +59,6 @@ export const completeRun = (ctx: CommandContext, runId: string, consumed?: reado
 export const failRun = (ctx: CommandContext, runId: string) =>
   printRun(ctx, ctx.client.failRun(runId, call))
 
-export const cancelRun = (ctx: CommandContext, runId: string) =>
-  printRun(ctx, ctx.client.cancelRun(runId, call))
+/** `cascade`: every attempt below the run that has not finished is cancelled too. */
+export const cancelRun = (ctx: CommandContext, runId: string, cascade?: boolean) =>
+  printRun(ctx, ctx.client.cancelRun(runId, cascade === true ? { cascade } : {}, call))

@@ -2,15 +2,15 @@ import { randomUUID } from 'node:crypto'
 import { setTimeout as sleep } from 'node:timers/promises'
 import { isTerminalView, Limits, uuidSchema } from '@baton/contracts'
 import type { AsyncDelegationBackend, DelegationToolAnswer } from '@baton/agents'
-import type { ProfileBudgets } from '@baton/subagents'
+import { exceededBudget, hasBudgets, type ProfileBudgets } from '@baton/subagents'
 import { enqueueAttempt, type AttemptQueue } from '@baton/queue'
 import {
   acceptDelegations,
-  countRunChildren,
   getAttempt,
   isParentAgentName,
   recordSteering,
   requestCancel,
+  sessionBudgetUse,
   toAttemptView,
   type AttemptRecord,
   type Db,
@@ -51,19 +51,10 @@ export function createHostedDelegationBackend(
 
   /** The budget a new child would exceed, as the error the model reads; none when within. */
   async function overBudget(): Promise<DelegationToolAnswer | undefined> {
-    const budgets = deps.budgets
-    if (budgets?.childrenPerRun === undefined && budgets?.childrenRunning === undefined)
-      return undefined
-    const counts = await countRunChildren(deps.db, run)
-    if (budgets.childrenPerRun !== undefined && counts.ofRun >= budgets.childrenPerRun)
-      return {
-        error: `over budget: this run may delegate ${String(budgets.childrenPerRun)} children and has delegated ${String(counts.ofRun)}`,
-      }
-    if (budgets.childrenRunning !== undefined && counts.running >= budgets.childrenRunning)
-      return {
-        error: `over budget: ${String(counts.running)} children are running, the most this session may run at once is ${String(budgets.childrenRunning)}`,
-      }
-    return undefined
+    if (!hasBudgets(deps.budgets)) return undefined
+    const use = await sessionBudgetUse(deps.db, run)
+    const over = use === undefined ? undefined : exceededBudget(deps.budgets, use, true)
+    return over === undefined ? undefined : { error: over.message }
   }
 
   /** A child attempt of this session, or the error the model is told. */
@@ -128,8 +119,9 @@ export function createHostedDelegationBackend(
       case 'run_not_active':
       case 'run_not_found':
         return { error: 'this run has ended: it can delegate nothing more' }
-      // Unkeyed, so never replayed nor refused by a key.
+      // Unkeyed, so never replayed nor refused by a key; it names no parent attempt.
       case 'replayed':
+      case 'parent_attempt_ended':
       case 'key_reused':
       case undefined:
         throw new Error(`unexpected admission outcome ${outcome?.kind ?? 'none'}`)

@@ -99,6 +99,9 @@ export async function runChild(
   const terminal = {
     output: result.output.map((b) => b.text).join(''),
     ...durableOutcome(result, { subagent: attempt.name, logger: options.logger }),
+    ...(result.usage === undefined
+      ? {}
+      : { usageTokens: result.usage.inputTokens + result.usage.outputTokens }),
   }
   if (log === undefined) return terminal
   const delta = historyDelta(history, log)

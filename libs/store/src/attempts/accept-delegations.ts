@@ -19,6 +19,11 @@ export interface AcceptDelegationInput {
   readonly requestDigest?: string | undefined
   /** The run that makes the delegation: a run of the same namespace and session. */
   readonly parentRunId?: string | undefined
+  /**
+   * The attempt that makes the delegation (a child delegating its own children): an attempt of
+   * the same namespace and session that has not finished.
+   */
+  readonly parentAttemptId?: string | undefined
 }
 
 export type AcceptDelegationOutcome =
@@ -37,6 +42,8 @@ export type AcceptDelegationOutcome =
   | { readonly kind: 'run_not_active'; readonly status: string }
   /** The session is behind its deletion fence. Nothing written. */
   | { readonly kind: 'session_deleted' }
+  /** No attempt with that id in this session that has not finished. Nothing written. */
+  | { readonly kind: 'parent_attempt_ended' }
 
 /**
  * Accept delegations, many per statement (one round trip, one commit), answered per input.
@@ -45,7 +52,8 @@ export type AcceptDelegationOutcome =
  * The attempt insert is arbitrated by the unique indexes: (namespace, session, key) for keyed inputs and
  * `attempts_one_active_per_agent` for continuations; a continuation is inserted only if its agent
  * exists in its session under its name, one naming a parent run only if that run is of its session
- * and active, and none into a deleted session (all checked in the same statement). The deletion
+ * and active, one naming a parent attempt only if that attempt is of its session and not
+ * terminal, and none into a deleted session (all checked in the same statement). The deletion
  * fence is read under a share lock on the session's row: a concurrent delete waits for this
  * statement's transaction, or this statement waits for the delete and reads the fence it set, so
  * no attempt is ever accepted after the fence. The session, agent (new delegations only) and audit
@@ -54,7 +62,7 @@ export type AcceptDelegationOutcome =
  * of the same batch), its agent busy or missing — writes nothing and is classified by a second
  * statement on a fresh snapshot; a batch in which everything was inserted is one statement.
  * Outcomes per input: accepted | replayed | key_reused | agent_not_found | agent_busy |
- * run_not_found | run_not_active | session_deleted.
+ * run_not_found | run_not_active | session_deleted | parent_attempt_ended.
  * Retry safety: a keyed retry after a lost answer is `replayed`; an unkeyed retry is a new
  * delegation (callers mint fresh ids).
  */
@@ -80,9 +88,11 @@ export async function acceptDelegations(
         ${inputs.map((i) => JSON.stringify(i.metadata))}::jsonb[],
         ${inputs.map((i) => i.idempotencyKey ?? null)}::text[],
         ${inputs.map((i) => i.requestDigest ?? null)}::text[],
-        ${inputs.map((i) => i.parentRunId ?? null)}::uuid[]
+        ${inputs.map((i) => i.parentRunId ?? null)}::uuid[],
+        ${inputs.map((i) => i.parentAttemptId ?? null)}::uuid[]
       ) with ordinality as i(attempt_id, new_agent_id, continued_agent_id, namespace_id, session_id, name,
-                             prompt, metadata, idempotency_key, request_digest, parent_run_id, ord)
+                             prompt, metadata, idempotency_key, request_digest, parent_run_id,
+                             parent_attempt_id, ord)
     ), fence as (
       -- Locked, not only read: a session deleted concurrently is seen as deleted (the lock waits
       -- for the delete, and reads the row as it left it), or its delete waits for this accept.
@@ -91,10 +101,10 @@ export async function acceptDelegations(
       for share
     ), ins as (
       insert into attempts (id, namespace_id, agent_id, session_id, name, prompt, metadata, status,
-                            idempotency_key, request_digest, parent_run_id)
+                            idempotency_key, request_digest, parent_run_id, parent_attempt_id)
       select i.attempt_id, i.namespace_id, coalesce(i.continued_agent_id, i.new_agent_id),
              i.session_id, i.name, i.prompt, i.metadata, 'accepted', i.idempotency_key,
-             i.request_digest, i.parent_run_id
+             i.request_digest, i.parent_run_id, i.parent_attempt_id
       from input i
       where (i.continued_agent_id is null
              or exists (select 1 from agents ag
@@ -104,6 +114,10 @@ export async function acceptDelegations(
              or exists (select 1 from runs r
                         where r.id = i.parent_run_id and r.namespace_id = i.namespace_id
                           and r.session_id = i.session_id and r.status = 'active'))
+        and (i.parent_attempt_id is null
+             or exists (select 1 from attempts p
+                        where p.id = i.parent_attempt_id and p.namespace_id = i.namespace_id
+                          and p.session_id = i.session_id and p.status <> 'terminal'))
         and not exists (select 1 from fence f
                         where f.namespace_id = i.namespace_id and f.id = i.session_id
                           and f.deleted_at is not null)
@@ -164,10 +178,18 @@ interface Findings {
   /** Runs named as parents (with their status), and sessions behind their deletion fence. */
   readonly runs: Map<string, string>
   readonly deletedSessions: Set<string>
+  /** Attempts named as parents that are of their session and not terminal. */
+  readonly activeParents: Set<string>
 }
 
 function emptyFindings(): Findings {
-  return { keyOwners: new Map(), agents: new Set(), runs: new Map(), deletedSessions: new Set() }
+  return {
+    keyOwners: new Map(),
+    agents: new Set(),
+    runs: new Map(),
+    deletedSessions: new Set(),
+    activeParents: new Set(),
+  }
 }
 
 /**
@@ -178,11 +200,18 @@ function refusedBySession(
   input: AcceptDelegationInput,
   why: Findings,
 ):
-  | { readonly kind: 'run_not_found' | 'session_deleted' }
+  | { readonly kind: 'run_not_found' | 'session_deleted' | 'parent_attempt_ended' }
   | { readonly kind: 'run_not_active'; readonly status: string }
   | undefined {
   if (why.deletedSessions.has(JSON.stringify([input.namespaceId, input.sessionId])))
     return { kind: 'session_deleted' }
+  if (
+    input.parentAttemptId !== undefined &&
+    !why.activeParents.has(
+      agentKeyOf(input.namespaceId, input.sessionId, '', input.parentAttemptId),
+    )
+  )
+    return { kind: 'parent_attempt_ended' }
   if (input.parentRunId === undefined) return undefined
   const status = why.runs.get(agentKeyOf(input.namespaceId, input.sessionId, '', input.parentRunId))
   if (status === undefined) return { kind: 'run_not_found' }
@@ -198,7 +227,7 @@ async function classifyRefused(
   refused: readonly AcceptDelegationInput[],
 ): Promise<Findings> {
   const result = await sql<{
-    kind: 'key' | 'agent' | 'run' | 'deleted'
+    kind: 'key' | 'agent' | 'run' | 'deleted' | 'parent'
     namespace_id: string
     session_id: string
     lookup: string
@@ -213,8 +242,10 @@ async function classifyRefused(
         ${refused.map((i) => i.idempotencyKey ?? null)}::text[],
         ${refused.map((i) => i.agentId ?? null)}::uuid[],
         ${refused.map((i) => i.name)}::text[],
-        ${refused.map((i) => i.parentRunId ?? null)}::uuid[]
-      ) as k(namespace_id, session_id, idempotency_key, agent_id, name, parent_run_id)
+        ${refused.map((i) => i.parentRunId ?? null)}::uuid[],
+        ${refused.map((i) => i.parentAttemptId ?? null)}::uuid[]
+      ) as k(namespace_id, session_id, idempotency_key, agent_id, name, parent_run_id,
+             parent_attempt_id)
     )
     select 'key' as kind, a.namespace_id, a.session_id, a.idempotency_key as lookup, a.id,
            a.agent_id, a.request_digest
@@ -231,6 +262,12 @@ async function classifyRefused(
     from runs r join k
       on r.id = k.parent_run_id and r.namespace_id = k.namespace_id and r.session_id = k.session_id
     union all
+    select 'parent', p.namespace_id, p.session_id, '', p.id, p.id, null
+    from attempts p join k
+      on p.id = k.parent_attempt_id and p.namespace_id = k.namespace_id
+         and p.session_id = k.session_id
+    where p.status <> 'terminal'
+    union all
     select distinct 'deleted', s.namespace_id, s.id, '', null::uuid, null::uuid, null
     from sessions s join k on s.namespace_id = k.namespace_id and s.id = k.session_id
     where s.deleted_at is not null
@@ -241,6 +278,8 @@ async function classifyRefused(
       findings.keyOwners.set(keyOf(row.namespace_id, row.session_id, row.lookup), row)
     else if (row.kind === 'deleted')
       findings.deletedSessions.add(JSON.stringify([row.namespace_id, row.session_id]))
+    else if (row.kind === 'parent')
+      findings.activeParents.add(agentKeyOf(row.namespace_id, row.session_id, '', row.id))
     else if (row.kind === 'run')
       findings.runs.set(agentKeyOf(row.namespace_id, row.session_id, '', row.id), row.lookup)
     else findings.agents.add(agentKeyOf(row.namespace_id, row.session_id, row.lookup, row.agent_id))

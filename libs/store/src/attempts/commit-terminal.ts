@@ -196,7 +196,7 @@ function overQuota(
   policy: ResultPolicy,
   refused: { readonly outputBytes: number; readonly outputDigest: string },
 ): Candidate {
-  return candidate({ ...input, result: quotaExceededResult() }, policy, {
+  return candidate({ ...input, result: quotaExceededResult(input.result.usageTokens) }, policy, {
     bytes: refused.outputBytes,
     digest: refused.outputDigest,
   })
@@ -438,7 +438,13 @@ async function applyTerminals(
       ? sql`where a.id = ${only.input.attemptId} and i.id = a.id and a.status = ${'running'}`
       : sql`where a.id = i.id and a.status = 'running'`
   const applied = await sql<AttemptReadRow>`
-    with i as (${terminalInput(rows.map((r) => ({ ...r, ownerId: r.input.ownerId })))}),
+    with i as (${terminalInput(
+      rows.map((r) => ({
+        ...r,
+        ownerId: r.input.ownerId,
+        usageTokens: r.input.result.usageTokens,
+      })),
+    )}),
     hb as (
       select * from unnest(
         ${appending.map((r) => r.input.attemptId)}::uuid[],

@@ -17,6 +17,11 @@ export interface TerminalResultInput {
   readonly failureCategory: FailureCategory | null
   /** History the child added, appended to its agent's history by the same commit. */
   readonly history?: HistoryDelta
+  /**
+   * Tokens the child's model calls spent. Stored by the commit that applies, outside the
+   * projection: a replay applies nothing, so an attempt's tokens are counted once.
+   */
+  readonly usageTokens?: number | undefined
 }
 
 /**
@@ -129,8 +134,13 @@ export function artifactIdFor(attemptId: string): string {
  * The result a commit over quota records instead: nothing of the output or its history is kept.
  * Its projection binds the refused output's size and digest (`refusedOutput`).
  */
-export function quotaExceededResult(): TerminalResultInput {
-  return { stopReason: 'error', output: '', failureCategory: FailureCategory.QuotaExceeded }
+export function quotaExceededResult(usageTokens?: number): TerminalResultInput {
+  return {
+    stopReason: 'error',
+    output: '',
+    failureCategory: FailureCategory.QuotaExceeded,
+    usageTokens,
+  }
 }
 
 /**
@@ -221,6 +231,8 @@ export interface TerminalRow {
   readonly fingerprint: string
   /** The fence owner for an executor's commit; null for synthesized terminals. */
   readonly ownerId: string | null
+  /** The tokens the child spent (`TerminalResultInput.usageTokens`); absent when unreported. */
+  readonly usageTokens?: number | undefined
 }
 
 /**
@@ -245,10 +257,11 @@ export function terminalInput(rows: readonly TerminalRow[]): RawBuilder<unknown>
       ${rows.map((r) => r.projection.context?.baseSeq ?? null)}::int[],
       ${rows.map((r) => r.projection.context?.eventCount ?? null)}::int[],
       ${rows.map((r) => r.projection.context?.digest ?? null)}::text[],
-      ${rows.map((r) => r.projection.artifact?.artifactId ?? null)}::uuid[]
+      ${rows.map((r) => r.projection.artifact?.artifactId ?? null)}::uuid[],
+      ${rows.map((r) => r.usageTokens ?? null)}::bigint[]
     ) as t(id, owner_id, generation, stop_reason, output_preview, output_truncated, output_bytes,
            output_digest, failure_category, fingerprint, context_base, context_event_count,
-           context_digest, artifact_id)
+           context_digest, artifact_id, usage_tokens)
   `
 }
 
@@ -265,6 +278,7 @@ export const SET_TERMINAL_FROM_INPUT = sql`
   context_event_count = i.context_event_count,
   context_digest = i.context_digest,
   artifact_id = i.artifact_id,
+  usage_tokens = i.usage_tokens,
   terminal_at = now(),
   lease_expires_at = null
 `

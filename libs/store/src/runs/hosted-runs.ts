@@ -182,20 +182,49 @@ export async function getRunWithOutput(
 }
 
 /**
- * What a hosted run's delegations count against its profile's budgets: the children the run
- * delegated, and the children of its session not finished yet.
+ * What a session's delegations count against its profile's budgets, in one statement: the
+ * session's profile (null for a host-managed session; absent for no session), the children
+ * `runId` delegated (0 without one), the session's children not finished, and the tokens its
+ * finished children spent (each attempt's own, stored once by the commit that made it terminal).
+ * A child is any attempt of the session but its parent agent's own (the hosted runs), delegated
+ * by the parent's tool or over HTTP, with a parent run, a parent attempt or neither.
  */
-export async function countRunChildren(
+export async function sessionBudgetUse(
   db: Db,
-  input: { readonly namespaceId: string; readonly sessionId: string; readonly runId: string },
-): Promise<{ readonly ofRun: number; readonly running: number }> {
-  const result = await sql<{ of_run: number; running: number }>`
-    select count(*) filter (where parent_run_id = ${input.runId}::uuid)::int as of_run,
-           count(*) filter (where status <> 'terminal')::int as running
-    from attempts
-    where namespace_id = ${input.namespaceId} and session_id = ${input.sessionId}
-      and parent_run_id is not null
+  input: { readonly namespaceId: string; readonly sessionId: string; readonly runId?: string },
+): Promise<
+  | {
+      readonly profile: string | null
+      readonly ofRun: number
+      readonly running: number
+      readonly childTokens: number
+    }
+  | undefined
+> {
+  const result = await sql<{
+    profile: string | null
+    of_run: number
+    running: number
+    child_tokens: string
+  }>`
+    select s.profile, c.of_run, c.running, c.child_tokens
+    from sessions s cross join lateral (
+      select count(*) filter (where a.parent_run_id = ${input.runId ?? null}::uuid)::int as of_run,
+             count(*) filter (where a.status <> 'terminal')::int as running,
+             coalesce(sum(a.usage_tokens) filter (where a.status = 'terminal'), 0)::bigint
+               as child_tokens
+      from attempts a
+      where a.namespace_id = s.namespace_id and a.session_id = s.id
+        and a.agent_id is distinct from s.parent_agent_id
+    ) c
+    where s.namespace_id = ${input.namespaceId} and s.id = ${input.sessionId}
   `.execute(db)
   const row = result.rows[0]
-  return { ofRun: row?.of_run ?? 0, running: row?.running ?? 0 }
+  if (row === undefined) return undefined
+  return {
+    profile: row.profile,
+    ofRun: row.of_run,
+    running: row.running,
+    childTokens: Number(row.child_tokens),
+  }
 }

@@ -1,7 +1,8 @@
 import { randomUUID } from 'node:crypto'
 import { describe, expect, test } from '@baton/testing'
 import { claimAttempts } from '../../src/attempts/claim-attempt.ts'
-import { delegateFrom, sessionWithRun } from '../support/continuations.ts'
+import { NS, delegateFrom, finish, sessionWithRun } from '../support/continuations.ts'
+import { sessionBudgetUse } from '../../src/runs/hosted-runs.ts'
 import {
   commitTerminal,
   commitTerminals,
@@ -100,5 +101,28 @@ describe('commitTerminal / commitTerminals', () => {
     expect(
       await commitTerminalsReturning(db, [{ ...fence, attemptId: inline.attemptId, result: done }]),
     ).toEqual([{ outcome: 'replayed' }])
+  })
+
+  test("a child's tokens are stored by the commit that applies: a replayed commit adds nothing, whatever tokens it reports", async ({
+    db,
+  }) => {
+    const parent = await sessionWithRun(db)
+    const a = await delegateFrom(db, parent)
+    const b = await delegateFrom(db, parent)
+    const spent = (usageTokens: number) => ({ ...done, usageTokens })
+    expect(await finish(db, a, spent(120))).toBe('committed')
+    // The worker lost the answer and commits again: the same projection, replayed.
+    expect(await finish(db, a, spent(120))).toBe('replayed')
+    expect(await finish(db, a, spent(999))).toBe('replayed')
+    const session = { namespaceId: NS, sessionId: parent.sessionId, runId: parent.runId }
+    expect(await sessionBudgetUse(db, session)).toMatchObject({ running: 1, childTokens: 120 })
+    expect(await finish(db, b, spent(30))).toBe('committed')
+    expect(await finish(db, b, spent(30))).toBe('replayed')
+    expect(await sessionBudgetUse(db, session)).toEqual({
+      profile: null,
+      ofRun: 2,
+      running: 0,
+      childTokens: 150,
+    })
   })
 })

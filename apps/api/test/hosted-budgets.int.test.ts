@@ -1,0 +1,161 @@
+// A hosted session's budgets hold for delegations made over HTTP as for the parent's `delegate`
+// tool (one check): over one, HTTP answers 409 BUDGET_EXCEEDED and the tool an error the model
+// reads, and the ledger is unchanged. The tokens budget counts what finished children spent.
+import { sql } from 'kysely'
+import type { Db } from '@baton/store'
+import { describe, eventually, expect, test } from '@baton/testing'
+import { hostedEnv } from './support/hosted-profiles.ts'
+
+const PROFILES = `
+[profiles.narrow]
+model_id = "scripted:narrow"
+subagents = ["helper"]
+children_running = 1
+
+[profiles.capped]
+model_id = "scripted:capped"
+subagents = ["helper"]
+children_per_run = 1
+
+[profiles.thrifty]
+model_id = "scripted:thrifty"
+subagents = ["quick"]
+child_tokens = 1
+
+[profiles.helper]
+model_id = "scripted:helper"
+
+[profiles.quick]
+model_id = "scripted:quick"
+
+[subagents.helper]
+profile = "helper"
+description = "Works until it is stopped"
+
+[subagents.quick]
+profile = "quick"
+description = "Answers at once"
+`
+
+/**
+ * Everything a refused delegation could have written (the children already admitted go on being
+ * claimed and run: those transitions are not the refusal's).
+ */
+async function ledger(db: Db) {
+  const row = await sql<{ attempts: number; agents: number; accepted: number }>`
+    select (select count(*) from attempts)::int as attempts,
+           (select count(*) from agents)::int as agents,
+           (select count(*) from attempt_transitions where event = 'accepted')::int as accepted
+  `.execute(db)
+  return row.rows[0]
+}
+
+interface Request {
+  readonly toolResults: readonly { readonly toolName: string; readonly output: unknown }[]
+}
+
+describe("a hosted session's budgets over HTTP", () => {
+  test('children running at once, children per run and child tokens each refuse an HTTP delegation (single and batch) with 409 BUDGET_EXCEEDED and an unchanged ledger; the tool gets the same check as an error it reads', async ({
+    baton,
+    db,
+  }) => {
+    const env = await hostedEnv(PROFILES, {
+      helper: [{ kind: 'hang' }],
+      quick: [{ kind: 'text', text: 'answered' }],
+      narrow: [{ kind: 'text', text: 'unused' }],
+      capped: [{ kind: 'hang', text: 'thinking' }],
+      thrifty: {
+        steps: [
+          {
+            kind: 'tool-calls',
+            calls: [{ toolName: 'delegate', input: { name: 'quick', prompt: 'one more' } }],
+          },
+          { kind: 'request' },
+        ],
+      },
+    })
+    const { client, post } = await baton({ env })
+    const refused = async (
+      sessionId: string,
+      body: Record<string, unknown>,
+      budget: string,
+      limit: number,
+    ) => {
+      const before = await ledger(db)
+      const single = await post(`/v1/sessions/${sessionId}/delegations`, body)
+      expect(single.status).toBe(409)
+      expect(single.body).toMatchObject({
+        error: { code: 'BUDGET_EXCEEDED', details: { sessionId, budget, limit } },
+      })
+      const batch = await post(`/v1/sessions/${sessionId}/delegations/batch`, { items: [body] })
+      expect(batch.status).toBe(200)
+      expect(batch.body).toMatchObject({
+        results: [{ status: 409, body: { error: { code: 'BUDGET_EXCEEDED' } } }],
+      })
+      expect(await ledger(db)).toEqual(before)
+    }
+
+    // Children running at once: one is running, a second is refused, alone or in a batch.
+    const narrow = await client.createSession({ profile: 'narrow' })
+    await client.delegate({ sessionId: narrow.sessionId, name: 'helper', prompt: 'busy' })
+    await refused(narrow.sessionId, { name: 'helper', prompt: 'a second' }, 'children_running', 1)
+    // A batch counts its own items: one of two fits, in a fresh session.
+    const wide = await client.createSession({ profile: 'narrow' })
+    const pair = await post(`/v1/sessions/${wide.sessionId}/delegations/batch`, {
+      items: [
+        { name: 'helper', prompt: 'a' },
+        { name: 'helper', prompt: 'b' },
+      ],
+    })
+    expect(pair.body).toMatchObject({
+      results: [{ status: 202 }, { status: 409, body: { error: { code: 'BUDGET_EXCEEDED' } } }],
+    })
+
+    // Children per run: the active run delegated one over HTTP; a second for it is refused.
+    const capped = await client.createSession({ profile: 'capped' })
+    const run = await client.startRun(capped.sessionId, { input: 'go' })
+    await eventually(
+      async () => ((await client.getRun(run.runId)).status === 'active' ? true : undefined),
+      { timeoutMs: 60_000, what: 'the capped run to be active' },
+    )
+    const forRun = { name: 'helper', prompt: 'for the run', parentRunId: run.runId }
+    expect((await post(`/v1/sessions/${capped.sessionId}/delegations`, forRun)).status).toBe(202)
+    await refused(capped.sessionId, forRun, 'children_per_run', 1)
+
+    // Child tokens: a finished child spent some; the next delegation is refused.
+    const thrifty = await client.createSession({ profile: 'thrifty' })
+    const spent = await client.delegateAndWait(
+      { sessionId: thrifty.sessionId, name: 'quick', prompt: 'first' },
+      30_000,
+    )
+    expect(spent.status).toBe('terminal')
+    const tokens = await sql<{ usage_tokens: string | null }>`
+      select usage_tokens from attempts where id = ${spent.attemptId}::uuid
+    `.execute(db)
+    expect(Number(tokens.rows[0]?.usage_tokens)).toBeGreaterThan(0)
+    await refused(thrifty.sessionId, { name: 'quick', prompt: 'second' }, 'child_tokens', 1)
+
+    // The parent's own `delegate` is refused by the same check: an error it reads, nothing written.
+    const children = async () =>
+      (
+        await sql<{ n: number }>`
+          select count(*)::int as n from attempts
+          where session_id = ${thrifty.sessionId} and parent_run_id is not null
+        `.execute(db)
+      ).rows[0]?.n
+    expect(await children()).toBe(0)
+    const parent = await client.startRun(thrifty.sessionId, { input: 'go' })
+    const ended = await eventually(
+      async () => {
+        const view = await client.waitRun(parent.runId, 5000)
+        return view.status === 'completed' ? view : undefined
+      },
+      { timeoutMs: 60_000, what: 'the thrifty run to end' },
+    )
+    const [result] = (JSON.parse(ended.output ?? '{}') as Request).toolResults
+    expect(result?.output).toEqual({
+      error: expect.stringContaining("over budget: this session's children spent") as unknown,
+    })
+    expect(await children()).toBe(0)
+  }, 180_000)
+})

@@ -25,6 +25,18 @@ export default defineConfig({
           fileParallelism: false,
         },
       },
+      {
+        // The store suite against the ledger with every distributed table hash-partitioned on its
+        // distribution column: a key without it fails here as under a sharding extension.
+        test: {
+          name: 'store-hash-partitioned',
+          include: ['libs/store/test/**/*.int.test.ts'],
+          globalSetup: ['libs/testing/src/global-setup-hash-partitioned.ts'],
+          testTimeout: 30_000,
+          hookTimeout: 60_000,
+          fileParallelism: false,
+        },
+      },
     ],
   },
 })

@@ -106,18 +106,25 @@ async function partitionTable(db: Db, table: string, column: string): Promise<vo
     select pg_get_triggerdef(oid) as definition from pg_trigger
     where tgrelid = ${table}::regclass and not tgisinternal
   `.execute(db)
+  // Keys and indexes are recreated from their definitions, under their own names (statements and
+  // error classification name some of them).
+  const keys = await sql<{ name: string; definition: string }>`
+    select conname as name, pg_get_constraintdef(oid) as definition from pg_constraint
+    where conrelid = ${table}::regclass and contype in ('p', 'u')
+  `.execute(db)
+  const indexes = await sql<{ name: string; definition: string }>`
+    select i.indexrelid::regclass::text as name, pg_get_indexdef(i.indexrelid) as definition
+    from pg_index i
+    where i.indrelid = ${table}::regclass
+      and not exists (select 1 from pg_constraint c where c.conindid = i.indexrelid
+                                                     and c.conrelid = i.indrelid)
+  `.execute(db)
   await sql`alter table ${sql.table(table)} rename to ${sql.table(old)}`.execute(db)
   await sql`
-    create table ${sql.table(table)} (like ${sql.table(old)} including all)
+    create table ${sql.table(table)} (like ${sql.table(old)} including defaults including
+      constraints including identity including generated including storage including comments)
     partition by hash (${sql.ref(column)})
-  `
-    .execute(db)
-    .catch((error: unknown) => {
-      throw new DistributionKeyError(
-        `${table}: a primary key or unique index lacks the distribution column ${column}`,
-        { cause: error },
-      )
-    })
+  `.execute(db)
   const reloptions = options.rows[0]?.reloptions ?? []
   const storage = reloptions.length === 0 ? '' : ` with (${reloptions.join(', ')})`
   for (let remainder = 0; remainder < PARTITIONS; remainder += 1) {
@@ -132,6 +139,21 @@ async function partitionTable(db: Db, table: string, column: string): Promise<vo
     insert into ${sql.table(table)} overriding system value select * from ${sql.table(old)}
   `.execute(db)
   await sql`drop table ${sql.table(old)}`.execute(db)
+  const lacking = (name: string) => (error: unknown) => {
+    throw new DistributionKeyError(
+      `${table}: ${name} is unique without the distribution column ${column}`,
+      { cause: error },
+    )
+  }
+  for (const key of keys.rows) {
+    await sql
+      .raw(`alter table ${table} add constraint ${key.name} ${key.definition}`)
+      .execute(db)
+      .catch(lacking(key.name))
+  }
+  for (const index of indexes.rows) {
+    await sql.raw(index.definition).execute(db).catch(lacking(index.name))
+  }
   // The copied identity columns have sequences of their own: they continue after the rows.
   const identities = await sql<{ name: string }>`
     select attname as name from pg_attribute

@@ -1,8 +1,7 @@
 import { randomUUID } from 'node:crypto'
-import pg from 'pg'
 import { sql } from 'kysely'
 import { continuationDigest, resultDigest } from '@baton/contracts'
-import { describe, expect, ledgerCopiesOf, test } from '@baton/testing'
+import { describe, expect, ledgerCopiesOf, test, withEmptyDatabase } from '@baton/testing'
 import { expireArtifacts } from '../src/artifacts/expire-artifacts.ts'
 import { artifactIdFor, buildTerminalProjection } from '../src/attempts/terminal-record.ts'
 import { admitContinuations, durableResultInput } from '../src/continuations/admit-continuation.ts'
@@ -10,25 +9,6 @@ import { claimContinuation } from '../src/continuations/claim-continuation.ts'
 import { getContinuation } from '../src/continuations/get-continuation.ts'
 import { createDb, type Db } from '../src/db.ts'
 import { migrateTo, migrateToLatest, pendingMigrations } from '../src/migrate.ts'
-
-/** A fresh, empty database (not cloned from the template) for migration tests. */
-async function withEmptyDatabase(
-  rootUrl: string,
-  run: (url: string) => Promise<void>,
-): Promise<void> {
-  const name = `baton_m_${randomUUID().replaceAll('-', '').slice(0, 12)}`
-  const admin = new pg.Client({ connectionString: rootUrl })
-  await admin.connect()
-  await admin.query(`create database ${name}`)
-  try {
-    const url = new URL(rootUrl)
-    url.pathname = `/${name}`
-    await run(url.toString())
-  } finally {
-    await admin.query(`drop database ${name} with (force)`)
-    await admin.end()
-  }
-}
 
 describe('migrations', () => {
   test('migrate from zero creates the ledger, and re-running is a no-op', async ({

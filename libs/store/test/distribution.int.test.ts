@@ -26,7 +26,8 @@ async function partitionAfter(
   })
 }
 
-describe('the hash-partitioned variant of the ledger', () => {
+// Each test migrates a database from zero: longer than a test on a cloned ledger.
+describe('the hash-partitioned variant of the ledger', { timeout: 120_000 }, () => {
   test('the migrated ledger builds: every distributed table is partitioned by hash on its distribution column', async ({
     databaseUrl,
   }) => {

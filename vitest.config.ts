@@ -57,6 +57,25 @@ export default defineConfig({
           fileParallelism: false,
         },
       },
+      {
+        // The store suite against the ledger with every distributed table hash-partitioned on its
+        // distribution column: a key without it fails here as under a sharding extension. Less the
+        // files that assert the unpartitioned tables' own plans and storage settings.
+        test: {
+          name: 'store-hash-partitioned',
+          include: ['libs/store/test/**/*.int.test.ts'],
+          exclude: [
+            'libs/store/test/attempts/plans.int.test.ts',
+            'libs/store/test/maintenance.int.test.ts',
+          ],
+          globalSetup: ['libs/testing/src/global-setup-hash-partitioned.ts'],
+          // After the PgBouncer run: one integration project at a time.
+          sequence: { groupOrder: 2 },
+          testTimeout: 30_000,
+          hookTimeout: 60_000,
+          fileParallelism: false,
+        },
+      },
     ],
   },
 })

@@ -209,8 +209,9 @@ describe('attempt processor: context deltas', () => {
     const fake = historyProvider(fault === 'tamper', async () => {
       if (fault !== 'moved') return
       await sql`
-        insert into agent_context_events (agent_id, seq, attempt_id, event)
-        values (${agentId}, 3, ${firstId}, '{"seq":3,"type":"turn/start","turnId":"x"}'::jsonb)
+        insert into agent_context_events (agent_id, session_id, seq, attempt_id, event)
+        select ${agentId}, session_id, 3, ${firstId}, '{"seq":3,"type":"turn/start","turnId":"x"}'::jsonb
+        from agents where id = ${agentId}
       `.execute(db)
     })
     // The `limit` fault: the namespace's history limit leaves room for the first turn only.

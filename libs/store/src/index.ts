@@ -2,6 +2,12 @@ export { createDb } from './db.ts'
 export type { CreateDbOptions, Db, LedgerTimeouts } from './db.ts'
 export type { DB, AttemptRow } from './schema.ts'
 export { migrateToLatest, pendingMigrations } from './migrate.ts'
+export {
+  DISTRIBUTED_TABLES,
+  DistributionKeyError,
+  REFERENCE_TABLES,
+  partitionLedgerByHash,
+} from './distribution.ts'
 export type { MigrationReport } from './migrate.ts'
 export {
   LedgerTimeoutError,

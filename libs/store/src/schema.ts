@@ -95,6 +95,8 @@ export type AttemptRow = Selectable<AttemptTable>
 export interface AttemptTransitionTable {
   id: Generated<string>
   attempt_id: string
+  /** The attempt's session: the distribution key (0070), as on every session-scoped row. */
+  session_id: string
   from_status: string | null
   to_status: string
   event: string
@@ -105,6 +107,7 @@ export interface AttemptTransitionTable {
 
 export interface AttemptMessageTable {
   attempt_id: string
+  session_id: string
   sequence: number
   content: ColumnType<unknown, string, string>
   created_at: CreatedAt
@@ -113,6 +116,7 @@ export interface AttemptMessageTable {
 
 export interface AgentContextEventTable {
   agent_id: string
+  session_id: string
   seq: number
   attempt_id: string
   event: ColumnType<unknown, string, never>
@@ -181,6 +185,7 @@ export type ContinuationRow = Selectable<ContinuationTable>
 export interface ArtifactTable {
   id: string
   namespace_id: string
+  session_id: string
   attempt_id: string
   /** The upload whose chunks hold the output's UTF-8 bytes (`artifact_chunks`). */
   upload_id: string | null
@@ -198,6 +203,7 @@ export interface ArtifactTable {
 /** Content written ahead of its terminal commit, not yet bound to an artifact. */
 export interface ArtifactUploadTable {
   id: string
+  session_id: string
   attempt_id: string
   bytes: ColumnType<string, number, never>
   digest: string
@@ -208,6 +214,7 @@ export interface ArtifactUploadTable {
 /** One chunk of an upload's content, with its `chunkDigest`. */
 export interface ArtifactChunkTable {
   upload_id: string
+  session_id: string
   seq: number
   content: Buffer
   digest: string

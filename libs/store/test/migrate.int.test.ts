@@ -5,7 +5,15 @@ import { join } from 'node:path'
 import pg from 'pg'
 import { sql } from 'kysely'
 import { continuationDigest, resultDigest } from '@baton/contracts'
-import { describe, expect, freePort, ledgerCopiesOf, startPgBouncer, test } from '@baton/testing'
+import {
+  describe,
+  expect,
+  freePort,
+  ledgerCopiesOf,
+  startPgBouncer,
+  test,
+  withEmptyDatabase,
+} from '@baton/testing'
 import { expireArtifacts } from '../src/artifacts/expire-artifacts.ts'
 import { artifactIdFor, buildTerminalProjection } from '../src/attempts/terminal-record.ts'
 import { admitContinuations, durableResultInput } from '../src/continuations/admit-continuation.ts'
@@ -13,25 +21,6 @@ import { claimContinuation } from '../src/continuations/claim-continuation.ts'
 import { getContinuation } from '../src/continuations/get-continuation.ts'
 import { createDb, type Db } from '../src/db.ts'
 import { migrateTo, migrateToLatest, pendingMigrations } from '../src/migrate.ts'
-
-/** A fresh, empty database (not cloned from the template) for migration tests. */
-async function withEmptyDatabase(
-  rootUrl: string,
-  run: (url: string) => Promise<void>,
-): Promise<void> {
-  const name = `baton_m_${randomUUID().replaceAll('-', '').slice(0, 12)}`
-  const admin = new pg.Client({ connectionString: rootUrl })
-  await admin.connect()
-  await admin.query(`create database ${name}`)
-  try {
-    const url = new URL(rootUrl)
-    url.pathname = `/${name}`
-    await run(url.toString())
-  } finally {
-    await admin.query(`drop database ${name} with (force)`)
-    await admin.end()
-  }
-}
 
 describe('migrations', () => {
   test('migrate from zero creates the ledger, and re-running is a no-op', async ({
@@ -66,6 +55,7 @@ describe('migrations', () => {
           '0050-ledger-retention',
           '0051-heap-only-renewals',
           '0052-retention-key-indexes',
+          '0070-distribution-key',
         ])
         expect((await migrateToLatest(db)).applied).toEqual([
           '0001-ledger',
@@ -93,6 +83,7 @@ describe('migrations', () => {
           '0050-ledger-retention',
           '0051-heap-only-renewals',
           '0052-retention-key-indexes',
+          '0070-distribution-key',
         ])
         const tables = await sql<{ table_name: string }>`
           select table_name from information_schema.tables where table_schema = 'public' order by 1
@@ -170,6 +161,7 @@ describe('migrations', () => {
           '0050-ledger-retention',
           '0051-heap-only-renewals',
           '0052-retention-key-indexes',
+          '0070-distribution-key',
         ])
         const executed = await sql<{
           n: number
@@ -299,6 +291,7 @@ describe('migrations', () => {
           '0050-ledger-retention',
           '0051-heap-only-renewals',
           '0052-retention-key-indexes',
+          '0070-distribution-key',
         ])
         const owners = await sql<{ namespace_id: string }>`
           select distinct namespace_id from attempts

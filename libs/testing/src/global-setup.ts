@@ -1,7 +1,7 @@
 import type { TestProject } from 'vitest/node'
 import { Redis } from 'ioredis'
 import pg from 'pg'
-import { createDb, migrateToLatest } from '@baton/store'
+import { createDb, migrateToLatest, partitionLedgerByHash } from '@baton/store'
 
 /**
  * Once per integration run: find real Postgres and Redis, migrate a template database, and hand
@@ -27,7 +27,21 @@ declare module 'vitest' {
 export const LOCAL_DATABASE_URL = 'postgres://postgres@127.0.0.1:5432/postgres'
 export const LOCAL_REDIS_URL = 'redis://127.0.0.1:6379'
 
-export default async function setup(project: TestProject): Promise<() => Promise<void>> {
+export default function setup(project: TestProject): Promise<() => Promise<void>> {
+  return setupLedger(project, 'plain')
+}
+
+/**
+ * The ledger the template holds: the migrated schema, or the same rebuilt with every distributed
+ * table hash-partitioned on its distribution column (`partitionLedgerByHash`: the variant whose
+ * key rule is a sharding extension's).
+ */
+export type LedgerVariant = 'plain' | 'hash-partitioned'
+
+export async function setupLedger(
+  project: TestProject,
+  variant: LedgerVariant,
+): Promise<() => Promise<void>> {
   const stops: (() => Promise<unknown>)[] = []
   let databaseUrl = process.env.DATABASE_URL
   let redisUrl = process.env.REDIS_URL
@@ -55,6 +69,7 @@ export default async function setup(project: TestProject): Promise<() => Promise
   const db = createDb({ connectionString: withDatabase(databaseUrl, template), maxConnections: 1 })
   try {
     await migrateToLatest(db)
+    if (variant === 'hash-partitioned') await partitionLedgerByHash(db)
   } finally {
     await db.destroy()
   }

@@ -18,7 +18,7 @@ export type {
   ServiceProcess,
   TestServices,
 } from './processes.ts'
-export { transitionEvents, untilAttempt } from './ledger.ts'
+export { transitionEvents, untilAttempt, withEmptyDatabase } from './ledger.ts'
 export { batonHttp, delegationsPath } from './baton-http.ts'
 export type { BatonHttp, JsonAnswer } from './baton-http.ts'
 export type { BatonFleet, BatonStack, StackOptions, StartBaton } from './stack.ts'

@@ -27,7 +27,7 @@ export async function ledgerCopiesOf(db: Db, content: Uint8Array): Promise<strin
     join pg_class c on c.oid = a.attrelid
     join pg_namespace n on n.oid = c.relnamespace
     join pg_type t on t.oid = a.atttypid
-    where n.nspname = current_schema() and c.relkind in ('r', 'p')
+    where n.nspname = current_schema() and c.relkind in ('r', 'p') and not c.relispartition
       and a.attnum > 0 and not a.attisdropped
       and t.typname = any(${[...SEARCHED_TYPES]}::text[])
     order by 1, 2

@@ -1,6 +1,29 @@
+import { randomUUID } from 'node:crypto'
 import { sql } from 'kysely'
+import pg from 'pg'
 import { getAttempt, type AttemptRecord, type Db } from '@baton/store'
 import { eventually } from './eventually.ts'
+import { withDatabase } from './global-setup.ts'
+
+/**
+ * A fresh, empty database (not cloned from the template), dropped after `run`: for tests of the
+ * migrations and of the schema's variants.
+ */
+export async function withEmptyDatabase(
+  rootUrl: string,
+  run: (url: string) => Promise<void>,
+): Promise<void> {
+  const name = `baton_m_${randomUUID().replaceAll('-', '').slice(0, 12)}`
+  const admin = new pg.Client({ connectionString: rootUrl })
+  await admin.connect()
+  await admin.query(`create database ${name}`)
+  try {
+    await run(withDatabase(rootUrl, name))
+  } finally {
+    await admin.query(`drop database ${name} with (force)`)
+    await admin.end()
+  }
+}
 
 /** The audit trail of one attempt, oldest first: `['accepted', 'claimed', 'committed']`. */
 export async function transitionEvents(db: Db, attemptId: string): Promise<string[]> {

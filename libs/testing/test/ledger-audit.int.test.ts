@@ -49,8 +49,10 @@ async function runToCompletion(db: Db, attemptId: string, output = 'done'): Prom
 /** A transition the store never writes twice, written again behind its back. */
 async function forgeTransition(db: Db, attemptId: string, event: string, toStatus: string) {
   await sql`
-    insert into attempt_transitions (attempt_id, from_status, to_status, event, owner_id, owner_generation)
-    values (${attemptId}, 'running', ${toStatus}, ${event}, 'forger', 1)
+    insert into attempt_transitions (attempt_id, session_id, from_status, to_status, event, owner_id,
+                                     owner_generation)
+    select id, session_id, 'running', ${toStatus}, ${event}, 'forger', 1
+    from attempts where id = ${attemptId}
   `.execute(db)
 }
 
@@ -171,8 +173,8 @@ describe('execution witness', () => {
     await sql`update artifacts set expired_at = now() where attempt_id = ${attemptId}`.execute(db)
     expect((await auditArtifacts(db)).violations.get('expired_bytes')).toBe(1)
     await sql`
-      insert into artifact_chunks (upload_id, seq, content, digest)
-      values (gen_random_uuid(), 0, '\\x00'::bytea, 'd')
+      insert into artifact_chunks (upload_id, session_id, seq, content, digest)
+      values (gen_random_uuid(), 's', 0, '\\x00'::bytea, 'd')
     `.execute(db)
     expect((await auditArtifacts(db)).violations.get('stray_chunks')).toBe(1)
   })

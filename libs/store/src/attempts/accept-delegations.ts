@@ -123,7 +123,7 @@ export async function acceptDelegations(
                           and f.deleted_at is not null)
       order by i.ord
       on conflict do nothing
-      returning id
+      returning id, session_id
     ), fresh as (
       select i.* from input i join ins on ins.id = i.attempt_id where i.continued_agent_id is null
     ), s as (
@@ -134,8 +134,9 @@ export async function acceptDelegations(
       insert into agents (id, namespace_id, session_id, name)
       select new_agent_id, namespace_id, session_id, name from fresh
     ), t as (
-      insert into attempt_transitions (attempt_id, from_status, to_status, event, owner_generation)
-      select id, null, 'accepted', 'accepted', 0 from ins
+      insert into attempt_transitions (attempt_id, session_id, from_status, to_status, event,
+                                       owner_generation)
+      select id, session_id, null, 'accepted', 'accepted', 0 from ins
     )
     select id from ins
   `.execute(db)

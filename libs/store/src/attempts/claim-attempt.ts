@@ -115,8 +115,10 @@ export async function claimAttempts(
       ${target}
       returning ${CLAIM_COLUMNS}
     ), t as (
-      insert into attempt_transitions (attempt_id, from_status, to_status, event, owner_id, owner_generation)
-      select id, 'accepted', 'running', 'claimed', ${input.ownerId}, owner_generation from c
+      insert into attempt_transitions (attempt_id, session_id, from_status, to_status, event, owner_id,
+                                       owner_generation)
+      select id, session_id, 'accepted', 'running', 'claimed', ${input.ownerId}, owner_generation
+      from c
     )
     select c.*, ${historyLength(sql.ref('c.agent_id'))} as context_length from c
   `.execute(db)

@@ -81,6 +81,7 @@ interface AttemptState {
   readonly lease_live: boolean
   readonly context_length: number
   readonly namespace_id: string
+  readonly session_id: string
 }
 
 interface Candidate extends BuiltTerminal {
@@ -269,7 +270,7 @@ async function commitWithArtifact(
   let staged = await stage()
   for (let tries = 1; ; tries += 1) {
     const answer = await bindStaged(db, row, staged, policy).catch(async (error: unknown) => {
-      if (staged !== undefined) await discardUpload(db, staged.uploadId).catch(() => undefined)
+      if (staged !== undefined) await discardUpload(db, staged).catch(() => undefined)
       throw error
     })
     if (answer === 'upload_lost' && tries === 1) {
@@ -277,7 +278,7 @@ async function commitWithArtifact(
       continue
     }
     if (answer === 'upload_lost') throw new Error('a staged artifact was collected twice')
-    if (!answer.bound && staged !== undefined) await discardUpload(db, staged.uploadId)
+    if (!answer.bound && staged !== undefined) await discardUpload(db, staged)
     return answer.committed
   }
 }
@@ -323,13 +324,14 @@ async function bindStaged(
         const bound = await sql`
           with u as (
             delete from artifact_uploads
-            where id = ${staged.uploadId} and attempt_id = ${input.attemptId}
-              and bytes = ${staged.bytes} and digest = ${staged.digest}
+            where id = ${staged.uploadId} and session_id = ${staged.sessionId}
+              and attempt_id = ${input.attemptId} and bytes = ${staged.bytes} and digest = ${staged.digest}
             returning id, bytes, digest
           )
-          insert into artifacts (id, namespace_id, attempt_id, upload_id, chunk_bytes, preview,
-                                 bytes, digest, expires_at)
-          select ${artifact.artifactId}, ${state.namespace_id}, ${input.attemptId}, u.id,
+          insert into artifacts (id, namespace_id, session_id, attempt_id, upload_id, chunk_bytes,
+                                 preview, bytes, digest, expires_at)
+          select ${artifact.artifactId}, ${state.namespace_id}, ${state.session_id},
+                 ${input.attemptId}, u.id,
                  ${ARTIFACT_CHUNK_BYTES}, ${projection.outputPreview}, u.bytes, u.digest,
                  now() + ${artifact.retentionMs} * interval '1 millisecond'
           from u
@@ -368,7 +370,7 @@ function committedAnswer(row: AttemptReadRow | undefined): CommittedTerminal {
 }
 
 const STATE_COLUMNS = sql`
-  a.id, a.status, a.fingerprint, a.owner_id, a.owner_generation, a.namespace_id,
+  a.id, a.status, a.fingerprint, a.owner_id, a.owner_generation, a.namespace_id, a.session_id,
   coalesce(a.lease_expires_at > now(), false) as lease_live,
   ${historyLength(sql.ref('a.agent_id'))} as context_length,
   ${historyBytes(sql.ref('a.agent_id'))} as history_bytes,
@@ -467,11 +469,12 @@ async function applyTerminals(
                              where n.id = a.namespace_id), ${policy.agentHistoryMaxBytes}::bigint))
       returning a.*, ${historyBytes(sql.ref('a.agent_id'))} as history_before
     ), t as (
-      insert into attempt_transitions (attempt_id, from_status, to_status, event, owner_id, owner_generation)
-      select id, 'running', 'terminal', 'committed', owner_id, owner_generation from c
+      insert into attempt_transitions (attempt_id, session_id, from_status, to_status, event, owner_id,
+                                       owner_generation)
+      select id, session_id, 'running', 'terminal', 'committed', owner_id, owner_generation from c
     ), e as (
-      insert into agent_context_events (agent_id, seq, attempt_id, event, total_bytes)
-      select c.agent_id, d.seq, d.attempt_id, d.event, c.history_before + d.bytes
+      insert into agent_context_events (agent_id, session_id, seq, attempt_id, event, total_bytes)
+      select c.agent_id, c.session_id, d.seq, d.attempt_id, d.event, c.history_before + d.bytes
       from unnest(
         ${delta.map((d) => d.attemptId)}::uuid[],
         ${delta.map((d) => d.seq)}::int[],

@@ -69,8 +69,9 @@ export async function commitProcessLoss(
         and a.lease_expires_at <= now()
       returning a.id, a.owner_id, a.owner_generation, a.namespace_id, a.session_id, a.parent_run_id
     ), t as (
-      insert into attempt_transitions (attempt_id, from_status, to_status, event, owner_id, owner_generation)
-      select id, 'running', 'terminal', 'process_lost', owner_id, owner_generation from c
+      insert into attempt_transitions (attempt_id, session_id, from_status, to_status, event, owner_id,
+                                       owner_generation)
+      select id, session_id, 'running', 'terminal', 'process_lost', owner_id, owner_generation from c
     )
     select id, namespace_id, session_id, parent_run_id is not null as has_parent from c
   `.execute(db)

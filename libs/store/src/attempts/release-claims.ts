@@ -38,10 +38,12 @@ export async function releaseClaims(
         and a.owner_id = ${input.ownerId}
         and a.status = 'running'
         and a.lease_expires_at > now()
-      returning a.id, a.owner_generation
+      returning a.id, a.session_id, a.owner_generation
     ), t as (
-      insert into attempt_transitions (attempt_id, from_status, to_status, event, owner_id, owner_generation)
-      select id, 'running', 'accepted', 'released', ${input.ownerId}, owner_generation from r
+      insert into attempt_transitions (attempt_id, session_id, from_status, to_status, event, owner_id,
+                                       owner_generation)
+      select id, session_id, 'running', 'accepted', 'released', ${input.ownerId}, owner_generation
+      from r
     )
     select id from r
   `.execute(db)

@@ -89,7 +89,7 @@ export async function requestCancels(
         from i join x on x.id = i.id
         where a.id = i.id and a.status = 'accepted'
           and (x.namespace_id is null or a.namespace_id = x.namespace_id)
-        returning a.id, a.parent_run_id
+        returning a.id, a.session_id, a.parent_run_id
       ), r as (
         update attempts a
         set cancel_requested_at = coalesce(a.cancel_requested_at, now()),
@@ -97,12 +97,14 @@ export async function requestCancels(
         from x
         where a.id = x.id and a.status = 'running'
           and (x.namespace_id is null or a.namespace_id = x.namespace_id)
-        returning a.id, a.owner_id, a.owner_generation
+        returning a.id, a.session_id, a.owner_id, a.owner_generation
       ), t as (
-        insert into attempt_transitions (attempt_id, from_status, to_status, event, owner_id, owner_generation)
-        select id, 'accepted', 'terminal', 'cancelled_queued', null, 0 from q
+        insert into attempt_transitions (attempt_id, session_id, from_status, to_status, event,
+                                         owner_id, owner_generation)
+        select id, session_id, 'accepted', 'terminal', 'cancelled_queued', null, 0 from q
         union all
-        select id, 'running', 'running', 'cancel_requested', owner_id, owner_generation from r
+        select id, session_id, 'running', 'running', 'cancel_requested', owner_id, owner_generation
+        from r
       )
       select x.ord,
              a.id in (select id from q) as queued,

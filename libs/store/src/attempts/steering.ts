@@ -22,10 +22,10 @@ export async function recordSteering(
     with s as (
       update attempts set steer_sequence = steer_sequence + 1
       where id = ${input.attemptId} and status <> 'terminal'
-      returning id, steer_sequence
+      returning id, session_id, steer_sequence
     ), m as (
-      insert into attempt_messages (attempt_id, sequence, content)
-      select id, steer_sequence, ${JSON.stringify(input.content)}::jsonb from s
+      insert into attempt_messages (attempt_id, session_id, sequence, content)
+      select id, session_id, steer_sequence, ${JSON.stringify(input.content)}::jsonb from s
     )
     select (select steer_sequence from s) as sequence,
            (select status from attempts where id = ${input.attemptId}) as status

@@ -714,6 +714,7 @@ describe('artifact content in chunks, written before the commit', () => {
       content,
       digest: resultDigest(content),
     })
+    if (staged === undefined) throw new Error('the running attempt exists')
     expect((await expireArtifacts(db, { limit: 10 })).discarded).toBe(0)
     await sql`
       update artifact_uploads set created_at = now() - interval '1 day' where id = ${staged.uploadId}

@@ -449,13 +449,15 @@ describe('artifact chunks are read and collected through indexes', () => {
   }) => {
     // Many uploads of many chunks, most of them recent, analysed.
     await sql`
-      insert into artifact_uploads (id, attempt_id, bytes, digest, chunks, created_at)
-      select gen_random_uuid(), gen_random_uuid(), 20, 'd', 20, now() - (g % 100) * interval '1 minute'
+      insert into artifact_uploads (id, session_id, attempt_id, bytes, digest, chunks, created_at)
+      select gen_random_uuid(), 's', gen_random_uuid(), 20, 'd', 20,
+             now() - (g % 100) * interval '1 minute'
       from generate_series(1, 500) g
     `.execute(db)
     await sql`
-      insert into artifact_chunks (upload_id, seq, content, digest)
-      select u.id, s, '\\x00'::bytea, 'd' from artifact_uploads u, generate_series(0, 19) s
+      insert into artifact_chunks (upload_id, session_id, seq, content, digest)
+      select u.id, u.session_id, s, '\\x00'::bytea, 'd'
+      from artifact_uploads u, generate_series(0, 19) s
     `.execute(db)
     await sql`analyze artifact_uploads`.execute(db)
     await sql`analyze artifact_chunks`.execute(db)

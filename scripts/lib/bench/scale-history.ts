@@ -56,17 +56,17 @@ const STATEMENTS = [
           t - interval '2 seconds', t - interval '1 second', t, t - interval '1 second',
           0, 1, 'digest'
    from (select i, ${ENDED('i')} as t from generate_series($1::int, $2::int) i) g`,
-  `insert into attempt_transitions (attempt_id, from_status, to_status, event, owner_id,
-                                    owner_generation, at)
-   select ${ATTEMPT('i')}, s.from_status, s.to_status, s.event, s.owner_id, s.generation,
+  `insert into attempt_transitions (attempt_id, session_id, from_status, to_status, event,
+                                    owner_id, owner_generation, at)
+   select ${ATTEMPT('i')}, 'history-' || (i / ${PER_SESSION}), s.from_status, s.to_status, s.event, s.owner_id, s.generation,
           ${ENDED('i')} - s.before * interval '1 second'
    from generate_series($1::int, $2::int) i,
         (values (null, 'accepted', 'accepted', null, 0, 2),
                 ('accepted', 'running', 'claimed', 'history', 1, 1),
                 ('running', 'terminal', 'committed', 'history', 1, 0))
           as s(from_status, to_status, event, owner_id, generation, before)`,
-  `insert into agent_context_events (agent_id, seq, attempt_id, event)
-   select ${AGENT('i')}, 0, ${ATTEMPT('i')},
+  `insert into agent_context_events (agent_id, session_id, seq, attempt_id, event)
+   select ${AGENT('i')}, 'history-' || (i / ${PER_SESSION}), 0, ${ATTEMPT('i')},
           '{"role":"assistant","content":[{"type":"text","text":"ok"}]}'
    from generate_series($1::int, $2::int) i`,
 ]

@@ -11,9 +11,9 @@ import { renewLeases } from '../../src/attempts/renew-leases.ts'
 import { findStaleAccepted } from '../../src/attempts/find-stale-accepted.ts'
 import { findExpiredRunning } from '../../src/attempts/reconcile-process-loss.ts'
 import { countAttemptStates } from '../../src/dashboard/count-attempt-states.ts'
-import { listLiveLeases } from '../../src/dashboard/list-live-leases.ts'
 import { listActiveSessions } from '../../src/dashboard/list-active-sessions.ts'
 import { getSessionRuns } from '../../src/dashboard/session-runs.ts'
+import { listLiveLeases } from '../../src/dashboard/list-live-leases.ts'
 import { countRetentionDue } from '../../src/retention/count-retention-due.ts'
 import { removeExpiredHistory } from '../../src/retention/remove-expired-history.ts'
 import { claimContinuation } from '../../src/continuations/claim-continuation.ts'
@@ -665,25 +665,38 @@ describe("the dashboard's sessions view reads indexes, not the history behind it
     }
   })
 })
+
 describe('every other statement of the hot paths reads indexes, not the history', () => {
   test("accept, wait read, cancel, steer, recent terminals, the reconciler sweeps, a retention batch's delivery removal and the metrics read, under their generic plans", async ({
+    db,
+    databaseUrl,
+  }) => {
     // A long history (attempts with their transitions, agents, runs, delivered continuations,
     // sessions), a few hundred running, analysed.
     await longHistory(db, 'hot')
     await deliveredHistory(db, { sessions: 200, perSession: 50 })
     const running = await runningAttempts(db, 300)
+    await sql`
+      insert into sessions (namespace_id, id)
       select 'default', 'many-' || g from generate_series(1, 20000) g`.execute(db)
-      insert into attempt_transitions (attempt_id, from_status, to_status, event, owner_generation)
-      select id, 'running', 'terminal', 'committed', 1 from attempts`.execute(db)
-      insert into agent_context_events (agent_id, seq, attempt_id, event)
-      select agent_id, 0, id, '{}' from attempts where session_id = 'hot'`.execute(db)
+    await sql`
+      insert into attempt_transitions (attempt_id, session_id, from_status, to_status, event,
+                                       owner_generation)
+      select id, session_id, 'running', 'terminal', 'committed', 1 from attempts`.execute(db)
+    await sql`
+      insert into agent_context_events (agent_id, session_id, seq, attempt_id, event)
+      select agent_id, session_id, 0, id, '{}' from attempts where session_id = 'hot'`.execute(db)
     // Every attempt of the history told a webhook of its end.
+    await sql`
       insert into webhook_deliveries (id, namespace_id, session_id, event_type, attempt_id, state,
                                       tries, next_try_at, delivered_at)
       select 'msg_hot_' || replace(id::text, '-', ''), namespace_id, session_id,
              'attempt.terminal', id, 'delivered', 1, null, now()
       from attempts where session_id = 'hot'`.execute(db)
+    await sql`analyze`.execute(db)
     const pool = createDb({ connectionString: databaseUrl, maxConnections: 1 })
+    try {
+      await sql`set plan_cache_mode = force_generic_plan`.execute(pool)
       const [queued] = await acceptDelegations(pool, [scriptedDelegation('hot-paths')])
       if (queued?.kind !== 'accepted') throw new Error('not accepted')
       const [runningId, steeredId] = running.map((r) => r.attemptId)
@@ -721,7 +734,12 @@ describe('every other statement of the hot paths reads indexes, not the history'
         ),
       )
       expect(scans).toEqual([])
+    } finally {
+      await pool.destroy()
+    }
   }, 120_000)
+})
+
 /** The generic plan of every statement prepared on `pool`, with values of the declared types. */
 async function explainEveryPrepared(pool: Db): Promise<{ statement: string; plan: string }[]> {
   const { rows } = await sql<{ name: string; statement: string; types: string[] }>`
@@ -744,6 +762,7 @@ async function explainEveryPrepared(pool: Db): Promise<{ statement: string; plan
     out.push({
       statement: row.statement.replace(/\s+/g, ' ').slice(0, 160),
       plan: explained.rows.map((r) => r['QUERY PLAN']).join('\n'),
+    })
   }
   return out
 }

@@ -28,6 +28,7 @@ import * as m0040 from './migrations/0040-hosted-sessions.ts'
 import * as m0041 from './migrations/0041-session-events.ts'
 import * as m0050 from './migrations/0050-ledger-retention.ts'
 import * as m0051 from './migrations/0051-heap-only-renewals.ts'
+import * as m0055 from './migrations/0055-planned-webhook-enqueue.ts'
 
 /** Every migration, in order. Numbered and append-only. */
 const MIGRATIONS: Readonly<Record<string, Migration>> = {
@@ -53,6 +54,7 @@ const MIGRATIONS: Readonly<Record<string, Migration>> = {
   '0041-session-events': m0041,
   '0050-ledger-retention': m0050,
   '0051-heap-only-renewals': m0051,
+  '0055-planned-webhook-enqueue': m0055,
 }
 
 const provider: MigrationProvider = {

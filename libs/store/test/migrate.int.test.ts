@@ -60,6 +60,7 @@ describe('migrations', () => {
           '0041-session-events',
           '0050-ledger-retention',
           '0051-heap-only-renewals',
+          '0055-planned-webhook-enqueue',
         ])
         expect((await migrateToLatest(db)).applied).toEqual([
           '0001-ledger',
@@ -84,6 +85,7 @@ describe('migrations', () => {
           '0041-session-events',
           '0050-ledger-retention',
           '0051-heap-only-renewals',
+          '0055-planned-webhook-enqueue',
         ])
         const tables = await sql<{ table_name: string }>`
           select table_name from information_schema.tables where table_schema = 'public' order by 1
@@ -158,6 +160,7 @@ describe('migrations', () => {
           '0041-session-events',
           '0050-ledger-retention',
           '0051-heap-only-renewals',
+          '0055-planned-webhook-enqueue',
         ])
         const executed = await sql<{
           n: number
@@ -248,6 +251,7 @@ describe('migrations', () => {
           '0041-session-events',
           '0050-ledger-retention',
           '0051-heap-only-renewals',
+          '0055-planned-webhook-enqueue',
         ])
         const owners = await sql<{ namespace_id: string }>`
           select distinct namespace_id from attempts

@@ -189,6 +189,35 @@ describe("a cancel burst and a renewal's leftovers read the attempts they name, 
       await pool.destroy()
     }
   })
+
+  test("a terminal's webhook enqueue keeps its plan (PL/pgSQL) and finds the webhook by its scope index", async ({
+    db,
+    databaseUrl,
+  }) => {
+    // A language-sql function holding an insert is planned again on every call: once per row a
+    // terminal commit makes terminal.
+    const { rows: language } = await sql<{ lanname: string }>`
+      select l.lanname from pg_proc p join pg_language l on l.oid = p.prolang
+      where p.proname = 'baton_enqueue_webhook'`.execute(db)
+    expect(language).toEqual([{ lanname: 'plpgsql' }])
+    await sql`insert into webhooks (id, namespace_id, session_id, url, secret)
+      select gen_random_uuid(), 'default', 'hooked-' || i, 'https://example.test/hook', 'secret'
+      from generate_series(1, 500) i`.execute(db)
+    await sql`analyze webhooks`.execute(db)
+    const pool = createDb({ connectionString: databaseUrl, maxConnections: 1 })
+    try {
+      await sql`set plan_cache_mode = force_generic_plan`.execute(pool)
+      // The function's statement, as PL/pgSQL plans it: its arguments are parameters.
+      await sql`select w.id from webhooks w
+        where w.namespace_id = ${'default'} and coalesce(w.session_id, '') in (${'hooked-7'}, '')
+        order by w.session_id is null limit 1`.execute(pool)
+      const { generic } = await cachedPlan(pool, 'order by w.session_id is null limit 1')
+      expect(generic).toMatch(/webhooks_scope_key/)
+      expect(generic).not.toMatch(/Seq Scan on webhooks/)
+    } finally {
+      await pool.destroy()
+    }
+  })
 })
 
 /** `count` running attempts owned by `w1` at generation 1, written straight into the ledger. */

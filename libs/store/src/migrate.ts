@@ -31,6 +31,7 @@ import * as m0043 from './migrations/0043-attempt-usage.ts'
 import * as m0050 from './migrations/0050-ledger-retention.ts'
 import * as m0051 from './migrations/0051-heap-only-renewals.ts'
 import * as m0052 from './migrations/0052-retention-key-indexes.ts'
+import * as m0055 from './migrations/0055-planned-webhook-enqueue.ts'
 import * as m0070 from './migrations/0070-distribution-key.ts'
 
 /** Every migration, in order. Numbered and append-only. */
@@ -60,6 +61,7 @@ const MIGRATIONS: Readonly<Record<string, Migration>> = {
   '0050-ledger-retention': m0050,
   '0051-heap-only-renewals': m0051,
   '0052-retention-key-indexes': m0052,
+  '0055-planned-webhook-enqueue': m0055,
   '0070-distribution-key': m0070,
 }
 

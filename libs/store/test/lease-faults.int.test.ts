@@ -107,6 +107,55 @@ describe('lease statements under dependency faults', () => {
     }
   })
 
+  test('a renewal next to a row another transaction only references (a steering message being inserted) renews it, and answers a locked one skipped and a stale one lost', async ({
+    databaseUrl,
+    db,
+  }) => {
+    const ids = await acceptMany(db, 3)
+    const ownerId = 'w-referenced'
+    const claims = await claimAttempts(db, { ownerId, leaseTtlMs: 10_000, attemptIds: ids })
+    const leases = claims.map((o, i) => {
+      if (o.kind !== 'claimed') throw new Error(o.kind)
+      return { attemptId: ids[i] ?? '', ownerGeneration: o.attempt.ownerGeneration }
+    })
+    const holder = createDb({ connectionString: databaseUrl, maxConnections: 2 })
+    try {
+      let releaseLocks!: () => void
+      const locksHeld = new Promise<void>((resolve) => (releaseLocks = resolve))
+      let locked!: () => void
+      const areLocked = new Promise<void>((resolve) => (locked = resolve))
+      const holding = holder.transaction().execute(async (trx) => {
+        // What inserting a row that references the attempt takes: a lock on its key only.
+        await sql`select id from attempts where id = ${ids[0]} for key share`.execute(trx)
+        await sql`select id from attempts where id = ${ids[1]} for update`.execute(trx)
+        locked()
+        await locksHeld
+      })
+      await areLocked
+      const stale = {
+        attemptId: ids[2] ?? '',
+        ownerGeneration: (leases[2]?.ownerGeneration ?? 0) + 1,
+      }
+      const renewed = await Promise.race([
+        renewLeases(db, {
+          ownerId,
+          leases: [leases[0], leases[1], stale].flatMap((l) => l ?? []),
+          leaseTtlMs: 10_000,
+        }),
+        new Promise<'blocked'>((resolve) => setTimeout(() => resolve('blocked'), 10_000)),
+      ])
+      releaseLocks()
+      await holding
+      expect(renewed === 'blocked' ? renewed : renewed.map((r) => r.status)).toEqual([
+        'renewed',
+        'skipped',
+        'lost',
+      ])
+    } finally {
+      await holder.destroy()
+    }
+  })
+
   test('a claim handed back before its child ran: accepted again, claimed by the next owner, the first owner fenced out', async ({
     db,
   }) => {

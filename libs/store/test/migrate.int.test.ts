@@ -55,6 +55,7 @@ describe('migrations', () => {
           '0050-ledger-retention',
           '0051-heap-only-renewals',
           '0052-retention-key-indexes',
+          '0055-planned-webhook-enqueue',
           '0070-distribution-key',
         ])
         expect((await migrateToLatest(db)).applied).toEqual([
@@ -83,6 +84,7 @@ describe('migrations', () => {
           '0050-ledger-retention',
           '0051-heap-only-renewals',
           '0052-retention-key-indexes',
+          '0055-planned-webhook-enqueue',
           '0070-distribution-key',
         ])
         const tables = await sql<{ table_name: string }>`
@@ -161,6 +163,7 @@ describe('migrations', () => {
           '0050-ledger-retention',
           '0051-heap-only-renewals',
           '0052-retention-key-indexes',
+          '0055-planned-webhook-enqueue',
           '0070-distribution-key',
         ])
         const executed = await sql<{
@@ -291,6 +294,7 @@ describe('migrations', () => {
           '0050-ledger-retention',
           '0051-heap-only-renewals',
           '0052-retention-key-indexes',
+          '0055-planned-webhook-enqueue',
           '0070-distribution-key',
         ])
         const owners = await sql<{ namespace_id: string }>`

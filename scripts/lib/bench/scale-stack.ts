@@ -23,8 +23,11 @@ const RAMP_CLIENTS = 4
 /** Calls in flight when the bench cancels many children "at once". */
 const CANCEL_CLIENTS = 256
 const WAIT_BOUND_MS = 60_000
-/** How long a process may take to start: a busy machine starts Node slowly. */
-const READY_MS = 180_000
+/**
+ * How long each process may take to start: the API and the workers load at once, and on a small
+ * machine already busy that alone can take longer than a test's bound.
+ */
+const START_TIMEOUT_MS = 180_000
 
 export interface ScaleStack {
   readonly client: BatonClient
@@ -67,13 +70,13 @@ export async function withScaleStack<T>(
   const api = spawnApp(
     'api',
     { ...env, METRICS_PORT: '0' },
-    { name: 'baton-api', outputLimit: 20_000, timeoutMs: READY_MS },
+    { name: 'baton-api', outputLimit: 20_000, timeoutMs: START_TIMEOUT_MS },
   )
   const workers = metricsPorts.map((metricsPort, i) =>
     spawnApp(
       'worker',
       { ...env, METRICS_PORT: String(metricsPort) },
-      { name: `baton-worker-${i + 1}`, outputLimit: 20_000, timeoutMs: READY_MS },
+      { name: `baton-worker-${i + 1}`, outputLimit: 20_000, timeoutMs: START_TIMEOUT_MS },
     ),
   )
   const pool = new pg.Pool({ connectionString: databaseUrl, max: 2 })

@@ -27,10 +27,26 @@ export class ExecutionAbort extends Error {
 }
 
 /**
+ * One reason per cause, made once: a reason carries nothing of the execution it stops, and a burst
+ * of cancels aborts thousands of children in one pass, which would otherwise capture a stack trace
+ * for each.
+ */
+const ABORT_OF_CAUSE: { readonly [C in AbortCause]: ExecutionAbort } = {
+  cancelled: new ExecutionAbort('cancelled'),
+  lease_lost: new ExecutionAbort('lease_lost'),
+  shutdown: new ExecutionAbort('shutdown'),
+}
+
+/** The reason an execution is aborted with for `cause`. */
+export function executionAbort(cause: AbortCause): ExecutionAbort {
+  return ABORT_OF_CAUSE[cause]
+}
+
+/**
  * The reason an execution's signal was aborted with, or undefined while it is not aborted. A signal
  * aborted with any other reason (a library's own abort) counts as a cancel.
  */
 export function executionAbortOf(signal: AbortSignal): ExecutionAbort | undefined {
   if (!signal.aborted) return undefined
-  return signal.reason instanceof ExecutionAbort ? signal.reason : new ExecutionAbort('cancelled')
+  return signal.reason instanceof ExecutionAbort ? signal.reason : ABORT_OF_CAUSE.cancelled
 }

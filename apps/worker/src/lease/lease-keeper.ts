@@ -1,6 +1,6 @@
 import type { Logger, WorkerMetrics } from '@baton/observability'
 import { isTransientStoreError, renewLeases, type Db, type LedgerTimeouts } from '@baton/store'
-import { ExecutionAbort, type AbortCause } from './execution-abort.ts'
+import { executionAbort, type AbortCause } from './execution-abort.ts'
 
 /** One execution this worker owns: its fence and its abort controller. */
 export interface OwnedExecution {
@@ -110,7 +110,7 @@ class HeldExecution implements OwnedExecution {
   abort(cause: AbortCause): void {
     if (this.#controller.signal.aborted) return
     if (cause === 'cancelled') this.#cancelledAt = performance.now()
-    this.#controller.abort(new ExecutionAbort(cause))
+    this.#controller.abort(executionAbort(cause))
   }
 }
 

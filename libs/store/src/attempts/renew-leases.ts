@@ -25,16 +25,19 @@ export interface LeaseRenewal {
  * A lease is renewed only while the row is `running`, owned by this owner at this generation, and
  * not yet expired on the database clock: an expired owner cannot revive itself. Rows another
  * transaction has locked are skipped, not waited for: one locked attempt must not hold up the
- * renewal of every other lease of the worker.
+ * renewal of every other lease of the worker. The lock taken is the one an update of non-key
+ * columns needs (`for no key update`), so a row only referenced meanwhile (a steering message or
+ * a transition inserted for it, which lock its key) is renewed, not skipped.
  * Outcomes per attempt: `renewed` (with any pending cancel request) | `lost` (expired, fenced by a
- * newer generation, terminal, or missing) | `skipped` (locked, and still owned and live as the
- * statement began: neither renewed nor lost this round). Retry safety: renewing twice only
+ * newer generation, terminal, or missing) | `skipped` (locked, and still owned and live when
+ * read after the renewal: neither renewed nor lost this round). Retry safety: renewing twice only
  * extends the lease.
  *
  * Its cost follows the leases it holds, whatever plan a connection keeps: each held lease is read
  * through the primary key, and the renewed rows are answered as they are, never matched back to
  * the held ones inside the statement (a generic plan, which cannot know the array's length, would
- * match them with a loop over every pair).
+ * match them with a loop over every pair). Only the leases it did not renew (none, as a rule) are
+ * read again, by a second statement, to tell `skipped` from `lost`.
  *
  * No item can poison the statement: a worker holds only leases its claim statement answered, so
  * every id is a uuid Postgres printed and every generation an `int` it returned. Should a lease
@@ -52,54 +55,73 @@ export async function renewLeases(
 ): Promise<LeaseRenewal[]> {
   const leases = input.leases.filter(isWellFormedLease)
   if (leases.length === 0) return input.leases.map(lost)
-  const ids = leases.map((l) => l.attemptId)
-  const generations = leases.map((l) => l.ownerGeneration)
-  const result = await sql<{
-    id: string
-    renewed: boolean
-    live: boolean
-    cancel_requested: boolean
-    steering_pending: boolean
-  }>`
+  const renewed = await sql<{ id: string; cancel_requested: boolean; steering_pending: boolean }>`
     with held as (
-      select * from unnest(${ids}::uuid[], ${generations}::int[]) as held(id, generation)
+      select * from unnest(${leases.map((l) => l.attemptId)}::uuid[],
+                           ${leases.map((l) => l.ownerGeneration)}::int[]) as held(id, generation)
     ), owned as (
       select a.id from attempts a join held on a.id = held.id
       where a.owner_generation = held.generation
         and a.owner_id = ${input.ownerId}
         and a.status = 'running'
         and a.lease_expires_at > now()
-      for update of a skip locked
-    ), renewed as (
-      update attempts a
-      set lease_expires_at = now() + ${input.leaseTtlMs} * interval '1 millisecond',
-          heartbeat_at = now()
-      from owned where a.id = owned.id
-      returning a.id, a.cancel_requested_at is not null as cancel_requested,
-        exists (select 1 from attempt_messages m where m.attempt_id = a.id and m.delivered_at is null)
-          as steering_pending
+      for no key update of a skip locked
     )
-    select r.id, true as renewed, true as live, r.cancel_requested, r.steering_pending
-    from renewed r
-    union all
-    select held.id, false, coalesce(a.owner_generation = held.generation
-             and a.owner_id = ${input.ownerId} and a.status = 'running'
-             and a.lease_expires_at > now(), false), false, false
-    from held left join attempts a on a.id = held.id
+    update attempts a
+    set lease_expires_at = now() + ${input.leaseTtlMs} * interval '1 millisecond',
+        heartbeat_at = now()
+    from owned where a.id = owned.id
+    returning a.id, a.cancel_requested_at is not null as cancel_requested,
+      exists (select 1 from attempt_messages m where m.attempt_id = a.id and m.delivered_at is null)
+        as steering_pending
   `.execute(db)
-  // A renewed lease answers twice: renewed, and as held (read before the renewal); renewed wins.
-  const answered = new Map<string, (typeof result.rows)[number]>()
-  for (const row of result.rows) if (!answered.get(row.id)?.renewed) answered.set(row.id, row)
+  const answered = new Map(renewed.rows.map((row) => [row.id, row]))
+  const unrenewed = leases.filter((l) => !answered.has(l.attemptId))
+  const live = unrenewed.length === 0 ? new Set<string>() : await liveLeases(db, input, unrenewed)
   return input.leases.map((l) => {
     const row = isWellFormedLease(l) ? answered.get(l.attemptId) : undefined
-    if (row === undefined || (!row.renewed && !row.live)) return lost(l)
-    return {
-      attemptId: l.attemptId,
-      status: row.renewed ? 'renewed' : 'skipped',
-      cancelRequested: row.cancel_requested,
-      steeringPending: row.steering_pending,
+    if (row !== undefined) {
+      return {
+        attemptId: l.attemptId,
+        status: 'renewed',
+        cancelRequested: row.cancel_requested,
+        steeringPending: row.steering_pending,
+      }
     }
+    return live.has(l.attemptId) ? skipped(l) : lost(l)
   })
+}
+
+/**
+ * Of leases a renewal did not renew, those still owned and live on the database clock: their
+ * rows were locked by another transaction (a lock is not waited for: this reads the last
+ * committed version). Read through the primary key.
+ */
+async function liveLeases(
+  db: Db,
+  owner: { readonly ownerId: string },
+  leases: readonly HeldLease[],
+): Promise<Set<string>> {
+  // Liveness is answered per lease rather than filtered on, so the plan cannot read the running
+  // attempts' index (every child of every worker) in place of each lease's primary key.
+  const { rows } = await sql<{ id: string; live: boolean }>`
+    select unrenewed.id,
+           coalesce(a.owner_generation = unrenewed.generation and a.owner_id = ${owner.ownerId}
+                    and a.status = 'running' and a.lease_expires_at > now(), false) as live
+    from unnest(${leases.map((l) => l.attemptId)}::uuid[],
+                ${leases.map((l) => l.ownerGeneration)}::int[]) as unrenewed(id, generation)
+    left join attempts a on a.id = unrenewed.id
+  `.execute(db)
+  return new Set(rows.flatMap((r) => (r.live ? [r.id] : [])))
+}
+
+function skipped(lease: HeldLease): LeaseRenewal {
+  return {
+    attemptId: lease.attemptId,
+    status: 'skipped',
+    cancelRequested: false,
+    steeringPending: false,
+  }
 }
 
 function lost(lease: HeldLease): LeaseRenewal {

@@ -38,7 +38,8 @@ const MAX_ROUNDS = 3
  * lock; when a row changed under the statement's snapshot neither branch applies to it, and the
  * statement is run again for those ids only, on a fresh snapshot. A queued attempt's terminal
  * fingerprint binds its trace id, as a worker's commit and a process loss do: each round first
- * reads the trace ids of its attempts.
+ * reads which of its attempts are queued, with their trace ids, and builds terminal projections
+ * for those only (one handed back to the queue meanwhile is run again in the next round).
  * Outcomes per id: cancelled_queued | cancel_requested | terminal | missing.
  * Retry safety: repeating a request keeps the first request time and reason.
  */
@@ -55,14 +56,16 @@ export async function requestCancels(
   const decided = new Map<string, RequestCancelOutcome>()
   let open = [...requests.values()]
   for (let round = 0; round < MAX_ROUNDS && open.length > 0; round += 1) {
-    const ids = [...new Set(open.map((r) => r.attemptId))]
-    const traceIds = await traceIdsOf(db, ids)
-    const rows = ids.map((attemptId) => {
+    const queued = await queuedOf(db, [...new Set(open.map((r) => r.attemptId))])
+    // Only a queued attempt is ended here: a running one's outcome is its owner's to commit, so
+    // a burst of cancels of running children (a parent stopping its fan-out) neither builds nor
+    // sends a terminal projection for them.
+    const rows = [...queued].map(([attemptId, traceId]) => {
       const { projection, fingerprint } = buildTerminalProjection(
         attemptId,
         0,
         { stopReason: 'aborted', output: '', failureCategory: FailureCategory.Cancelled },
-        { traceId: traceIds.get(attemptId) },
+        { traceId },
       )
       return { projection, fingerprint, ownerId: null }
     })
@@ -157,13 +160,23 @@ export async function requestCancels(
   })
 }
 
-/** The delegations' `metadata.traceId`s, by attempt (attempts without one are absent). */
-async function traceIdsOf(db: Db, attemptIds: readonly string[]): Promise<Map<string, string>> {
-  const traced = await sql<{ id: string; trace_id: string | null }>`
-    select id, metadata->>'traceId' as trace_id from attempts
-    where id = any(${attemptIds}::uuid[]) and metadata ? 'traceId'
+/**
+ * Of `attemptIds`, those still queued, each with its delegation's `metadata.traceId` (undefined
+ * without one). Read on the round's snapshot: an attempt that is queued again by the time the
+ * statement locks it (a claim handed back) has no projection, so neither branch applies to it and
+ * the next round reads it afresh.
+ */
+async function queuedOf(
+  db: Db,
+  attemptIds: readonly string[],
+): Promise<Map<string, string | undefined>> {
+  // The status is answered, not filtered on, so each id is read through the primary key rather
+  // than the whole queue through the index of queued attempts.
+  const read = await sql<{ id: string; queued: boolean; trace_id: string | null }>`
+    select id, status = 'accepted' as queued, metadata->>'traceId' as trace_id from attempts
+    where id = any(${attemptIds}::uuid[])
   `.execute(db)
-  return new Map(traced.rows.flatMap((r) => (r.trace_id === null ? [] : [[r.id, r.trace_id]])))
+  return new Map(read.rows.flatMap((r) => (r.queued ? [[r.id, r.trace_id ?? undefined]] : [])))
 }
 
 function requestKey(input: RequestCancelInput): string {

@@ -8,6 +8,7 @@ import { claimAttempt, claimAttempts } from '../../src/attempts/claim-attempt.ts
 import { commitTerminal, commitTerminals } from '../../src/attempts/commit-terminal.ts'
 import { getAttempts } from '../../src/attempts/get-attempt.ts'
 import { renewLeases } from '../../src/attempts/renew-leases.ts'
+import { requestCancels } from '../../src/attempts/request-cancel.ts'
 import { findStaleAccepted } from '../../src/attempts/find-stale-accepted.ts'
 import { findExpiredRunning } from '../../src/attempts/reconcile-process-loss.ts'
 import { countAttemptStates } from '../../src/dashboard/count-attempt-states.ts'
@@ -122,7 +123,7 @@ describe("a worker's renewal costs what its leases cost, whatever plan it keeps"
       const ids = `'{${leases.map((l) => l.attemptId).join(',')}}'`
       const generations = `'{${leases.map((l) => l.ownerGeneration).join(',')}}'`
       const explained = await sql<{ 'QUERY PLAN': string }>`${sql.raw(
-        `explain (analyze, costs off) execute ${name}(${ids}, ${generations}, 'w1', 30000, 'w1')`,
+        `explain (analyze, costs off) execute ${name}(${ids}, ${generations}, 'w1', 30000)`,
       )}`.execute(worker)
       const plan = explained.rows.map((r) => r['QUERY PLAN']).join('\n')
       // Every read of a held lease, an owned row or a renewed one happens once per statement or
@@ -158,6 +159,77 @@ describe("a worker's renewal costs what its leases cost, whatever plan it keeps"
     // In place but for the few rows whose page had no room left (an index on what a renewal
     // writes would make none heap-only).
     expect(updates.hot).toBeGreaterThanOrEqual(180)
+  })
+})
+
+describe("a cancel burst and a renewal's leftovers read the attempts they name, not the history", () => {
+  test("the renewal's second read (only the leases it did not renew) and the cancel's read of queued attempts take each by primary key", async ({
+    db,
+    databaseUrl,
+  }) => {
+    await finishedAttempts(db, 3_000)
+    const leases = await runningAttempts(db, 50)
+    const queued = Array.from({ length: 20 }, () => scriptedDelegation('cancel-burst'))
+    await acceptDelegations(db, queued)
+    const pool = createDb({ connectionString: databaseUrl, maxConnections: 1 })
+    try {
+      await sql`set plan_cache_mode = force_generic_plan`.execute(pool)
+      // One lease at a generation the ledger never gave: lost, so the second read runs.
+      const stale = { attemptId: leases[0]?.attemptId ?? '', ownerGeneration: 7 }
+      const renewals = await renewLeases(pool, {
+        ownerId: 'w1',
+        leases: [...leases.slice(1), stale],
+        leaseTtlMs: 30_000,
+      })
+      expect(renewals.map((r) => r.status)).toEqual([
+        ...leases.slice(1).map(() => 'renewed'),
+        'lost',
+      ])
+      const cancels = await requestCancels(pool, [
+        ...queued.map((q) => ({ attemptId: q.attemptId, reason: null })),
+        ...leases.map((l) => ({ attemptId: l.attemptId, reason: null })),
+      ])
+      expect(new Set(cancels.map((c) => c.kind))).toEqual(
+        new Set(['cancelled_queued', 'cancel_requested']),
+      )
+      for (const marker of ['as unrenewed(id, generation)', "metadata->>'traceId' as trace_id"]) {
+        const { generic } = await cachedPlan(pool, marker)
+        // Through the primary key, never a scan of every running or queued attempt.
+        expect(generic).toMatch(/(Index (Only )?Scan using|Bitmap Index Scan on) attempts_pkey/)
+        expect(generic).not.toMatch(/Seq Scan on attempts|attempts_(running|accepted)_idx/)
+      }
+    } finally {
+      await pool.destroy()
+    }
+  })
+
+  test("a terminal's webhook enqueue keeps its plan (PL/pgSQL) and finds the webhook by its scope index", async ({
+    db,
+    databaseUrl,
+  }) => {
+    // A language-sql function holding an insert is planned again on every call: once per row a
+    // terminal commit makes terminal.
+    const { rows: language } = await sql<{ lanname: string }>`
+      select l.lanname from pg_proc p join pg_language l on l.oid = p.prolang
+      where p.proname = 'baton_enqueue_webhook'`.execute(db)
+    expect(language).toEqual([{ lanname: 'plpgsql' }])
+    await sql`insert into webhooks (id, namespace_id, session_id, url, secret)
+      select gen_random_uuid(), 'default', 'hooked-' || i, 'https://example.test/hook', 'secret'
+      from generate_series(1, 500) i`.execute(db)
+    await sql`analyze webhooks`.execute(db)
+    const pool = createDb({ connectionString: databaseUrl, maxConnections: 1 })
+    try {
+      await sql`set plan_cache_mode = force_generic_plan`.execute(pool)
+      // The function's statement, as PL/pgSQL plans it: its arguments are parameters.
+      await sql`select w.id from webhooks w
+        where w.namespace_id = ${'default'} and coalesce(w.session_id, '') in (${'hooked-7'}, '')
+        order by w.session_id is null limit 1`.execute(pool)
+      const { generic } = await cachedPlan(pool, 'order by w.session_id is null limit 1')
+      expect(generic).toMatch(/webhooks_scope_key/)
+      expect(generic).not.toMatch(/Seq Scan on webhooks/)
+    } finally {
+      await pool.destroy()
+    }
   })
 })
 

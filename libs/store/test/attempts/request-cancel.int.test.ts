@@ -4,7 +4,10 @@ import { describe, expect, test } from '@baton/testing'
 import { claimAttempt } from '../../src/attempts/claim-attempt.ts'
 import { getAttempt } from '../../src/attempts/get-attempt.ts'
 import { requestCancel, requestCancels } from '../../src/attempts/request-cancel.ts'
-import { accept, transitions } from '../support/attempts.ts'
+import { buildTerminalProjection } from '../../src/attempts/terminal-record.ts'
+import { acceptDelegations } from '../../src/attempts/accept-delegations.ts'
+import { claimAttempts } from '../../src/attempts/claim-attempt.ts'
+import { accept, scriptedDelegation, transitions } from '../support/attempts.ts'
 
 describe('requestCancel', () => {
   test('cancel of a queued attempt commits aborted directly and it can never be claimed', async ({
@@ -73,5 +76,54 @@ describe('requestCancel', () => {
       [running.attemptId]: 'user',
     })
     expect(await requestCancels(db, [])).toEqual([])
+  })
+
+  test('a burst of cancels of many running and queued attempts: each running one flagged, each queued one ended with its trace in its fingerprint', async ({
+    db,
+  }) => {
+    const inputs = Array.from({ length: 40 }, (_, i) => ({
+      ...scriptedDelegation('burst'),
+      metadata: { traceId: `trace-${i}` },
+    }))
+    await acceptDelegations(db, inputs)
+    const ids = inputs.map((input) => input.attemptId)
+    // The even ones run; the odd ones stay queued.
+    const running = ids.filter((_, i) => i % 2 === 0)
+    const queued = ids.filter((_, i) => i % 2 === 1)
+    const claims = await claimAttempts(db, {
+      ownerId: 'w1',
+      leaseTtlMs: 10_000,
+      attemptIds: running,
+    })
+    expect(claims.map((c) => c.kind)).toEqual(running.map(() => 'claimed'))
+    const outcomes = await requestCancels(
+      db,
+      ids.map((attemptId) => ({ attemptId, reason: 'burst' })),
+    )
+    expect(outcomes.map((o) => o.kind)).toEqual(
+      ids.map((_, i) => (i % 2 === 0 ? 'cancel_requested' : 'cancelled_queued')),
+    )
+    const rows = await sql<{ id: string; status: string; fingerprint: string | null }>`
+      select id, status, fingerprint from attempts where id = any(${ids}::uuid[])
+    `.execute(db)
+    const byId = new Map(rows.rows.map((r) => [r.id, r]))
+    for (const attemptId of running) {
+      expect(byId.get(attemptId)).toMatchObject({ status: 'running', fingerprint: null })
+      expect(await transitions(db, attemptId)).toEqual([
+        'accepted@0',
+        'claimed@1',
+        'cancel_requested@1',
+      ])
+    }
+    for (const attemptId of queued) {
+      const traceId = `trace-${ids.indexOf(attemptId)}`
+      const { fingerprint } = buildTerminalProjection(
+        attemptId,
+        0,
+        { stopReason: 'aborted', output: '', failureCategory: 'cancelled' },
+        { traceId },
+      )
+      expect(byId.get(attemptId)).toMatchObject({ status: 'terminal', fingerprint })
+    }
   })
 })

@@ -23,7 +23,7 @@ export const redisTopologyEnvShape = {
     .optional(),
   /**
    * `failover` (default): cluster connections wait out a master's failover. `client`: the client
-   * library's own retry settings (to compare; they give up during a failover).
+   * library's own retry settings (to compare; they give up sooner).
    */
   REDIS_CLUSTER_RETRY: z.enum(['failover', 'client']).default('failover'),
 }

@@ -148,7 +148,8 @@ export async function startRedisCluster(
   }
 
   try {
-    await waitHealthy()
+    // Generous: on a busy machine the nodes take a while to agree.
+    await waitHealthy(120_000)
   } catch (error) {
     await close()
     throw error

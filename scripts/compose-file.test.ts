@@ -83,3 +83,46 @@ describe('infra/docker-compose.yml', () => {
     expect(service('migrate').environment?.DATABASE_URL).toBe(apiConfig.databaseUrl)
   })
 })
+
+const clusterCompose = parse(
+  readFileSync(new URL('../infra/docker-compose.cluster.yml', import.meta.url), 'utf8'),
+  { merge: true },
+) as { services: Record<string, ComposeService & { image?: string; command?: unknown }> }
+
+describe('infra/docker-compose.cluster.yml', () => {
+  const services = clusterCompose.services
+  const redisNodes = Object.keys(services).filter((name) => /^redis-\d$/.test(name))
+  const apps = Object.keys(services).filter((name) => /^(api|worker)-\d$/.test(name))
+
+  it('runs a six-node Redis Cluster, Postgres with a standby, PgBouncer, two APIs and two workers', () => {
+    expect(redisNodes).toHaveLength(6)
+    expect(JSON.stringify(services['redis-cluster']?.command)).toContain('--cluster-replicas 1')
+    for (const name of ['postgres', 'postgres-standby', 'pgbouncer', 'migrate'])
+      expect(services[name], name).toBeDefined()
+    expect(JSON.stringify(services['postgres-standby']?.command)).toContain('pg_basebackup')
+    expect(apps.sort()).toEqual(['api-1', 'api-2', 'worker-1', 'worker-2'])
+  })
+
+  it('gives every app the same settings the apps accept: the cluster, the partitions, PgBouncer', () => {
+    const configs = apps.map((name) => {
+      const env = services[name]?.environment ?? {}
+      const variables = name.startsWith('api') ? API_CONFIG_VARIABLES : WORKER_CONFIG_VARIABLES
+      for (const key of Object.keys(env)) expect(variables, `${name}: ${key}`).toContain(key)
+      const interpolated = Object.fromEntries(
+        Object.entries(env).map(([k, v]) => [k, v.replace(/\$\{[A-Z_0-9]+:-([^}]*)\}/g, '$1')]),
+      )
+      return name.startsWith('api') ? loadApiConfig(interpolated) : loadWorkerConfig(interpolated)
+    })
+    for (const config of configs) {
+      expect(config.redisCluster?.nodes.map((n) => n.host).sort()).toEqual(redisNodes.sort())
+      expect(config.queuePartitions).toBeGreaterThan(redisNodes.length)
+      expect(new URL(config.databaseUrl).hostname).toBe('pgbouncer')
+      expect(config.dbPreparedStatements).toBe(false)
+      // Every API and worker must agree on where the keys are.
+      expect(config.queuePartitions).toBe(configs[0]?.queuePartitions)
+      expect(config.queuePrefix).toBe(configs[0]?.queuePrefix)
+    }
+    // The migration holds a session-level lock: straight to the primary.
+    expect(new URL(services.migrate?.environment?.DATABASE_URL ?? '').hostname).toBe('postgres')
+  })
+})

@@ -6,7 +6,7 @@ import {
   type Tracing,
 } from '@baton/observability'
 import {
-  createAttemptQueue,
+  createAttemptQueues,
   createRedisConnection,
   createSettlementListener,
   createSettlementPublisher,
@@ -81,25 +81,31 @@ export async function composeApi(
   const redis = createRedisConnection(config.redisUrl, 'baton-api', {
     autoPipelining: true,
     timeouts: redisTimeouts,
+    cluster: config.redisCluster,
   })
-  const queue = createAttemptQueue({ connection: redis, prefix: config.queuePrefix })
-  const workerCommands = createWorkerCommandPublisher({
+  // Where the queue partitions and the bell streams are: every Redis client below shares it.
+  const placement = {
     redisUrl: config.redisUrl,
     prefix: config.queuePrefix,
+    partitions: config.queuePartitions,
+    cluster: config.redisCluster,
     timeouts: redisTimeouts,
+  }
+  const queues = createAttemptQueues({
+    connection: redis,
+    topology: {
+      prefix: config.queuePrefix,
+      partitions: config.queuePartitions,
+      cluster: config.redisCluster,
+    },
   })
-  const settlements = createSettlementPublisher({
-    redisUrl: config.redisUrl,
-    prefix: config.queuePrefix,
-    timeouts: redisTimeouts,
-  })
+  const workerCommands = createWorkerCommandPublisher(placement)
+  const settlements = createSettlementPublisher(placement)
   const doorbell = createSettledDoorbell()
   // A session's bounded claims wait on its own key: a `claimable` ring wakes no other session's.
   const claimBell = createDoorbell<unknown>()
   const listener = createSettlementListener({
-    redisUrl: config.redisUrl,
-    prefix: config.queuePrefix,
-    timeouts: redisTimeouts,
+    ...placement,
     onEvent: (bell) => {
       if (bell.eventName === 'settled') doorbell.ring(bell.attemptId, bell.detail)
       else claimBell.ring(claimKey(bell.detail.namespaceId, bell.detail.sessionId))
@@ -108,7 +114,7 @@ export async function composeApi(
   await listener.ready()
   const metrics = createApiMetrics(
     {
-      queueJobs: () => queue.getJobCounts(),
+      queueJobs: () => queues.getJobCounts(),
       artifactBytes: () => namespaceArtifactBytes(db),
       continuations: () => countContinuations(db),
       onError: (source, error) => logger.warn({ err: error, source }, 'metrics source failed'),
@@ -119,7 +125,7 @@ export async function composeApi(
     db,
     // One accept statement in flight: under load the next batch gathers behind it (see LEDGER_BATCH).
     admission: traceAdmission(
-      createAdmission({ db, queue, logger, maxInFlight: 1, metrics }),
+      createAdmission({ db, queues, logger, maxInFlight: 1, metrics }),
       tracing,
     ),
     doorbell,
@@ -133,7 +139,7 @@ export async function composeApi(
   const runs = createRunCommands({ db, claimBell, settlements, logger, metrics })
   const hosted = createHostedCommands({
     db,
-    queue,
+    queues,
     doorbell,
     attempts: commands,
     subagents,
@@ -144,7 +150,7 @@ export async function composeApi(
     logger,
     db,
     redis,
-    queue,
+    queues,
     commands,
     keys,
     runs,
@@ -162,7 +168,7 @@ export async function composeApi(
       await listener.close()
       await workerCommands.close()
       await settlements.close()
-      await queue.close()
+      await queues.close()
       await db.destroy()
       redis.disconnect()
       // Last: the spans of the requests answered above are exported before the process exits.

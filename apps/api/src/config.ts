@@ -2,6 +2,9 @@ import {
   LEDGER_RETENTION_MS_DEFAULT,
   dependencyTimeouts,
   dependencyTimeoutsEnvShape,
+  redisTopology,
+  redisTopologyEnvShape,
+  type RedisTopology,
   webhookDestinationPolicy,
   webhookPolicyEnvShape,
   type WebhookDestinationPolicy,
@@ -19,6 +22,7 @@ const configSchema = z.object({
   DATABASE_URL: z.string().url().default('postgres://postgres@127.0.0.1:5432/baton'),
   REDIS_URL: z.string().url().default('redis://127.0.0.1:6379'),
   QUEUE_PREFIX: z.string().min(1).default('baton'),
+  ...redisTopologyEnvShape,
   SUBAGENTS_DIR: z.string().min(1).optional(),
   PROFILES_FILE: z.string().min(1).optional(),
   SCRIPTED_ENABLED: z.enum(['true', 'false']).default('true'),
@@ -61,6 +65,9 @@ export interface ApiConfig {
   readonly databaseUrl: string
   readonly redisUrl: string
   readonly queuePrefix: string
+  /** `QUEUE_PARTITIONS` and `REDIS_CLUSTER_NODES` (see `redisTopologyEnvShape`). */
+  readonly queuePartitions: RedisTopology['queuePartitions']
+  readonly redisCluster: RedisTopology['redisCluster']
   /** Markdown subagent specs; with the built-in `scripted`, the names this API accepts. */
   readonly subagentsDir: string | undefined
   /** The profiles file (TOML): the profiles sessions may be created with. */
@@ -110,6 +117,7 @@ export function loadConfig(env: Readonly<Record<string, string | undefined>>): A
     databaseUrl: c.DATABASE_URL,
     redisUrl: c.REDIS_URL,
     queuePrefix: c.QUEUE_PREFIX,
+    ...redisTopology(c),
     subagentsDir: c.SUBAGENTS_DIR,
     profilesFile: c.PROFILES_FILE,
     scriptedEnabled: c.SCRIPTED_ENABLED === 'true',

@@ -1,7 +1,6 @@
 import type { ApiMetrics, Logger, Tracing } from '@baton/observability'
-import type { AttemptQueue } from '@baton/queue'
+import type { AttemptQueues, RedisConnection } from '@baton/queue'
 import type { Db } from '@baton/store'
-import type { Redis } from 'ioredis'
 import type { ApiConfig } from './config.ts'
 import type { KeyResolver } from './http/caller.ts'
 import type { AttemptCommands } from './services/attempt-commands.ts'
@@ -13,8 +12,9 @@ export interface ApiDeps {
   readonly config: ApiConfig
   readonly logger: Logger
   readonly db: Db
-  readonly redis: Redis
-  readonly queue: AttemptQueue
+  readonly redis: RedisConnection
+  /** The attempt queue's partitions (`QUEUE_PARTITIONS`). */
+  readonly queues: AttemptQueues
   readonly commands: AttemptCommands
   /** Verifies tenants' API keys (with a short cache). */
   readonly keys: KeyResolver

@@ -3,7 +3,6 @@ import rateLimit from '@fastify/rate-limit'
 import swagger from '@fastify/swagger'
 import swaggerUi from '@fastify/swagger-ui'
 import { createBullBoard } from '@bull-board/api'
-import { BullMQAdapter } from '@bull-board/api/bullMQAdapter'
 import { FastifyAdapter } from '@bull-board/fastify'
 import { validatorCompiler, type ZodTypeProvider } from 'fastify-type-provider-zod'
 import type { ApiDeps } from './deps.ts'
@@ -23,7 +22,7 @@ import { artifactRoutes } from './routes/artifacts.routes.ts'
 import { webhookRoutes } from './routes/webhooks.routes.ts'
 import { attemptRoutes } from './routes/attempts.routes.ts'
 import { continuationRoutes } from './routes/continuations.routes.ts'
-import { dashboardRoutes } from './routes/dashboard.routes.ts'
+import { boardQueues, dashboardRoutes } from './routes/dashboard.routes.ts'
 import { delegationRoutes } from './routes/delegations.routes.ts'
 import { healthRoutes } from './routes/health.routes.ts'
 import { metricsRoutes } from './routes/metrics.routes.ts'
@@ -69,7 +68,7 @@ export async function buildServer(deps: ApiDeps): Promise<BatonServer> {
   await app.register(swaggerUi, { routePrefix: DOCS_PATH })
 
   const board = new FastifyAdapter()
-  createBullBoard({ queues: [new BullMQAdapter(deps.queue)], serverAdapter: board })
+  createBullBoard({ queues: boardQueues(deps.queues), serverAdapter: board })
   board.setBasePath(DASHBOARD_PATH)
   await app.register(board.registerPlugin(), { prefix: DASHBOARD_PATH })
 

@@ -1,7 +1,7 @@
 import { randomUUID } from 'node:crypto'
 import Fastify from 'fastify'
 import { createLogger } from '@baton/observability'
-import { createAttemptQueue } from '@baton/queue'
+import { createAttemptQueues } from '@baton/queue'
 import { describe, expect, test } from '@baton/testing'
 import { errorHandler } from '../src/http/errors.ts'
 import { rowCounts } from './support/api-harness.ts'
@@ -26,10 +26,13 @@ describe('admission batches', () => {
     queuePrefix,
     db,
   }) => {
-    const queue = createAttemptQueue({ connection: { url: redisUrl }, prefix: queuePrefix })
+    const queues = createAttemptQueues({
+      connection: { url: redisUrl },
+      topology: { prefix: queuePrefix, partitions: 1 },
+    })
     const admission = createAdmission({
       db,
-      queue,
+      queues,
       logger: createLogger({ service: 'test', level: 'silent' }),
       // One statement at a time, so everything submitted together shares a batch.
       maxInFlight: 1,
@@ -40,7 +43,7 @@ describe('admission batches', () => {
     )
     const poisoned = admission.accept(input('s-batch-0', 'bad\u0000'))
     const settled = await Promise.allSettled([...valid, poisoned])
-    await queue.close()
+    await queues.close()
     const offender = settled.pop()
     expect(settled.map((s) => s.status)).toEqual(settled.map(() => 'fulfilled'))
     expect(settled.map((s) => (s.status === 'fulfilled' ? s.value.kind : s.reason))).toEqual(

@@ -5,6 +5,9 @@ import {
   LEDGER_RETENTION_MS_DEFAULT,
   dependencyTimeouts,
   dependencyTimeoutsEnvShape,
+  redisTopology,
+  redisTopologyEnvShape,
+  type RedisTopology,
   webhookDestinationPolicy,
   webhookPolicyEnvShape,
   namespaceLimitsEnvShape,
@@ -22,6 +25,7 @@ const configSchema = z
     DATABASE_URL: z.string().url().default('postgres://postgres@127.0.0.1:5432/baton'),
     REDIS_URL: z.string().url().default('redis://127.0.0.1:6379'),
     QUEUE_PREFIX: z.string().min(1).default('baton'),
+    ...redisTopologyEnvShape,
     WORKER_ID: z.string().min(1).optional(),
     WORKER_CONCURRENCY: z.coerce.number().int().min(1).max(10_000).default(100),
     DB_POOL_SIZE: z.coerce.number().int().min(2).max(200).default(10),
@@ -95,6 +99,9 @@ export interface WorkerConfig {
   readonly databaseUrl: string
   readonly redisUrl: string
   readonly queuePrefix: string
+  /** `QUEUE_PARTITIONS` and `REDIS_CLUSTER_NODES` (see `redisTopologyEnvShape`). */
+  readonly queuePartitions: RedisTopology['queuePartitions']
+  readonly redisCluster: RedisTopology['redisCluster']
   readonly workerId: string
   readonly concurrency: number
   readonly dbPoolSize: number
@@ -166,6 +173,7 @@ export function loadConfig(env: Readonly<Record<string, string | undefined>>): W
     databaseUrl: c.DATABASE_URL,
     redisUrl: c.REDIS_URL,
     queuePrefix: c.QUEUE_PREFIX,
+    ...redisTopology(c),
     workerId: c.WORKER_ID ?? `${hostname()}-${process.pid}-${randomUUID().slice(0, 8)}`,
     concurrency: c.WORKER_CONCURRENCY,
     dbPoolSize: c.DB_POOL_SIZE,

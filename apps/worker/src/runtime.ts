@@ -10,11 +10,12 @@ import {
   type WorkerMetrics,
 } from '@baton/observability'
 import {
-  createAttemptQueue,
+  createAttemptQueues,
   createRedisConnection,
   createSettlementPublisher,
   createWorkerCommandListener,
-  enqueueAttempt,
+  enqueueRouted,
+  splitConcurrency,
   type StreamListener,
 } from '@baton/queue'
 import {
@@ -106,16 +107,20 @@ export function createWorkerRuntime(
   const connection = createRedisConnection(config.redisUrl, `baton-worker:${config.workerId}`, {
     autoPipelining: true,
     timeouts: redisTimeouts,
+    cluster: config.redisCluster,
   })
-  const queue = createAttemptQueue({ connection, prefix: config.queuePrefix })
-  subagents.bindHosted?.({ db, queue })
-  const publisher = createSettlementPublisher({
-    redisUrl: config.redisUrl,
+  const topology = {
     prefix: config.queuePrefix,
-    timeouts: redisTimeouts,
-  })
+    partitions: config.queuePartitions,
+    cluster: config.redisCluster,
+  }
+  // Where the bell streams are: the publisher and the listener share it.
+  const placement = { ...topology, redisUrl: config.redisUrl, timeouts: redisTimeouts }
+  const queues = createAttemptQueues({ connection, topology })
+  subagents.bindHosted?.({ db, queues })
+  const publisher = createSettlementPublisher(placement)
   const metrics = createWorkerMetrics({
-    queueJobs: () => queue.getJobCounts(),
+    queueJobs: () => queues.getJobCounts(),
     onError: (source, error) => log.warn({ err: error, source }, 'metrics source failed'),
   })
   const steering = createSteeringDelivery({
@@ -134,7 +139,7 @@ export function createWorkerRuntime(
   })
   const reconciler = createReconciler({
     db,
-    queue,
+    queues,
     publisher,
     intervalMs: config.reconcileIntervalMs,
     requeueAfterMs: config.requeueAfterMs,
@@ -187,32 +192,54 @@ export function createWorkerRuntime(
     startNextRun: async (session) => {
       try {
         const started = await startNextRun(db, session)
-        if (started !== undefined) await enqueueAttempt(queue, started)
+        if (started !== undefined) await enqueueRouted(queues, [{ attemptId: started, ...session }])
       } catch (error) {
         // The reconciler's sweep starts it instead.
         log.warn({ err: error, ...session }, 'next hosted run not started; left to the reconciler')
       }
     },
   })
-  const worker = new Worker<AttemptJob>(QueueName.Attempts, traceAttemptJobs(tracing, processor), {
-    // The auto-pipelined connection of the queue and the bells: the moves, lock renewals and bells
-    // of jobs that finish in one tick (a commit batch settles many at once) leave in one write.
-    // BullMQ blocks for new jobs on a duplicate of its own.
-    connection,
-    prefix: config.queuePrefix,
-    concurrency: config.concurrency,
-    autorun: false,
-    // A job held by a dead worker is redelivered about when its lease would expire, not after
-    // BullMQ's default 30 s; redelivery is harmless (the claim acknowledges held and terminal
-    // attempts, and records process loss for orphaned ones), so it may happen any number of times.
-    lockDuration: config.leaseTtlMs,
-    stalledInterval: config.leaseTtlMs,
-    maxStalledCount: 1_000,
+  const jobs = traceAttemptJobs(tracing, processor)
+  // One BullMQ worker per queue partition, the process's concurrency split between them (see
+  // `splitConcurrency`).
+  const shares = splitConcurrency(config.concurrency, queues.partitions.length)
+  const partitionWorkers = queues.partitions.map((queue, partition) => {
+    const worker = new Worker<AttemptJob>(QueueName.Attempts, jobs, {
+      // The auto-pipelined connection of the queue and the bells: the moves, lock renewals and
+      // bells of jobs that finish in one tick (a commit batch settles many at once) leave in one
+      // write. BullMQ blocks for new jobs on a duplicate of its own (one per partition).
+      connection,
+      prefix: queue.opts.prefix as string,
+      concurrency: shares[partition] as number,
+      autorun: false,
+      // A job held by a dead worker is redelivered about when its lease would expire, not after
+      // BullMQ's default 30 s; redelivery is harmless (the claim acknowledges held and terminal
+      // attempts, and records process loss for orphaned ones), so it may happen any number of
+      // times.
+      lockDuration: config.leaseTtlMs,
+      stalledInterval: config.leaseTtlMs,
+      maxStalledCount: 1_000,
+    })
+    worker.on('error', (error) => log.warn({ err: error, partition }, 'queue worker error'))
+    worker.on('failed', (job, error) =>
+      log.warn({ err: error, jobId: job?.id }, 'attempt job failed'),
+    )
+    return worker
   })
-  worker.on('error', (error) => log.warn({ err: error }, 'queue worker error'))
-  worker.on('failed', (job, error) =>
-    log.warn({ err: error, jobId: job?.id }, 'attempt job failed'),
-  )
+  /** The partition workers as one. */
+  const worker = {
+    close: async (force?: boolean) => {
+      await Promise.all(partitionWorkers.map((w) => w.close(force)))
+    },
+    /** True when the job was held here (only one partition can hold it). */
+    cancelJob: (jobId: string, reason: string) =>
+      partitionWorkers.some((w) => w.cancelJob(jobId, reason)),
+    cancelAllJobs: (reason: string) => {
+      for (const w of partitionWorkers) w.cancelAllJobs(reason)
+    },
+    run: () => Promise.all(partitionWorkers.map((w) => w.run())),
+    waitUntilReady: () => Promise.all(partitionWorkers.map((w) => w.waitUntilReady())),
+  }
 
   let listener: StreamListener | undefined
   let metricsServer: MetricsServer | undefined
@@ -246,7 +273,7 @@ export function createWorkerRuntime(
     await close('worker-command listener', () => listener?.close())
     // Heartbeats and steer events (both closed now) started deliveries without waiting for them.
     await close('steering marks', () => steering.drain())
-    await close('attempt queue', () => queue.close())
+    await close('attempt queue', () => queues.close())
     await close('settlement publisher', () => publisher.close())
     await close('queue worker', () => worker.close(true))
     await close('ledger pools', () => Promise.all([db.destroy(), leaseDb.destroy()]))
@@ -297,9 +324,7 @@ export function createWorkerRuntime(
     metricsServer = await serveWorkerMetrics(config, metrics, log)
     if (stop.aborted) return
     listener = createWorkerCommandListener({
-      redisUrl: config.redisUrl,
-      prefix: config.queuePrefix,
-      timeouts: redisTimeouts,
+      ...placement,
       onEvent: (event) => {
         if (event.eventName === 'cancel') {
           // Only the worker holding the job has it: everyone else returns false.

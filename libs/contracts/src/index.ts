@@ -2,6 +2,8 @@ export { BatonError, ErrorCode, errorBodySchema, errorBodySchemaOf } from './err
 export type { BatonErrorOptions, ErrorBody } from './errors.ts'
 export { DependencyFailure, TRANSIENT_SOCKET_CODES } from './dependency-failure.ts'
 export { dependencyTimeouts, dependencyTimeoutsEnvShape } from './dependency-timeouts.ts'
+export { redisTopology, redisTopologyEnvShape } from './redis-topology.ts'
+export type { RedisTopology } from './redis-topology.ts'
 export type { DependencyTimeouts, DependencyTimeoutsEnv } from './dependency-timeouts.ts'
 export {
   canonicalJson,

@@ -1,5 +1,11 @@
 import { Queue, type ConnectionOptions, type JobsOptions } from 'bullmq'
 import { ATTEMPT_JOB_NAME, QueueName, type AttemptJob } from '@baton/contracts'
+import {
+  partitionPrefixes,
+  sessionPartition,
+  type QueueTopology,
+  type SessionKey,
+} from './partitions.ts'
 
 export type AttemptQueue = Queue<AttemptJob, void, typeof ATTEMPT_JOB_NAME>
 
@@ -88,4 +94,99 @@ export async function ensureAttemptsEnqueued(
   const readd = [...finished, ...missing]
   await enqueueAttempts(queue, readd)
   return readd.length
+}
+
+/** An attempt with the session that decides its queue partition. */
+export type AttemptRoute = SessionKey & { readonly attemptId: string }
+
+/** An attempt's job as an enqueuer builds it: its data and the session that routes it. */
+export type RoutedAttemptJob = AttemptJob & SessionKey
+
+/**
+ * The attempt queue split into `QUEUE_PARTITIONS` partitions (see `QueueTopology`), one BullMQ
+ * queue each under its partition's prefix; a session's attempts all go to one partition.
+ */
+export interface AttemptQueues {
+  /** The queue of each partition, in partition order. */
+  readonly partitions: readonly AttemptQueue[]
+  /** The queue of a session's attempts. */
+  of(session: SessionKey): AttemptQueue
+  /** Job counts summed over the partitions. */
+  getJobCounts(): Promise<Record<string, number>>
+  close(): Promise<void>
+}
+
+export function createAttemptQueues(options: {
+  readonly connection: ConnectionOptions
+  readonly topology: QueueTopology
+}): AttemptQueues {
+  const partitions = partitionPrefixes(options.topology).map((prefix) =>
+    createAttemptQueue({ connection: options.connection, prefix }),
+  )
+  const count = partitions.length
+  return {
+    partitions,
+    of: (session) => partitions[sessionPartition(session, count)] as AttemptQueue,
+    async getJobCounts() {
+      const total: Record<string, number> = {}
+      for (const counts of await Promise.all(partitions.map((q) => q.getJobCounts()))) {
+        for (const [state, n] of Object.entries(counts)) total[state] = (total[state] ?? 0) + n
+      }
+      return total
+    },
+    async close() {
+      await Promise.all(partitions.map((q) => q.close()))
+    },
+  }
+}
+
+/** Items grouped by the queue of their session (a partition's group keeps their order). */
+function byPartition<T extends SessionKey>(
+  queues: AttemptQueues,
+  items: readonly T[],
+): Map<AttemptQueue, T[]> {
+  const groups = new Map<AttemptQueue, T[]>()
+  for (const item of items) {
+    const queue = queues.of(item)
+    const group = groups.get(queue)
+    if (group === undefined) groups.set(queue, [item])
+    else group.push(item)
+  }
+  return groups
+}
+
+/** The job data of a routed job: what routed it stays out (the partition it is in says it). */
+function jobData({ namespaceId: _n, sessionId: _s, ...data }: RoutedAttemptJob): AttemptJob {
+  return data
+}
+
+/**
+ * Enqueue attempts, each into its session's partition: one round trip per partition they fall in
+ * (see `enqueueAttempts`), the partitions at once.
+ */
+export async function enqueueRouted(
+  queues: AttemptQueues,
+  attempts: readonly RoutedAttemptJob[],
+): Promise<void> {
+  await Promise.all(
+    [...byPartition(queues, attempts)].map(([queue, group]) =>
+      enqueueAttempts(queue, group.map(jobData)),
+    ),
+  )
+}
+
+/** `ensureAttemptsEnqueued` in each attempt's own partition; returns how many were added. */
+export async function ensureRoutedEnqueued(
+  queues: AttemptQueues,
+  attempts: readonly AttemptRoute[],
+): Promise<number> {
+  const added = await Promise.all(
+    [...byPartition(queues, attempts)].map(([queue, group]) =>
+      ensureAttemptsEnqueued(
+        queue,
+        group.map((a) => a.attemptId),
+      ),
+    ),
+  )
+  return added.reduce((sum, n) => sum + n, 0)
 }

@@ -1,6 +1,12 @@
 import { setTimeout as sleep } from 'node:timers/promises'
 import { QueueKeys } from 'bullmq'
-import { DEFAULT_REDIS_TIMEOUTS, createRedisConnection, type RedisTimeouts } from './connection.ts'
+import {
+  DEFAULT_REDIS_TIMEOUTS,
+  createRedisConnection,
+  type RedisCluster,
+  type RedisTimeouts,
+} from './connection.ts'
+import { attemptPartition, partitionPrefixes } from './partitions.ts'
 import { isTransientRedisError } from './redis-errors.ts'
 
 /**
@@ -27,18 +33,38 @@ export interface WarnLogger {
   warn(fields: Record<string, unknown>, message: string): void
 }
 
-export interface PublisherOptions {
-  /** The publisher sends on a connection of its own (see `createStreamPublisher`). */
+/**
+ * Where a stream's keys are (see `QueueTopology`): a stream has one key per queue partition, each
+ * under its partition's hash tag. A publisher puts an event in its attempt's partition; a listener
+ * reads them all.
+ */
+interface StreamPlacement {
+  /** Ignored when `cluster` is set. */
   readonly redisUrl: string
   readonly prefix: string
+  /** `QUEUE_PARTITIONS` (default 1). */
+  readonly partitions?: number
+  /** `REDIS_CLUSTER_NODES`, when Redis is a cluster. */
+  readonly cluster?: RedisCluster | undefined
+}
+
+/** The key of a stream in each partition, in partition order. */
+function streamKeys(stream: string, placement: StreamPlacement): string[] {
+  return partitionPrefixes({
+    prefix: placement.prefix,
+    partitions: placement.partitions ?? 1,
+    cluster: placement.cluster,
+  }).map((prefix) => new QueueKeys(prefix).toKey(stream, 'events'))
+}
+
+export interface PublisherOptions extends StreamPlacement {
+  /** The publisher sends on a connection of its own (see `createStreamPublisher`). */
   /** The bounds of its connection (default `DEFAULT_REDIS_TIMEOUTS`). */
   readonly timeouts?: RedisTimeouts
 }
 
-export interface ListenerOptions<E> {
-  /** The listener blocks on XREAD, so it always gets a connection of its own. */
-  readonly redisUrl: string
-  readonly prefix: string
+export interface ListenerOptions<E> extends StreamPlacement {
+  /** The listener blocks on XREAD, so it always gets connections of its own (one per partition). */
   readonly onEvent: (event: E) => void
   readonly blockingTimeoutMs?: number
   /**
@@ -92,12 +118,13 @@ export function createStreamPublisher<E extends StreamEvent>(
 ): StreamPublisher<E> {
   const connection = createRedisConnection(options.redisUrl, `baton-${stream}-publisher`, {
     lazyConnect: true,
+    cluster: options.cluster,
     ...(options.timeouts === undefined ? {} : { timeouts: options.timeouts }),
   })
   // ioredis reconnects on its own; an entry that cannot be added fails its `publish`, and the
   // caller logs that (`publishAfterRecord`). An unheard 'error' event would only print it again.
   connection.on('error', () => {})
-  const eventsKey = new QueueKeys(options.prefix).toKey(stream, 'events')
+  const eventsKeys = streamKeys(stream, options)
   const maxEvents = options.maxEvents ?? MAX_EVENTS
   interface Waiting {
     readonly attemptId: string
@@ -106,7 +133,8 @@ export function createStreamPublisher<E extends StreamEvent>(
     readonly resolve: () => void
     readonly reject: (error: unknown) => void
   }
-  const waiting = new Map<string, Waiting[]>()
+  /** The events waiting for an entry, by stream key and event name. */
+  const waiting = new Map<string, { key: string; eventName: string; events: Waiting[] }>()
   let adding: Promise<void> | undefined
   let scheduled = false
 
@@ -125,19 +153,19 @@ export function createStreamPublisher<E extends StreamEvent>(
   }
 
   async function addEntries(): Promise<void> {
-    const entries = [...waiting].flatMap(([eventName, events]) =>
-      entryChunks(events).map((chunk) => ({ eventName, chunk })),
+    const entries = [...waiting.values()].flatMap(({ key, eventName, events }) =>
+      entryChunks(events).map((chunk) => ({ key, eventName, chunk })),
     )
     waiting.clear()
     await Promise.all(
-      entries.map(async ({ eventName, chunk }) => {
+      entries.map(async ({ key, eventName, chunk }) => {
         try {
           const attemptIds = chunk.map((w) => w.attemptId).join(ENTRY_ID_SEPARATOR)
           const fields = ['event', eventName, 'attemptIds', attemptIds]
           if (chunk.some((w) => w.detail !== undefined)) {
             fields.push('details', `[${chunk.map((w) => w.detail ?? 'null').join()}]`)
           }
-          await connection.xadd(eventsKey, 'MAXLEN', '~', maxEvents, '*', ...fields)
+          await connection.xadd(key, 'MAXLEN', '~', maxEvents, '*', ...fields)
           for (const w of chunk) w.resolve()
         } catch (error) {
           for (const w of chunk) w.reject(error)
@@ -149,11 +177,14 @@ export function createStreamPublisher<E extends StreamEvent>(
   return {
     publish: (event) =>
       new Promise<void>((resolve, reject) => {
-        const group = waiting.get(event.eventName)
+        const key = eventsKeys[attemptPartition(event.attemptId, eventsKeys.length)] as string
+        const groupKey = `${key}\n${event.eventName}`
+        const group = waiting.get(groupKey)
         const detail = event.detail === undefined ? undefined : JSON.stringify(event.detail)
         const entry = { attemptId: event.attemptId, detail, resolve, reject }
-        if (group === undefined) waiting.set(event.eventName, [entry])
-        else group.push(entry)
+        if (group === undefined)
+          waiting.set(groupKey, { key, eventName: event.eventName, events: [entry] })
+        else group.events.push(entry)
         schedule()
       }),
     async close() {
@@ -291,15 +322,6 @@ export function createStreamListener<E>(
   stream: StreamSpec<E>,
   options: ListenerOptions<E>,
 ): StreamListener {
-  const blockingTimeoutMs = options.blockingTimeoutMs ?? 5_000
-  const timeouts = options.timeouts ?? DEFAULT_REDIS_TIMEOUTS
-  const connection = createRedisConnection(options.redisUrl, `baton-${stream.name}-listener`, {
-    timeouts: { ...timeouts, commandTimeoutMs: blockingTimeoutMs + timeouts.commandTimeoutMs },
-  })
-  // ioredis reconnects on its own, and a read that failed is tried again: an unheard 'error'
-  // event would only print what the loop already handles.
-  connection.on('error', () => {})
-  const eventsKey = new QueueKeys(options.prefix).toKey(stream.name, 'events')
   const heardNames = new Set(stream.eventNames)
   let closing = false
 
@@ -318,6 +340,39 @@ export function createStreamListener<E>(
     }
   }
 
+  // One reader per partition, each blocking on its own connection: the partitions' keys are in
+  // different cluster slots, which one XREAD cannot read together.
+  const readers = streamKeys(stream.name, options).map((eventsKey) =>
+    readPartition(eventsKey, options, stream.name, hear, () => closing),
+  )
+
+  return {
+    ready: () => Promise.all(readers.map((r) => r.started)).then(() => undefined),
+    async close() {
+      closing = true
+      await Promise.all(readers.map((r) => r.close()))
+    },
+  }
+}
+
+/** Reads one partition's key of a stream, from its newest entry, until `closing()`. */
+function readPartition(
+  eventsKey: string,
+  options: StreamPlacement & Pick<ListenerOptions<unknown>, 'blockingTimeoutMs' | 'timeouts'>,
+  streamName: string,
+  hear: (fields: readonly string[]) => void,
+  closing: () => boolean,
+): { readonly started: Promise<string>; close(): Promise<void> } {
+  const blockingTimeoutMs = options.blockingTimeoutMs ?? 5_000
+  const timeouts = options.timeouts ?? DEFAULT_REDIS_TIMEOUTS
+  const connection = createRedisConnection(options.redisUrl, `baton-${streamName}-listener`, {
+    timeouts: { ...timeouts, commandTimeoutMs: blockingTimeoutMs + timeouts.commandTimeoutMs },
+    cluster: options.cluster,
+  })
+  // ioredis reconnects on its own, and a read that failed is tried again: an unheard 'error'
+  // event would only print what the loop already handles.
+  connection.on('error', () => {})
+
   /** The id of the newest entry, read before the first read (`0-0` while the stream is empty). */
   async function newestId(): Promise<string> {
     for (;;) {
@@ -325,7 +380,7 @@ export function createStreamListener<E>(
         const [newest] = await connection.xrevrange(eventsKey, '+', '-', 'COUNT', 1)
         return newest?.[0] ?? '0-0'
       } catch (error) {
-        if (closing) throw error
+        if (closing()) throw error
         await sleep(LISTENER_RETRY_MS)
       }
     }
@@ -334,12 +389,12 @@ export function createStreamListener<E>(
   const started = newestId()
   const reading = started.then(async (from) => {
     let lastId = from
-    while (!closing) {
+    while (!closing()) {
       let reply: [string, [string, string[]][]][] | null
       try {
         reply = await connection.xread('BLOCK', blockingTimeoutMs, 'STREAMS', eventsKey, lastId)
       } catch (error) {
-        if (closing) return
+        if (closing()) return
         // A read unanswered past its bound sat on a connection that stopped answering (its peer
         // gone without a word): read on over a fresh one, from the last entry heard.
         if (isTransientRedisError(error) && connection.status === 'ready')
@@ -357,11 +412,9 @@ export function createStreamListener<E>(
   })
   // A listener closed before it started has nothing to report.
   reading.catch(() => {})
-
   return {
-    ready: () => started.then(() => undefined),
+    started,
     async close() {
-      closing = true
       // Ends a blocked read at once; the loop sees `closing` and stops.
       connection.disconnect()
       await reading.catch(() => {})

@@ -49,6 +49,7 @@ export type { RequestCancelInput, RequestCancelOutcome } from './attempts/reques
 export { commitProcessLoss, findExpiredRunning } from './attempts/reconcile-process-loss.ts'
 export type { ProcessLoss } from './attempts/reconcile-process-loss.ts'
 export { findStaleAccepted } from './attempts/find-stale-accepted.ts'
+export type { StaleAccepted } from './attempts/find-stale-accepted.ts'
 export { getAttempt, getAttempts, inScope } from './attempts/get-attempt.ts'
 export { toAttemptView, toDeliveryView } from './attempts/attempt-view.ts'
 export type { AttemptDelivery, AttemptRecord, ReadScope } from './attempts/get-attempt.ts'

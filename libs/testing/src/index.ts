@@ -30,6 +30,8 @@ export type { PgBouncer, PgBouncerOptions } from './pgbouncer.ts'
 export { startFaultProxy } from './fault-proxy.ts'
 export type { FaultProxy, HeldAnswer } from './fault-proxy.ts'
 export type { RedisServer } from './redis-server.ts'
+export { startRedisCluster } from './redis-cluster.ts'
+export type { ClusterMaster, RedisClusterServers } from './redis-cluster.ts'
 export {
   WITNESS_CHECKS,
   violationTally,

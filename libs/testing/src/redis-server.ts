@@ -7,6 +7,10 @@ import { delimiter, join } from 'node:path'
 export interface RedisServer {
   readonly url: string
   readonly port: number
+  /** The process id of the running server (for its CPU time in `/proc/<pid>/stat`). */
+  pid(): number | undefined
+  /** SIGKILL without a restart: the server is gone until `restart`. */
+  crash(): Promise<void>
   /**
    * A real restart: SIGKILL (every connection drops, every key is gone), wait for the exit, start
    * again on the same port, and resolve once it answers PING.
@@ -40,9 +44,18 @@ export function hasRedisServerBinary(): boolean {
  * off, and resolves once it answers PING. Register it with `track()` so it is closed after the test.
  */
 export async function startRedisServer(
-  options: { readonly startTimeoutMs?: number } = {},
+  options: {
+    readonly startTimeoutMs?: number
+    /**
+     * More `redis-server` arguments, given the port (a cluster node names its config file by
+     * it); see `startRedisCluster`.
+     */
+    readonly args?: (port: number) => readonly string[]
+  } = {},
 ): Promise<RedisServer> {
   const startTimeoutMs = options.startTimeoutMs ?? 10_000
+  const launch = (port: number, timeoutMs: number) =>
+    launchServer(port, timeoutMs, options.args?.(port) ?? [])
   // The free port is only free until someone else takes it: try a few before giving up.
   let running: RunningServer | undefined
   let port = 0
@@ -59,6 +72,8 @@ export async function startRedisServer(
   return {
     url: `redis://127.0.0.1:${port}`,
     port,
+    pid: () => current.pid,
+    crash: () => current.kill('SIGKILL'),
     async restart() {
       if (closed) throw new Error('redis-server is closed')
       await current.kill('SIGKILL')
@@ -78,13 +93,18 @@ export async function startRedisServer(
 }
 
 interface RunningServer {
+  readonly pid: number | undefined
   /** Sends `signal` (SIGKILL after 5 s if still alive) and resolves once the process has exited. */
   kill(signal: NodeJS.Signals): Promise<void>
   /** Sends `signal` to a server that has not exited. */
   signal(signal: NodeJS.Signals): void
 }
 
-async function launch(port: number, startTimeoutMs: number): Promise<RunningServer> {
+async function launchServer(
+  port: number,
+  startTimeoutMs: number,
+  args: readonly string[],
+): Promise<RunningServer> {
   const child: ChildProcess = spawn(
     BINARY,
     [
@@ -100,6 +120,7 @@ async function launch(port: number, startTimeoutMs: number): Promise<RunningServ
       'no',
       '--loglevel',
       'warning',
+      ...args,
     ],
     { stdio: ['ignore', 'pipe', 'pipe'] },
   )
@@ -131,6 +152,7 @@ async function launch(port: number, startTimeoutMs: number): Promise<RunningServ
     await new Promise((r) => setTimeout(r, 20))
   }
   return {
+    pid: child.pid,
     signal(signal) {
       if (child.exitCode === null && child.signalCode === null) child.kill(signal)
     },

@@ -27,6 +27,8 @@ export interface StackOptions {
   readonly workerEnv?: Record<string, string>
   /** Another Redis than the file's, e.g. a private `redis-server` the test restarts. */
   readonly redisUrl?: string
+  /** How long a process may take to be ready (default: `startServiceProcess`'s). */
+  readonly readyTimeoutMs?: number
 }
 
 /** Worker processes of one test; every one is tracked and stopped after it. */
@@ -79,6 +81,8 @@ export async function startStack(
 ): Promise<BatonStack> {
   const ctx = { ...services, redisUrl: options.redisUrl ?? services.redisUrl }
   const { track, db } = services
+  const readyOptions =
+    options.readyTimeoutMs === undefined ? {} : { timeoutMs: options.readyTimeoutMs }
   const workers: ServiceProcess[] = []
   let api: ServiceProcess | undefined
   let http: BatonHttp | undefined
@@ -86,7 +90,7 @@ export async function startStack(
 
   const startApi = async (): Promise<ServiceProcess> => {
     const env = apiProcessEnv(ctx, { ...options.env, ...options.apiEnv })
-    const started = track(await startServiceProcess('api', env))
+    const started = track(await startServiceProcess('api', env, readyOptions))
     api = started
     http = batonHttp(apiAddress(started), key ?? (key = await tenantKey(db, 'default')))
     return started
@@ -96,6 +100,7 @@ export async function startStack(
       await startServiceProcess(
         'worker',
         workerProcessEnv(ctx, { ...options.env, ...options.workerEnv, ...env }),
+        readyOptions,
       ),
     )
     workers.push(started)

@@ -26,6 +26,8 @@ import {
   listRecentTerminals,
   readAttemptActivity,
 } from '@baton/store'
+import { BullMQAdapter } from '@bull-board/api/bullMQAdapter'
+import { type AttemptQueue, type AttemptQueues, type SessionKey } from '@baton/queue'
 import type { ApiDeps } from '../deps.ts'
 import type { ApiTag } from '../http/openapi.ts'
 import { Refusals, answer, answers } from '../http/route-answers.ts'
@@ -44,7 +46,8 @@ export function dashboardRoutes(
   deps: ApiDeps,
   options: { readonly queueDashboardPath: string },
 ): FastifyPluginAsyncZod {
-  const jobPathPrefix = `${options.queueDashboardPath}/queue/${encodeURIComponent(deps.queue.name)}/`
+  const jobPathPrefix = (queue: AttemptQueue) =>
+    `${options.queueDashboardPath}/queue/${encodeURIComponent(boardName(deps.queues, queue))}/`
   return async (app) => {
     // Read once, when the API starts; the page is a file of plain HTML and JS, no build step.
     const page = readFileSync(new URL('./dashboard.html', import.meta.url), 'utf8')
@@ -122,7 +125,9 @@ export function dashboardRoutes(
             terminalAt: t.terminalAt?.toISOString() ?? null,
           })),
           activity: activity.minutes.map((m) => ({ ...m, minute: m.minute.toISOString() })),
-          jobPathPrefix,
+          // The first partition's (the only one unless `QUEUE_PARTITIONS` is set): an attempt's
+          // own is in its timeline.
+          jobPathPrefix: jobPathPrefix(deps.queues.partitions[0] as AttemptQueue),
           retention,
           retentionDueCap: DashboardLimits.retentionDueCap,
         }
@@ -158,7 +163,8 @@ export function dashboardRoutes(
         if (record === undefined) {
           throw new BatonError(ErrorCode.AttemptNotFound, `no attempt ${attemptId}`)
         }
-        return toDashboardTimeline(record, `${jobPathPrefix}${attemptId}`)
+        const session: SessionKey = record.attempt
+        return toDashboardTimeline(record, `${jobPathPrefix(deps.queues.of(session))}${attemptId}`)
       },
     )
 
@@ -263,3 +269,21 @@ function contentSecurityPolicy(page: string): string {
 /** The dashboard's JSON routes take the admin key (Bearer, or Basic as the page's browser sends). */
 const ADMIN_SECURITY = [{ adminKey: [] }]
 const tags: readonly ApiTag[] = ['Dashboard']
+
+/**
+ * The queue dashboard's name of a partition's queue: the queue's own name when there is one
+ * partition, `p<i>:<name>` for each of several (their queues share a name under different
+ * prefixes, and the dashboard needs one name each).
+ */
+function boardName(queues: AttemptQueues, queue: AttemptQueue): string {
+  if (queues.partitions.length <= 1) return queue.name
+  return `p${queues.partitions.indexOf(queue)}:${queue.name}`
+}
+
+/** Every partition's queue, as the queue dashboard lists them (with their counts). */
+export function boardQueues(queues: AttemptQueues): BullMQAdapter[] {
+  return queues.partitions.map((queue) => {
+    const name = boardName(queues, queue)
+    return new BullMQAdapter(queue, { prefix: name.slice(0, name.length - queue.name.length) })
+  })
+}

@@ -29,17 +29,17 @@ export function traceAdmission(admission: Admission, tracing: Tracing): Admissio
       tracing.inSpan(ACCEPT_SPAN, { attributes: { 'baton.items': inputs.length } }, () =>
         admission.acceptAll(inputs),
       ),
-    enqueue: (attemptId) =>
+    enqueue: (attempt) =>
       tracing.inSpan(
         ENQUEUE_SPAN,
-        { kind: SpanKind.PRODUCER, attributes: { 'baton.attempt_id': attemptId } },
-        () => admission.enqueue(attemptId, tracing.carrier()),
+        { kind: SpanKind.PRODUCER, attributes: { 'baton.attempt_id': attempt.attemptId } },
+        () => admission.enqueue(attempt, tracing.carrier()),
       ),
-    enqueueAll: (attemptIds) =>
+    enqueueAll: (attempts) =>
       tracing.inSpan(
         ENQUEUE_SPAN,
-        { kind: SpanKind.PRODUCER, attributes: { 'baton.items': attemptIds.length } },
-        () => admission.enqueueAll(attemptIds, tracing.carrier()),
+        { kind: SpanKind.PRODUCER, attributes: { 'baton.items': attempts.length } },
+        () => admission.enqueueAll(attempts, tracing.carrier()),
       ),
   }
 }

@@ -1,6 +1,10 @@
-import type { AttemptJob } from '@baton/contracts'
 import type { ApiMetrics, Logger, TraceCarrier } from '@baton/observability'
-import { enqueueAttempts, type AttemptQueue } from '@baton/queue'
+import {
+  enqueueRouted,
+  type AttemptQueues,
+  type AttemptRoute,
+  type RoutedAttemptJob,
+} from '@baton/queue'
 import {
   acceptDelegations,
   createGroupBatcher,
@@ -18,24 +22,24 @@ export interface Admission {
    * Enqueues an accepted attempt (batched with concurrent ones). Never rejects: see below. `trace`
    * (only when tracing is on) rides in the job data.
    */
-  enqueue(attemptId: string, trace?: TraceCarrier): Promise<void>
+  enqueue(attempt: AttemptRoute, trace?: TraceCarrier): Promise<void>
   /** Records a batch submit's delegations in one ledger statement, answered per item. */
   acceptAll(inputs: readonly AcceptDelegationInput[]): Promise<AcceptDelegationOutcome[]>
   /** Enqueues a batch submit's accepted attempts in one `addBulk`. Never rejects, like `enqueue`. */
-  enqueueAll(attemptIds: readonly string[], trace?: TraceCarrier): Promise<void>
+  enqueueAll(attempts: readonly AttemptRoute[], trace?: TraceCarrier): Promise<void>
 }
 
 const MAX_BATCH = 256
 
 /**
  * The hot path of the API, batched: concurrent accepts (new or continued, keyed or not) share one
- * ledger statement and concurrent enqueues share one Redis round trip (`addBulk`; job id = attempt
- * id, so a re-add is a no-op). An enqueue that fails is logged and left to the reconciler: the
+ * ledger statement and concurrent enqueues share one Redis round trip per queue partition
+ * (`addBulk`; job id = attempt id, so a re-add is a no-op). An enqueue that fails is logged and left to the reconciler: the
  * accept is already durable.
  */
 export function createAdmission(deps: {
   db: Db
-  queue: AttemptQueue
+  queues: AttemptQueues
   logger: Logger
   maxInFlight: number
   metrics?: ApiMetrics
@@ -54,9 +58,9 @@ export function createAdmission(deps: {
       isolate: isolateUnexpected,
     },
   )
-  const enqueues = createGroupBatcher<string | AttemptJob, void>(
+  const enqueues = createGroupBatcher<RoutedAttemptJob, void>(
     async (attempts) => {
-      await enqueueAttempts(deps.queue, attempts)
+      await enqueueRouted(deps.queues, attempts)
       return attempts.map(() => undefined)
     },
     { maxBatch: MAX_BATCH, maxInFlight: 1 },
@@ -64,27 +68,25 @@ export function createAdmission(deps: {
   return {
     accept: (input) => accepts.submit(input),
     acceptAll: acceptBatch,
-    async enqueueAll(attemptIds, trace) {
+    async enqueueAll(attempts, trace) {
       try {
-        await enqueueAttempts(
-          deps.queue,
-          trace === undefined
-            ? attemptIds
-            : attemptIds.map((attemptId) => ({ attemptId, ...trace })),
+        await enqueueRouted(
+          deps.queues,
+          trace === undefined ? attempts : attempts.map((attempt) => ({ ...attempt, ...trace })),
         )
       } catch (error) {
         deps.logger.warn(
-          { err: error, attempts: attemptIds.length },
+          { err: error, attempts: attempts.length },
           'enqueue failed after accept; the reconciler will enqueue them',
         )
       }
     },
-    async enqueue(attemptId, trace) {
+    async enqueue(attempt, trace) {
       try {
-        await enqueues.submit(trace === undefined ? attemptId : { attemptId, ...trace })
+        await enqueues.submit(trace === undefined ? attempt : { ...attempt, ...trace })
       } catch (error) {
         deps.logger.warn(
-          { err: error, attemptId },
+          { err: error, attemptId: attempt.attemptId },
           'enqueue failed after accept; the reconciler will enqueue it',
         )
       }

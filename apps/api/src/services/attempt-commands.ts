@@ -308,13 +308,13 @@ export function createAttemptCommands(deps: {
       if (bound !== undefined)
         view = await awaitAttempt(deps, { namespaceId }, attemptId, bound, input.signal)
     } else if (bound === undefined) {
-      await deps.admission.enqueue(attemptId)
+      await deps.admission.enqueue({ attemptId, namespaceId, sessionId })
     } else {
       const waited = timeSubmitWait(deps.metrics)
       view = await awaitEnqueued(
         deps,
         attemptId,
-        () => deps.admission.enqueue(attemptId),
+        () => deps.admission.enqueue({ attemptId, namespaceId, sessionId }),
         bound,
         input.signal,
       )
@@ -354,7 +354,9 @@ export function createAttemptCommands(deps: {
     })
     // A replay was enqueued by the request that created it (or will be, by the reconciler).
     await deps.admission.enqueueAll(
-      answers.flatMap((a) => (a.kind === 'accepted' ? [a.accepted.attemptId] : [])),
+      answers.flatMap((a) =>
+        a.kind === 'accepted' ? [{ attemptId: a.accepted.attemptId, namespaceId, sessionId }] : [],
+      ),
     )
     log.info(
       { sessionId, items: items.length, accepted: ready.length },

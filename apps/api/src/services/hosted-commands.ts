@@ -7,7 +7,7 @@ import type {
   SessionView,
 } from '@baton/contracts'
 import type { Logger } from '@baton/observability'
-import { enqueueAttempt, type AttemptQueue } from '@baton/queue'
+import { enqueueRouted, type AttemptQueues } from '@baton/queue'
 import {
   cancelQueuedHostedRun,
   createHostedRun,
@@ -87,7 +87,7 @@ export interface HostedCommands {
 
 export function createHostedCommands(deps: {
   readonly db: Db
-  readonly queue: AttemptQueue
+  readonly queues: AttemptQueues
   readonly doorbell: SettledDoorbell
   readonly attempts: Pick<AttemptCommands, 'cancel' | 'cancelDescendants'>
   readonly subagents: Pick<SubagentCatalog, 'profiles'>
@@ -98,7 +98,8 @@ export function createHostedCommands(deps: {
   /** Starts the session's next run if it is idle, and enqueues its attempt. */
   async function startNext(namespaceId: string, sessionId: string): Promise<void> {
     const started = await startNextRun(deps.db, { namespaceId, sessionId })
-    if (started !== undefined) await enqueueAttempt(deps.queue, started)
+    if (started !== undefined)
+      await enqueueRouted(deps.queues, [{ attemptId: started, namespaceId, sessionId }])
   }
 
   async function readRun(namespaceId: string, runId: string): Promise<HostedRunOutcome> {

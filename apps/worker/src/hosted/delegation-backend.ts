@@ -3,7 +3,7 @@ import { setTimeout as sleep } from 'node:timers/promises'
 import { isTerminalView, Limits, uuidSchema } from '@baton/contracts'
 import type { AsyncDelegationBackend, DelegationToolAnswer } from '@baton/agents'
 import { exceededBudget, hasBudgets, type ProfileBudgets } from '@baton/subagents'
-import { enqueueAttempt, type AttemptQueue } from '@baton/queue'
+import { enqueueRouted, type AttemptQueues } from '@baton/queue'
 import {
   acceptDelegations,
   getAttempt,
@@ -25,7 +25,7 @@ export interface HostedRunScope {
 
 export interface HostedBackendDeps {
   readonly db: Db
-  readonly queue: AttemptQueue
+  readonly queues: AttemptQueues
   /** The subagents the run's profile exposes: exactly these may be delegated to. */
   readonly subagents: readonly { readonly name: string; readonly description: string }[]
   /** The bound of one `wait_subagent` when the model names none. */
@@ -106,7 +106,9 @@ export function createHostedDelegationBackend(
     ])
     switch (outcome?.kind) {
       case 'accepted':
-        await enqueueAttempt(deps.queue, attemptId)
+        await enqueueRouted(deps.queues, [
+          { attemptId, namespaceId: run.namespaceId, sessionId: run.sessionId },
+        ])
         return { agent_id: outcome.agentId, attempt_id: outcome.attemptId, status: 'accepted' }
       case 'agent_not_found':
         return { error: `unknown agent_id "${agentId ?? ''}": no agent of yours named "${name}"` }

@@ -2,8 +2,8 @@ import type { Logger, WorkerMetrics } from '@baton/observability'
 import {
   announceClaimable,
   announceSettled,
-  ensureAttemptsEnqueued,
-  type AttemptQueue,
+  ensureRoutedEnqueued,
+  type AttemptQueues,
   type SettlementPublisher,
 } from '@baton/queue'
 import type { ClaimableDetail } from '@baton/contracts'
@@ -22,6 +22,7 @@ import {
   type Db,
   type DeliveryOutcome,
   type RetentionCursor,
+  type StaleAccepted,
 } from '@baton/store'
 import { observeReconcilePass } from '../ledger-metrics.ts'
 
@@ -79,7 +80,7 @@ const MAX_PENDING_BELLS = 10_000
  */
 export function createReconciler(deps: {
   db: Db
-  queue: AttemptQueue
+  queues: AttemptQueues
   publisher: SettlementPublisher
   intervalMs: number
   requeueAfterMs: number
@@ -100,7 +101,7 @@ export function createReconciler(deps: {
   /** Bells still to ring (settled, or claimable for a session), by attempt and kind. */
   const bells = new Map<string, () => Promise<boolean>>()
   /** The stale accepted attempts the last pass found. */
-  let stale: readonly string[] = []
+  let stale: readonly StaleAccepted[] = []
   /** Where the next retention batch goes on (see `removeExpiredHistory`). */
   let retention: { agentCursor?: RetentionCursor; runCursor?: RetentionCursor } = {}
 
@@ -131,7 +132,7 @@ export function createReconciler(deps: {
     // worker that ended it did not start the next): the next run starts, and is enqueued below.
     for (const session of await idleHostedSessions(deps.db, BATCH)) {
       const started = await startNextRun(deps.db, session)
-      if (started !== undefined) stale = [...stale, started]
+      if (started !== undefined) stale = [...stale, { attemptId: started, ...session }]
     }
     const expiry = await expireArtifacts(deps.db, { limit: EXPIRY_BATCH })
     if (expiry.expired > 0) deps.logger.info(expiry, 'artifact retention ended; content deleted')
@@ -198,7 +199,8 @@ export function createReconciler(deps: {
     const waiting = stale
     stale = []
     if (waiting.length === 0) return 0
-    const requeued = await ensureAttemptsEnqueued(deps.queue, waiting)
+    // Each into its own session's partition.
+    const requeued = await ensureRoutedEnqueued(deps.queues, waiting)
     if (requeued > 0) deps.logger.warn({ requeued }, 'accepted attempts had no job; re-enqueued')
     observeReconcilePass(deps.metrics, {
       processLost: 0,

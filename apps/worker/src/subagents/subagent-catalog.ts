@@ -11,7 +11,7 @@ import {
   type ModelConfig,
 } from '@baton/agents'
 import type { Logger } from '@baton/observability'
-import type { AttemptQueue } from '@baton/queue'
+import type { AttemptQueues } from '@baton/queue'
 import { getAttempt, parentAgentName, type Db } from '@baton/store'
 import { createHostedDelegationBackend } from '../hosted/delegation-backend.ts'
 import {
@@ -50,7 +50,7 @@ export interface WorkerSubagents {
 /** What a hosted parent's delegation tools act on. */
 export interface HostedToolDeps {
   readonly db: Db
-  readonly queue: AttemptQueue
+  readonly queues: AttemptQueues
 }
 
 /** The agent option under which a hosted run's attempt tells its tools which run it is. */

@@ -1,0 +1,194 @@
+import { execFile } from 'node:child_process'
+import { mkdtemp, rm } from 'node:fs/promises'
+import { tmpdir } from 'node:os'
+import { join } from 'node:path'
+import { promisify } from 'node:util'
+import { Redis } from 'ioredis'
+import { startRedisServer, type RedisServer } from './redis-server.ts'
+
+const run = promisify(execFile)
+
+/** A private Redis Cluster of one test or script: its nodes, masters and replicas. */
+export interface RedisClusterServers {
+  /** Every node, masters first as created (their roles change after a failover). */
+  readonly nodes: readonly RedisServer[]
+  /** `host:port,...` of every node: the value of `REDIS_CLUSTER_NODES`. */
+  readonly nodeList: string
+  /** The nodes that are masters now, with the slot ranges they serve (`CLUSTER SHARDS`). */
+  masters(): Promise<ClusterMaster[]>
+  /** The keys a node holds that match `pattern` (SCAN over that node alone). */
+  keysOn(server: RedisServer, pattern: string): Promise<string[]>
+  /** The slot of a key (`CLUSTER KEYSLOT`). */
+  keySlot(key: string): Promise<number>
+  /**
+   * Resolves once every live node reports `cluster_state:ok` and live masters serve every slot
+   * (after a master died: once its replica took over).
+   */
+  waitHealthy(timeoutMs?: number): Promise<void>
+  close(): Promise<void>
+  isClosed(): boolean
+}
+
+export interface ClusterMaster {
+  readonly server: RedisServer
+  /** Inclusive slot ranges. */
+  readonly slots: readonly (readonly [number, number])[]
+}
+
+/**
+ * Starts `masters` masters and one replica each as private `redis-server` processes (see
+ * `startRedisServer`) with cluster mode on, joins them with `redis-cli --cluster create`, and
+ * resolves once the cluster is healthy. A master that stops answering for `nodeTimeoutMs` is
+ * replaced by its replica. Their cluster config files live in a temporary directory removed by
+ * `close`.
+ */
+export async function startRedisCluster(
+  options: { readonly masters?: number; readonly nodeTimeoutMs?: number } = {},
+): Promise<RedisClusterServers> {
+  const masters = options.masters ?? 3
+  const nodeTimeoutMs = options.nodeTimeoutMs ?? 2_000
+  const dir = await mkdtemp(join(tmpdir(), 'baton-redis-cluster-'))
+  const nodes: RedisServer[] = []
+  let closed = false
+  const close = async (): Promise<void> => {
+    if (closed) return
+    closed = true
+    await Promise.all(nodes.map((n) => n.close()))
+    await rm(dir, { recursive: true, force: true })
+  }
+  try {
+    for (let i = 0; i < masters * 2; i++) {
+      nodes.push(
+        await startRedisServer({
+          args: (port) => [
+            '--cluster-enabled',
+            'yes',
+            '--cluster-config-file',
+            join(dir, `nodes-${port}.conf`),
+            '--cluster-node-timeout',
+            String(nodeTimeoutMs),
+            '--dir',
+            dir,
+          ],
+        }),
+      )
+    }
+    const addresses = nodes.map((n) => `127.0.0.1:${n.port}`)
+    await run('redis-cli', [
+      '--cluster',
+      'create',
+      ...addresses,
+      '--cluster-replicas',
+      '1',
+      '--cluster-yes',
+    ])
+  } catch (error) {
+    await close()
+    throw error
+  }
+
+  async function clusterCommand(node: RedisServer, ...args: string[]): Promise<string> {
+    const { stdout } = await run('redis-cli', ['-p', String(node.port), ...args], {
+      timeout: 2_000,
+    })
+    return stdout
+  }
+
+  async function currentMasters(): Promise<ClusterMaster[]> {
+    // Any live node knows the map: ask them in turn.
+    for (const node of nodes) {
+      let slotsReply: string
+      try {
+        slotsReply = await clusterCommand(node, '--json', 'cluster', 'slots')
+      } catch {
+        continue
+      }
+      const ranges = JSON.parse(slotsReply) as [number, number, [string, number, string]][]
+      const byPort = new Map<number, [number, number][]>()
+      for (const [from, to, [, port]] of ranges) {
+        const list = byPort.get(port) ?? []
+        list.push([from, to])
+        byPort.set(port, list)
+      }
+      return [...byPort].flatMap(([port, slots]) => {
+        const server = nodes.find((n) => n.port === port)
+        return server === undefined ? [] : [{ server, slots }]
+      })
+    }
+    throw new Error('no cluster node answers')
+  }
+
+  async function waitHealthy(timeoutMs = 30_000): Promise<void> {
+    const deadline = Date.now() + timeoutMs
+    for (;;) {
+      try {
+        const live: RedisServer[] = []
+        for (const node of nodes) if (await answers(node)) live.push(node)
+        const states = await Promise.all(live.map((n) => clusterCommand(n, 'cluster', 'info')))
+        const serving = await currentMasters()
+        const covered = serving.flatMap((m) => m.slots)
+        const slots = covered.reduce((sum, [from, to]) => sum + to - from + 1, 0)
+        // A master that died still owns its slots until its replica takes over.
+        const alive = serving.every((m) => live.includes(m.server))
+        if (alive && states.every((s) => s.includes('cluster_state:ok')) && slots === 16_384) return
+      } catch {
+        // Not there yet.
+      }
+      if (Date.now() > deadline) throw new Error('the Redis Cluster did not become healthy')
+      await new Promise((r) => setTimeout(r, 100))
+    }
+  }
+
+  async function answers(node: RedisServer): Promise<boolean> {
+    try {
+      return (await clusterCommand(node, 'ping')).includes('PONG')
+    } catch {
+      return false
+    }
+  }
+
+  try {
+    // Generous: on a busy machine the nodes take a while to agree.
+    await waitHealthy(120_000)
+  } catch (error) {
+    await close()
+    throw error
+  }
+  async function keysOn(server: RedisServer, pattern: string): Promise<string[]> {
+    const redis = new Redis(server.url, { lazyConnect: true, maxRetriesPerRequest: 1 })
+    try {
+      const keys: string[] = []
+      let cursor = '0'
+      do {
+        const [next, batch] = await redis.scan(cursor, 'MATCH', pattern, 'COUNT', 1000)
+        keys.push(...batch)
+        cursor = next
+      } while (cursor !== '0')
+      return keys
+    } finally {
+      redis.disconnect()
+    }
+  }
+
+  async function keySlot(key: string): Promise<number> {
+    for (const node of nodes) {
+      try {
+        return Number((await clusterCommand(node, 'cluster', 'keyslot', key)).trim())
+      } catch {
+        // Ask the next node.
+      }
+    }
+    throw new Error('no cluster node answers')
+  }
+
+  return {
+    nodes,
+    nodeList: nodes.map((n) => `127.0.0.1:${n.port}`).join(','),
+    masters: currentMasters,
+    keysOn,
+    keySlot,
+    waitHealthy,
+    close,
+    isClosed: () => closed,
+  }
+}

@@ -2,7 +2,6 @@ import { randomUUID } from 'node:crypto'
 import { mkdtempSync } from 'node:fs'
 import { tmpdir } from 'node:os'
 import { join } from 'node:path'
-import pg from 'pg'
 import { sql } from 'kysely'
 import { continuationDigest, resultDigest } from '@baton/contracts'
 import {

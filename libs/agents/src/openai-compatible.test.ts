@@ -94,6 +94,8 @@ describe('openai-compatible provider against a fake chat-completions server', ()
     expect(await run.result).toEqual({
       output: [{ type: 'text', text: 'One file: notes.txt.' }],
       stopReason: 'completed',
+      // The tokens the fake server reported over both model calls: what the tokens budget counts.
+      usage: { inputTokens: 22, outputTokens: 10 },
     })
     expect(JSON.stringify(server.requests[1]?.messages)).toContain('notes.txt')
     await run.dispose()

@@ -750,7 +750,7 @@ describe('every other statement of the hot paths reads indexes, not the history'
     const running = await runningAttempts(db, 300)
     await sql`
       insert into sessions (namespace_id, id)
-      select 'default', 'many-' || g from generate_series(1, 20000) g`.execute(db)
+      select 'default', 'hot-idle-' || g from generate_series(1, 20000) g`.execute(db)
     await sql`
       insert into attempt_transitions (attempt_id, session_id, from_status, to_status, event,
                                        owner_generation)

@@ -51,8 +51,9 @@ async function forgeTransition(db: Db, attemptId: string, event: string, toStatu
   await sql`
     insert into attempt_transitions (attempt_id, session_id, from_status, to_status, event, owner_id,
                                      owner_generation)
-    select id, session_id, 'running', ${toStatus}, ${event}, 'forger', 1
-    from attempts where id = ${attemptId}
+    values (${attemptId},
+            coalesce((select session_id from attempts where id = ${attemptId}), 'forged'),
+            'running', ${toStatus}, ${event}, 'forger', 1)
   `.execute(db)
 }
 

@@ -607,6 +607,18 @@ async function dashboard(call: Call, db: Db): Promise<void> {
   const attempt = await db.selectFrom('attempts').select('id').limit(1).executeTakeFirstOrThrow()
   expect((await timeline(attempt.id)).status).toBe(200)
   expect(outcome(await timeline(NO_SUCH_ID))).toBe('404 ATTEMPT_NOT_FOUND')
+  expect((await call('GET', '/admin/api/sessions', { key })).status).toBe(200)
+  const session = await db
+    .selectFrom('sessions')
+    .select(['namespace_id', 'id'])
+    .limit(1)
+    .executeTakeFirstOrThrow()
+  const sessionView = (namespaceId: string, sessionId: string) =>
+    call('GET', `/admin/api/sessions/${namespaceId}/${encodeURIComponent(sessionId)}`, { key })
+  expect((await sessionView(session.namespace_id, session.id)).status).toBe(200)
+  expect(outcome(await sessionView(session.namespace_id, 'no-such-session'))).toBe(
+    '404 SESSION_NOT_FOUND',
+  )
 }
 
 async function health(call: Call): Promise<void> {

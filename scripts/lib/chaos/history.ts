@@ -162,7 +162,7 @@ export async function auditHistory(
      where a.failure_category = 'process_lost'
         or exists (select 1 from attempt_transitions t
                    where t.attempt_id = a.id and t.event = 'cancelled_queued')
-     group by a.id`,
+     group by a.id, a.failure_category`,
   ))
     violate(
       'event_of_lost_or_queued_cancel',

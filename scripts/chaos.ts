@@ -193,7 +193,8 @@ async function main(): Promise<number> {
     // kind has fired at least once.
     const submitStarted = performance.now()
     run.submitDeadline = AbortSignal.timeout(options.submitTimeoutMs)
-    run.followUpDeadline = AbortSignal.timeout(options.submitTimeoutMs + 60_000)
+    const followUpsEnd = new AbortController()
+    run.followUpDeadline = followUpsEnd.signal
     let submissionDone = false
     const progress = setInterval(() => {
       run.note(
@@ -210,6 +211,13 @@ async function main(): Promise<number> {
     run.note(`submission ended: ${run.submitted.size} accepted in ${submitSeconds.toFixed(1)}s`)
     await faultsDone
     run.note(`faults ended: ${JSON.stringify(run.faults)}`)
+    // Follow-ups (cancels, steers, continuations) retry through every fault; once the last one
+    // has fired they get one quiescence timeout to finish.
+    const followUpTimer = setTimeout(
+      () => followUpsEnd.abort(new Error('follow-up deadline')),
+      options.quiesceTimeoutMs,
+    )
+    followUpTimer.unref()
     await settleFollowUps(run)
     clearInterval(progress)
     run.note('follow-ups (cancel, steer, continue) settled; waiting for quiescence')

@@ -28,6 +28,12 @@ import {
 } from '@baton/testing'
 
 const LEASE_MS = 1000
+/**
+ * The bound of one wait for an event of a full continuation round trip (a child's terminal, an
+ * admitted continuation, a reconciler pass): generous, because these tests share a busy machine
+ * with the rest of the suite; each wait returns as soon as its event happens.
+ */
+const EVENT_BOUND_MS = 60_000
 
 /** A session with an active user run that delegates one scripted task. */
 async function delegateFromRun(client: BatonClient, sessionId: string, script: object) {
@@ -56,7 +62,7 @@ async function untilTerminal(client: BatonClient, attemptId: string): Promise<Te
       const view = await client.wait(attemptId, 2000)
       return isTerminalView(view) ? view : undefined
     },
-    { timeoutMs: 20_000, what: `attempt ${attemptId} to end` },
+    { timeoutMs: EVENT_BOUND_MS, what: `attempt ${attemptId} to end` },
   )
 }
 
@@ -79,7 +85,11 @@ async function stateOf(client: BatonClient, attemptId: string) {
 }
 
 async function claimOf(client: BatonClient, sessionId: string): Promise<ContinuationClaim> {
-  const claim = await client.claimContinuation(sessionId, { timeoutMs: 15_000, leaseMs: LEASE_MS })
+  // One bounded claim; the API answers as soon as the continuation is admitted.
+  const claim = await client.claimContinuation(sessionId, {
+    timeoutMs: EVENT_BOUND_MS,
+    leaseMs: LEASE_MS,
+  })
   if (claim === undefined) throw new Error('no continuation arrived in time')
   return claim
 }
@@ -90,7 +100,8 @@ async function expectAuditClean(db: Db, ...sessionIds: string[]) {
   return audit
 }
 
-describe('continuations', () => {
+// Each test chains several round trips, each bounded by EVENT_BOUND_MS.
+describe('continuations', { timeout: 4 * EVENT_BOUND_MS }, () => {
   test('a parent run delegates and completes; the child finishes later: one async_subagent_result run, its input the store derivation and its receipt digest bound to it; the parent run unchanged', async ({
     baton,
     db,
@@ -209,7 +220,7 @@ describe('continuations', () => {
         `.execute(db)
         return row.rows[0]?.state === 'pending' ? true : undefined
       },
-      { timeoutMs: 15_000, what: 'the reconciler to release the claim' },
+      { timeoutMs: EVENT_BOUND_MS, what: 'the reconciler to release the claim' },
     )
     await stack.startApi()
     client = stack.client
@@ -324,7 +335,7 @@ describe('continuations', () => {
     ).toBe(undefined)
     const second = await eventually(
       () => client.claimContinuation('host-crash', { timeoutMs: 500, leaseMs: LEASE_MS }),
-      { timeoutMs: 10_000, what: 'the lease to expire' },
+      { timeoutMs: EVENT_BOUND_MS, what: 'the lease to expire' },
     )
     expect(second).toMatchObject({ runId: crashed.runId, attemptId, receipt: crashed.receipt })
     const done = await client.completeContinuation(second.runId, second.claim)
@@ -458,7 +469,7 @@ describe('continuations', () => {
         `.execute(db)
         return kept.rows[0]?.n === 0 ? true : undefined
       },
-      { timeoutMs: 15_000, what: 'the reconciler to expire the artifacts' },
+      { timeoutMs: EVENT_BOUND_MS, what: 'the reconciler to expire the artifacts' },
     )
     for (const { content } of results) expect(await ledgerCopiesOf(db, content)).toEqual([])
     await expectAuditClean(db, 'expiry-held', 'expiry-claim', 'expiry-explicit')

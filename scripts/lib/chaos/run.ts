@@ -89,7 +89,10 @@ export interface ChaosRun {
   readonly followUps: Set<Promise<void>>
   /** Fires when submission must stop retrying (set when submission starts). */
   submitDeadline: AbortSignal
-  /** Fires when follow-ups must stop retrying. */
+  /**
+   * Fires when follow-ups must stop retrying: a quiescence timeout after the last fault, so a
+   * follow-up that waits out a slow machine is not cut off while faults still fire.
+   */
   followUpDeadline: AbortSignal
   readonly log: (line: string) => void
   /** Since the run started: `12.3s`. */

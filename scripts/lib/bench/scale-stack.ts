@@ -116,8 +116,24 @@ export async function inParallel<I>(
   )
 }
 
-/** Starts hanging children until `level` run, and waits until the ledger says they all do. */
+/**
+ * Starts hanging children until `level` run, and waits until the ledger says they all do. A child
+ * the bench started that no longer runs (its lease lost while the machine was saturated, say) is
+ * forgotten first and replaced, so a level always measures children that run.
+ */
 export async function rampTo(stack: ScaleStack, level: number): Promise<void> {
+  if (stack.running.length > 0) {
+    const { rows } = await stack.pool.query<{ id: string }>(
+      `select id from attempts where id = any($1::uuid[]) and status = 'running'`,
+      [stack.running],
+    )
+    const still = new Set(rows.map((r) => r.id))
+    const ended = stack.running.length - still.size
+    if (ended > 0) {
+      console.error(`bench: ${ended} children the bench started no longer run; replacing them`)
+      stack.running.splice(0, stack.running.length, ...stack.running.filter((id) => still.has(id)))
+    }
+  }
   const missing = level - stack.running.length
   if (missing > 0) {
     const batches = Array.from({ length: Math.ceil(missing / RAMP_BATCH) }, (_, b) =>
@@ -227,7 +243,13 @@ export async function cancelAtOnce(
   whileOpen?: () => Promise<void>,
 ): Promise<{ cancel: number[]; commit: number[]; notAborted: number }> {
   const { answers, done } = openWaits(stack, ids)
-  await untilWaitsOpen(stack, ids.length)
+  // A wait that fails (refused, cut) ends the measurement with its reason, not a timeout later.
+  await Promise.race([
+    untilWaitsOpen(stack, ids.length),
+    done.then(() => {
+      throw new Error('every wait answered before any cancel was sent')
+    }),
+  ])
   await whileOpen?.()
   const sentAt = new Map<string, number>()
   await inParallel(ids, CANCEL_CLIENTS, async (id) => {

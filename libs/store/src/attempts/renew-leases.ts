@@ -33,10 +33,18 @@ export interface LeaseRenewal {
  * read after the renewal: neither renewed nor lost this round). Retry safety: renewing twice only
  * extends the lease.
  *
- * Its cost follows the leases it holds, whatever plan a connection keeps: each held lease is read
- * through the primary key, and the renewed rows are answered as they are, never matched back to
- * the held ones inside the statement (a generic plan, which cannot know the array's length, would
- * match them with a loop over every pair). Only the leases it did not renew (none, as a rule) are
+ * Its cost follows the leases it holds, whatever plan a connection keeps and however stale the
+ * table's statistics: each held lease is read through the primary key by a lateral subquery that
+ * locks its row (a subquery that locks is never merged into the join, so the planner cannot turn
+ * it around), and the renewed rows are answered as they are, never matched back to the held ones
+ * inside the statement. The subquery leaves `status = 'running'` to its caller (`offset 0` keeps
+ * the planner from pushing it back in): that condition matches the running attempts' index,
+ * whose estimate is what goes stale. With a plain join and the status inside, statistics taken
+ * before the children started (autovacuum lags behind a ramp) made the planner read the running
+ * attempts and compare each with every held lease: a worker holding 5,000 children spent seconds
+ * per renewal, holding the row locks a cancel's commit waits for. The owner, generation and live
+ * lease the subquery does check are only ever true of a running attempt (a terminal one has no
+ * lease, a released one no owner), so it never locks a row it does not then renew. Only the leases it did not renew (none, as a rule) are
  * read again, by a second statement, to tell `skipped` from `lost`.
  *
  * No item can poison the statement: a worker holds only leases its claim statement answered, so
@@ -60,12 +68,16 @@ export async function renewLeases(
       select * from unnest(${leases.map((l) => l.attemptId)}::uuid[],
                            ${leases.map((l) => l.ownerGeneration)}::int[]) as held(id, generation)
     ), owned as (
-      select a.id from attempts a join held on a.id = held.id
-      where a.owner_generation = held.generation
-        and a.owner_id = ${input.ownerId}
-        and a.status = 'running'
-        and a.lease_expires_at > now()
-      for no key update of a skip locked
+      select o.id from held cross join lateral (
+        select a.id, a.status from attempts a
+        where a.id = held.id
+          and a.owner_generation = held.generation
+          and a.owner_id = ${input.ownerId}
+          and a.lease_expires_at > now()
+        offset 0
+        for no key update of a skip locked
+      ) o
+      where o.status = 'running'
     )
     update attempts a
     set lease_expires_at = now() + ${input.leaseTtlMs} * interval '1 millisecond',

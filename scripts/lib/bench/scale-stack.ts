@@ -94,6 +94,11 @@ export async function withScaleStack<T>(
       pool,
       running: [],
     })
+  } catch (error) {
+    // What the processes said last is the first thing to read when a measurement fails.
+    for (const p of [api, ...workers])
+      console.error(`bench: last output of ${p.name}:\n${p.output().slice(-4_000)}`)
+    throw error
   } finally {
     await Promise.all([api, ...workers].map((p) => p.close()))
     await pool.end()
@@ -189,6 +194,21 @@ export interface WaitAnswers {
   readonly notAborted: string[]
 }
 
+/**
+ * One bounded wait. A connection the API closed as the client reused it (an idle keep-alive
+ * socket) is a `fetch failed` before any answer: the wait is a read, so it is opened again, as a
+ * caller would.
+ */
+async function waitOnce(stack: ScaleStack, id: string) {
+  for (let attempt = 1; ; attempt += 1) {
+    try {
+      return await stack.client.wait(id, WAIT_BOUND_MS, { timeoutMs: WAIT_BOUND_MS + 30_000 })
+    } catch (error) {
+      if (!(error instanceof TypeError) || attempt >= 3) throw error
+    }
+  }
+}
+
 /** Opens one bounded wait per attempt (all at once); each must answer a terminal `aborted`. */
 export function openWaits(
   stack: ScaleStack,
@@ -197,7 +217,7 @@ export function openWaits(
   const answers: WaitAnswers = { answeredAt: new Map(), terminalAt: new Map(), notAborted: [] }
   const done = Promise.all(
     ids.map(async (id) => {
-      const view = await stack.client.wait(id, WAIT_BOUND_MS, { timeoutMs: WAIT_BOUND_MS + 30_000 })
+      const view = await waitOnce(stack, id)
       answers.answeredAt.set(id, Date.now())
       if (!isTerminalView(view))
         throw new Error(`a wait on a cancelled child answered ${view.status} at its bound`)

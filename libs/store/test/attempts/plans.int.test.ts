@@ -1,5 +1,6 @@
 import { randomUUID } from 'node:crypto'
 import { sql, type RawBuilder } from 'kysely'
+import pg from 'pg'
 import { describe, expect, test } from '@baton/testing'
 import { createDb, type Db } from '../../src/db.ts'
 import { readAttemptActivity } from '../../src/dashboard/attempt-activity.ts'
@@ -33,7 +34,13 @@ import { abandonExpiredRuns } from '../../src/runs/abandon-runs.ts'
 import { expireArtifacts } from '../../src/artifacts/expire-artifacts.ts'
 import { namespaceArtifactBytes } from '../../src/artifacts/namespace-artifact-bytes.ts'
 import { accept, done, scriptedDelegation } from '../support/attempts.ts'
-import { NS, pendingContinuation } from '../support/continuations.ts'
+import {
+  NS,
+  delegateFrom,
+  finish,
+  pendingContinuation,
+  sessionWithRun,
+} from '../support/continuations.ts'
 
 /**
  * How Postgres planned the statements prepared on this one-connection pool whose text contains
@@ -123,9 +130,21 @@ describe("a worker's renewal costs what its leases cost, whatever plan it keeps"
   test.for(['force_custom_plan', 'force_generic_plan'] as const)(
     'with statistics taken before the children started (%s), each held lease is read once, through the primary key',
     async (mode, { db, databaseUrl }) => {
-      await finishedAttempts(db, 3_000)
+      // A history behind them (the suites of this file share one database: written once).
+      const { rows: history } = await sql<{ n: number }>`
+        select count(*)::int as n from attempts where status = 'terminal'`.execute(db)
+      if ((history[0]?.n ?? 0) < 3_000) await finishedAttempts(db, 3_000)
       const leases = await runningAttempts(db, 1_000, { staleStatistics: true })
       const plan = await explainRenewal(databaseUrl, leases, mode)
+      // The suites of this file share one database: the next one plans without these children
+      // and with fresh statistics.
+      const ids = leases.map((l) => l.attemptId)
+      const { rows: agents } = await sql<{ agent_id: string }>`
+        delete from attempts where id = any(${ids}::uuid[]) returning agent_id`.execute(db)
+      await sql`delete from agents where id = any(${agents.map((a) => a.agent_id)}::uuid[])`.execute(
+        db,
+      )
+      await sql`analyze attempts`.execute(db)
       // The held leases are unnested once; each is read through the primary key and its row
       // locked there, once per lease; nothing is compared with every running attempt (what the
       // planner chose when it could start from the running attempts, whose index the stale
@@ -134,7 +153,7 @@ describe("a worker's renewal costs what its leases cost, whatever plan it keeps"
       expect(unnests.length).toBeGreaterThan(0)
       expect(unnests.every((m) => m[1] === '1')).toBe(true)
       expect(plan).toMatch(
-        /LockRows.*loops=1000\)\n\s*->  Index Scan using attempts_pkey on attempts/,
+        /LockRows.*loops=1000\)\n\s*-> {2}(Index Scan using attempts_pkey on attempts|Bitmap Heap Scan on attempts[^\n]*loops=1000\)\n(.*\n){1,4}\s*-> {2}Bitmap Index Scan on attempts_pkey)/,
       )
       expect(plan).not.toMatch(/Rows Removed by (Join )?Filter/)
       expect(plan).not.toMatch(/attempts_running_idx/)
@@ -236,9 +255,8 @@ describe("a cancel burst and a renewal's leftovers read the attempts they name, 
   })
 })
 
-/** `count` running attempts owned by `w1` at generation 1, written straight into the ledger. */
 /**
- * `count` running attempts owned by `w1`. Statistics are taken after they are written, or with
+ * `count` running attempts owned by `w1` at generation 1, written straight into the ledger. Statistics are taken after they are written, or with
  * `staleStatistics` before: as a busy ledger has them while children ramp faster than autovacuum
  * analyzes, when the planner believes almost nothing runs.
  */
@@ -460,6 +478,65 @@ describe('continuation statements read indexes, not the delivered history', () =
     } finally {
       await pool.destroy()
     }
+  })
+})
+
+describe("a terminal commit's continuation admission reads indexes, not the delivered history", () => {
+  test('every statement of the admission function (as Postgres runs it inside the commit) reads through an index', async ({
+    db,
+    databaseUrl,
+  }) => {
+    await deliveredHistory(db, { sessions: 200, perSession: 50 })
+    // Sessions enough that reading one by its key is cheaper through the index than the table.
+    await sql`insert into sessions (namespace_id, id)
+      select 'default', 'admission-idle-' || i from generate_series(1, 20000) i
+      on conflict do nothing`.execute(db)
+    // Two results to admit: one whose parent run ended (a pending continuation and its run), one
+    // whose parent run is active (held for it). Admitted by their commits; the rows are removed
+    // so that the function runs its whole path again below.
+    const pending = await pendingContinuation(db)
+    const active = await sessionWithRun(db)
+    const held = await delegateFrom(db, active)
+    await finish(db, held)
+    const admitted = [pending.child.attemptId, held.attemptId]
+    await sql`delete from continuations where attempt_id = any(${admitted}::uuid[])`.execute(db)
+    await sql`delete from runs where cause_attempt_id = ${pending.child.attemptId}::uuid`.execute(
+      db,
+    )
+    for (const table of ['attempts', 'continuations', 'runs', 'sessions'])
+      await sql`analyze ${sql.table(table)}`.execute(db)
+
+    // auto_explain reports the plan of each statement the function runs, to this client.
+    const client = new pg.Client({ connectionString: databaseUrl })
+    const plans: string[] = []
+    client.on('notice', (notice) => {
+      if (notice.message?.includes('Query Text')) plans.push(notice.message)
+    })
+    await client.connect()
+    try {
+      await client.query(`load 'auto_explain'`)
+      await client.query(`set auto_explain.log_min_duration = 0`)
+      await client.query(`set auto_explain.log_nested_statements = on`)
+      await client.query(`set auto_explain.log_level = notice`)
+      // The plan a function's statement keeps after its first calls: the generic one.
+      await client.query(`set plan_cache_mode = force_generic_plan`)
+      const { rows } = await client.query<{ receipt: string | null }>(
+        `select baton_admit_continuation(id) as receipt from unnest($1::uuid[]) as x(id)`,
+        [admitted],
+      )
+      expect(rows.every((r) => typeof r.receipt === 'string')).toBe(true)
+    } finally {
+      await client.end()
+    }
+    const nested = plans.filter((plan) => !plan.includes('unnest($1::uuid[])'))
+    // Its lookups, the durable input's derivation, the disposition and its inserts, twice.
+    expect(nested.length).toBeGreaterThanOrEqual(10)
+    for (const plan of nested)
+      expect(plan).not.toMatch(
+        /Seq Scan on (attempts|continuations|runs|sessions|agents|agent_context_events|artifacts)\b/,
+      )
+    expect(nested.join('\n')).toMatch(/Index Scan using continuations_pkey on continuations/)
+    expect(nested.join('\n')).toMatch(/Index Scan using attempts_pkey on attempts/)
   })
 })
 
@@ -834,6 +911,7 @@ describe('every other statement of the hot paths reads indexes, not the history'
         limit: 50,
       })
       expect(removed.attempts).toBeGreaterThan(0)
+      console.log(await explainPrepared(pool, 'doomed_agents'))
       expect(await explainPrepared(pool, 'doomed_agents')).toContain(
         'webhook_deliveries_attempt_idx',
       )

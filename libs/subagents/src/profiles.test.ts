@@ -1,3 +1,4 @@
+import { readFileSync } from 'node:fs'
 import { mkdtemp, rm, writeFile } from 'node:fs/promises'
 import { tmpdir } from 'node:os'
 import { join } from 'node:path'
@@ -138,7 +139,12 @@ describe('profiles file', () => {
       'profiles.toml',
     )
     const budgets = file.profiles.get('a')?.budgets
-    expect(budgets).toEqual({ childrenPerRun: 3, childrenRunning: 2, childTokens: 10, childDepth: 2 })
+    expect(budgets).toEqual({
+      childrenPerRun: 3,
+      childrenRunning: 2,
+      childTokens: 10,
+      childDepth: 2,
+    })
     const use = { ofRun: 0, running: 0, childTokens: 0, depth: 1 }
     expect(exceededBudget(budgets, use, true)).toBeUndefined()
     expect(exceededBudget(budgets, { ...use, depth: 2 }, false)).toBeUndefined()
@@ -148,6 +154,21 @@ describe('profiles file', () => {
       used: 2,
       message:
         'over budget: this child would be at depth 3, the deepest this session may delegate is 2',
+    })
+  })
+
+  it("docs/hosted.md's sample profiles are one valid file, its budgets as documented", () => {
+    const page = readFileSync(new URL('../../../docs/hosted.md', import.meta.url), 'utf8')
+    const samples = [...page.matchAll(/```text\n([\s\S]*?)```/g)]
+      .map((m) => (m[1] ?? '').replace(/^ {2}/gm, ''))
+      .filter((text) => text.includes('[profiles.'))
+    expect(samples.length).toBeGreaterThanOrEqual(2)
+    const file = parseProfiles(samples.join('\n'), 'docs/hosted.md')
+    expect(file.profiles.get('careful')?.budgets).toEqual({
+      childrenPerRun: 4,
+      childrenRunning: 2,
+      childTokens: 200000,
+      childDepth: 2,
     })
   })
 

@@ -54,8 +54,9 @@ export async function acceptWithinBudgets<R>(
     const uses = new Map<string, ChildBudgetUse | undefined>()
     const admittedOfRun = new Map<string | undefined, number>()
     let admitted = 0
-    const checked: (AcceptDelegationInput | { readonly kind: 'over_budget'; readonly refusal: R })[] =
-      []
+    const checked: (
+      AcceptDelegationInput | { readonly kind: 'over_budget'; readonly refusal: R }
+    )[] = []
     for (const input of inputs) {
       const key = JSON.stringify([input.parentRunId ?? null, input.parentAttemptId ?? null])
       if (!uses.has(key))
@@ -96,7 +97,8 @@ export async function acceptWithinBudgets<R>(
       if ('kind' in c) return c
       const outcome = outcomes[next]
       next += 1
-      if (outcome === undefined) throw new Error('the ledger answered fewer items than it was given')
+      if (outcome === undefined)
+        throw new Error('the ledger answered fewer items than it was given')
       return outcome
     })
   })

@@ -1,6 +1,8 @@
 // A hosted session's budgets hold for delegations made over HTTP as for the parent's `delegate`
 // tool (one check): over one, HTTP answers 409 BUDGET_EXCEEDED and the tool an error the model
-// reads, and the ledger is unchanged. The tokens budget counts what finished children spent.
+// reads, and the ledger is unchanged. The tokens budget counts what finished children spent; the
+// depth budget bounds chains that name their parent attempt; and delegations at the same moment
+// are checked and admitted one at a time, so none overshoots.
 import { sql } from 'kysely'
 import type { Db } from '@baton/store'
 import { describe, eventually, expect, test } from '@baton/testing'

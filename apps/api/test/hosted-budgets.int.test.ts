@@ -1,6 +1,8 @@
 // A hosted session's budgets hold for delegations made over HTTP as for the parent's `delegate`
 // tool (one check): over one, HTTP answers 409 BUDGET_EXCEEDED and the tool an error the model
-// reads, and the ledger is unchanged. The tokens budget counts what finished children spent.
+// reads, and the ledger is unchanged. The tokens budget counts what finished children spent; the
+// depth budget bounds chains that name their parent attempt; and delegations at the same moment
+// are checked and admitted one at a time, so none overshoots.
 import { sql } from 'kysely'
 import type { Db } from '@baton/store'
 import { describe, eventually, expect, test } from '@baton/testing'
@@ -21,6 +23,16 @@ children_per_run = 1
 model_id = "scripted:thrifty"
 subagents = ["quick"]
 child_tokens = 1
+
+[profiles.shallow]
+model_id = "scripted:shallow"
+subagents = ["helper"]
+child_depth = 2
+
+[profiles.trio]
+model_id = "scripted:trio"
+subagents = ["helper"]
+children_running = 3
 
 [profiles.helper]
 model_id = "scripted:helper"
@@ -50,6 +62,15 @@ async function ledger(db: Db) {
   return row.rows[0]
 }
 
+/** A profile's scripts: a hanging helper, and parents that are never run. */
+const SCRIPTS = {
+  helper: [{ kind: 'hang' }],
+  quick: [{ kind: 'text', text: 'answered' }],
+  narrow: [{ kind: 'text', text: 'unused' }],
+  shallow: [{ kind: 'text', text: 'unused' }],
+  trio: [{ kind: 'text', text: 'unused' }],
+}
+
 interface Request {
   readonly toolResults: readonly { readonly toolName: string; readonly output: unknown }[]
 }
@@ -60,9 +81,7 @@ describe("a hosted session's budgets over HTTP", () => {
     db,
   }) => {
     const env = await hostedEnv(PROFILES, {
-      helper: [{ kind: 'hang' }],
-      quick: [{ kind: 'text', text: 'answered' }],
-      narrow: [{ kind: 'text', text: 'unused' }],
+      ...SCRIPTS,
       capped: [{ kind: 'hang', text: 'thinking' }],
       thrifty: {
         steps: [
@@ -158,4 +177,89 @@ describe("a hosted session's budgets over HTTP", () => {
     })
     expect(await children()).toBe(0)
   }, 180_000)
+})
+
+describe("a hosted session's depth budget over HTTP", () => {
+  test('a chain of delegations naming their parent attempts may go as deep as child_depth; one deeper is refused with 409 BUDGET_EXCEEDED (single and batch) and nothing is written', async ({
+    baton,
+    db,
+  }) => {
+    const { client, post } = await baton({ env: await hostedEnv(PROFILES, SCRIPTS) })
+    const { sessionId } = await client.createSession({ profile: 'shallow' })
+    const delegate = async (body: Record<string, unknown>) =>
+      post(`/v1/sessions/${sessionId}/delegations`, { name: 'helper', ...body })
+    // Depth 1 (no parent attempt), then depth 2 naming it: both within `child_depth = 2`.
+    const first = await delegate({ prompt: 'one' })
+    expect(first.status).toBe(202)
+    const one = (first.body as { attemptId: string }).attemptId
+    const second = await delegate({ prompt: 'two', parentAttemptId: one })
+    expect(second.status).toBe(202)
+    const two = (second.body as { attemptId: string }).attemptId
+    const depths = await sql<{ id: string; depth: number }>`
+      select id, coalesce(depth, 1) as depth from attempts where session_id = ${sessionId}
+    `.execute(db)
+    expect(Object.fromEntries(depths.rows.map((r) => [r.id, r.depth]))).toEqual({
+      [one]: 1,
+      [two]: 2,
+    })
+
+    // Depth 3, naming the child at depth 2: refused, alone or in a batch, and nothing written.
+    const before = await ledger(db)
+    const deeper = { name: 'helper', prompt: 'three', parentAttemptId: two }
+    const single = await post(`/v1/sessions/${sessionId}/delegations`, deeper)
+    expect(single.status).toBe(409)
+    expect(single.body).toMatchObject({
+      error: {
+        code: 'BUDGET_EXCEEDED',
+        message: expect.stringContaining('would be at depth 3') as unknown,
+        details: { sessionId, budget: 'child_depth', limit: 2, used: 2 },
+      },
+    })
+    const batch = await post(`/v1/sessions/${sessionId}/delegations/batch`, {
+      items: [deeper, { name: 'helper', prompt: 'beside', parentAttemptId: one }],
+    })
+    expect(batch.body).toMatchObject({
+      results: [
+        {
+          status: 409,
+          body: { error: { code: 'BUDGET_EXCEEDED', details: { budget: 'child_depth' } } },
+        },
+        { status: 202 },
+      ],
+    })
+    const after = await ledger(db)
+    expect(after).toEqual({
+      attempts: before!.attempts + 1,
+      agents: before!.agents + 1,
+      accepted: before!.accepted + 1,
+    })
+    // A sibling at depth 1 is still admitted: only the chain is bounded.
+    expect((await delegate({ prompt: 'again' })).status).toBe(202)
+  }, 120_000)
+})
+
+describe("a hosted session's budgets under concurrent delegations", () => {
+  test('twenty delegations at once into a session that may run three children: exactly three are accepted, the rest 409 BUDGET_EXCEEDED, and the ledger holds three children', async ({
+    baton,
+    db,
+  }) => {
+    const { client, post } = await baton({ env: await hostedEnv(PROFILES, SCRIPTS) })
+    const { sessionId } = await client.createSession({ profile: 'trio' })
+    const answers = await Promise.all(
+      Array.from({ length: 20 }, (_, i) =>
+        post(`/v1/sessions/${sessionId}/delegations`, { name: 'helper', prompt: `n${i}` }),
+      ),
+    )
+    const statuses = answers.map((a) => a.status)
+    expect(statuses.filter((s) => s === 202)).toHaveLength(3)
+    expect(statuses.filter((s) => s === 409)).toHaveLength(17)
+    for (const a of answers.filter((a) => a.status === 409))
+      expect(a.body).toMatchObject({
+        error: { code: 'BUDGET_EXCEEDED', details: { budget: 'children_running', limit: 3 } },
+      })
+    const children = await sql<{ n: number }>`
+      select count(*)::int as n from attempts where session_id = ${sessionId}
+    `.execute(db)
+    expect(children.rows[0]?.n).toBe(3)
+  }, 120_000)
 })

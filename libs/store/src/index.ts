@@ -23,6 +23,8 @@ export type {
   AcceptDelegationInput,
   AcceptDelegationOutcome,
 } from './attempts/accept-delegations.ts'
+export { acceptWithinBudgets } from './attempts/accept-within-budgets.ts'
+export type { BudgetedAcceptOutcome, ChildBudgetUse } from './attempts/accept-within-budgets.ts'
 export { claimAttempt, claimAttempts } from './attempts/claim-attempt.ts'
 export { releaseClaims } from './attempts/release-claims.ts'
 export type { ClaimToRelease } from './attempts/release-claims.ts'

@@ -87,6 +87,8 @@ export interface AttemptTable {
   parent_attempt_id: string | null
   /** Tokens the child spent, as its terminal commit reported them (0043); null when unreported. */
   usage_tokens: ColumnType<string | null, never, never>
+  /** How deep in a chain of delegations (0080), null for depth 1: set once, by the accept. */
+  depth: ColumnType<number | null, never, never>
   /** The artifact holding the complete output, when the preview is not all of it. */
   artifact_id: string | null
 }

@@ -56,6 +56,7 @@ describe('migrations', () => {
           '0052-retention-key-indexes',
           '0055-planned-webhook-enqueue',
           '0070-distribution-key',
+          '0080-attempt-depth',
         ])
         expect((await migrateToLatest(db)).applied).toEqual([
           '0001-ledger',
@@ -85,6 +86,7 @@ describe('migrations', () => {
           '0052-retention-key-indexes',
           '0055-planned-webhook-enqueue',
           '0070-distribution-key',
+          '0080-attempt-depth',
         ])
         const tables = await sql<{ table_name: string }>`
           select table_name from information_schema.tables where table_schema = 'public' order by 1
@@ -164,6 +166,7 @@ describe('migrations', () => {
           '0052-retention-key-indexes',
           '0055-planned-webhook-enqueue',
           '0070-distribution-key',
+          '0080-attempt-depth',
         ])
         const executed = await sql<{
           n: number
@@ -210,6 +213,54 @@ describe('migrations', () => {
       }
     })
     await bouncer.stop()
+  })
+
+  test('0080 gives existing attempts their depth: a chain by parent attempt, the parent runs 0', async ({
+    databaseUrl,
+  }) => {
+    await withEmptyDatabase(databaseUrl, async (url) => {
+      const db = createDb({ connectionString: url, maxConnections: 2 })
+      try {
+        await migrateTo(db, '0070-distribution-key')
+        await sql`insert into sessions (id, namespace_id) values ('s', 'default')`.execute(db)
+        const ids = {
+          run: randomUUID(),
+          a: randomUUID(),
+          b: randomUUID(),
+          c: randomUUID(),
+          d: randomUUID(),
+        }
+        // Inserted deepest first: the backfill must not depend on the order rows were written.
+        const rows: [string, string, string | null][] = [
+          [ids.c, 'helper', ids.b],
+          [ids.b, 'helper', ids.a],
+          [ids.d, 'helper', ids.run],
+          [ids.a, 'helper', null],
+          [ids.run, 'profile:lead', null],
+        ]
+        for (const [id, name, parent] of rows) {
+          await sql`
+            with ag as (insert into agents (id, namespace_id, session_id, name)
+                        values (${id}, 'default', 's', ${name}))
+            insert into attempts (id, namespace_id, agent_id, session_id, name, prompt, status,
+                                  parent_attempt_id)
+            values (${id}, 'default', ${id}, 's', ${name}, '[]', 'accepted', ${parent})
+          `.execute(db)
+        }
+        expect((await migrateTo(db, '0080-attempt-depth')).applied).toEqual(['0080-attempt-depth'])
+        const depths = await sql<{ id: string; depth: number | null }>`
+          select id, depth from attempts`.execute(db)
+        expect(Object.fromEntries(depths.rows.map((r) => [r.id, r.depth]))).toEqual({
+          [ids.run]: 0,
+          [ids.a]: null,
+          [ids.b]: 2,
+          [ids.c]: 3,
+          [ids.d]: 1,
+        })
+      } finally {
+        await db.destroy()
+      }
+    })
   })
 
   test('0005 rewrites stored failure categories into the one vocabulary, and a rerun changes nothing', async ({
@@ -295,6 +346,7 @@ describe('migrations', () => {
           '0052-retention-key-indexes',
           '0055-planned-webhook-enqueue',
           '0070-distribution-key',
+          '0080-attempt-depth',
         ])
         const owners = await sql<{ namespace_id: string }>`
           select distinct namespace_id from attempts

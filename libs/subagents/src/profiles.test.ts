@@ -1,9 +1,10 @@
+import { readFileSync } from 'node:fs'
 import { mkdtemp, rm, writeFile } from 'node:fs/promises'
 import { tmpdir } from 'node:os'
 import { join } from 'node:path'
 import { describe, expect, it } from 'vitest'
 import { isSubagentError } from './errors.ts'
-import { parseProfiles } from './profiles.ts'
+import { exceededBudget, parseProfiles } from './profiles.ts'
 import { loadSubagentCatalog } from './subagent-catalog.ts'
 
 const GOOD = `# the example of the seed, on scripted models
@@ -88,6 +89,24 @@ const MALFORMED: readonly (readonly [string, string, number, string])[] = [
     '"child_tokens": Too small',
   ],
   [
+    'a depth budget that is not a whole number',
+    '[profiles.a]\nmodel_id = "scripted:a"\nchild_depth = 1.5\n',
+    3,
+    '"child_depth"',
+  ],
+  [
+    'a depth budget of zero',
+    '[profiles.a]\nmodel_id = "scripted:a"\nsubagents = []\n\nchild_depth = 0\n',
+    5,
+    '"child_depth": Too small',
+  ],
+  [
+    'a depth budget that is text',
+    '[profiles.a]\nmodel_id = "scripted:a"\nchild_depth = "deep"\n',
+    3,
+    '"child_depth"',
+  ],
+  [
     'subagents not a list',
     '[profiles.a]\nmodel_id = "scripted:a"\nsubagents = "research"\n',
     3,
@@ -111,6 +130,45 @@ describe('profiles file', () => {
       description: 'Collect bounded evidence',
       requiredTools: ['grep'],
       optionalTools: ['view'],
+    })
+  })
+
+  it('reads every budget, and refuses a child deeper than the depth budget by the one check', () => {
+    const file = parseProfiles(
+      '[profiles.a]\nmodel_id = "scripted:a"\nchildren_per_run = 3\nchildren_running = 2\nchild_tokens = 10\nchild_depth = 2\n',
+      'profiles.toml',
+    )
+    const budgets = file.profiles.get('a')?.budgets
+    expect(budgets).toEqual({
+      childrenPerRun: 3,
+      childrenRunning: 2,
+      childTokens: 10,
+      childDepth: 2,
+    })
+    const use = { ofRun: 0, running: 0, childTokens: 0, depth: 1 }
+    expect(exceededBudget(budgets, use, true)).toBeUndefined()
+    expect(exceededBudget(budgets, { ...use, depth: 2 }, false)).toBeUndefined()
+    expect(exceededBudget(budgets, { ...use, depth: 3 }, false)).toEqual({
+      budget: 'child_depth',
+      limit: 2,
+      used: 2,
+      message:
+        'over budget: this child would be at depth 3, the deepest this session may delegate is 2',
+    })
+  })
+
+  it("docs/hosted.md's sample profiles are one valid file, its budgets as documented", () => {
+    const page = readFileSync(new URL('../../../docs/hosted.md', import.meta.url), 'utf8')
+    const samples = [...page.matchAll(/```text\n([\s\S]*?)```/g)]
+      .map((m) => (m[1] ?? '').replace(/^ {2}/gm, ''))
+      .filter((text) => text.includes('[profiles.'))
+    expect(samples.length).toBeGreaterThanOrEqual(2)
+    const file = parseProfiles(samples.join('\n'), 'docs/hosted.md')
+    expect(file.profiles.get('careful')?.budgets).toEqual({
+      childrenPerRun: 4,
+      childrenRunning: 2,
+      childTokens: 200000,
+      childDepth: 2,
     })
   })
 

@@ -21,6 +21,11 @@ export interface ProfileBudgets {
   readonly childrenRunning?: number
   /** Tokens the session's children may spend, counted from their terminal commits. */
   readonly childTokens?: number
+  /**
+   * How deep a chain of delegations may go: a child the session's parent delegates is at depth 1,
+   * a child delegated by that child (naming it as parent attempt) at depth 2, and so on.
+   */
+  readonly childDepth?: number
 }
 
 /** What a hosted session has used of its budgets, read from the ledger. */
@@ -31,11 +36,13 @@ export interface BudgetUse {
   readonly running: number
   /** Tokens the session's finished children spent. */
   readonly childTokens: number
+  /** The depth the new child would have: 1, or one more than its parent attempt's. */
+  readonly depth: number
 }
 
 /** A budget a new child would exceed: its profile key, its limit, what is used, and why. */
 export interface BudgetExceeded {
-  readonly budget: 'children_per_run' | 'children_running' | 'child_tokens'
+  readonly budget: 'children_per_run' | 'children_running' | 'child_tokens' | 'child_depth'
   readonly limit: number
   readonly used: number
   readonly message: string
@@ -46,7 +53,8 @@ export function hasBudgets(budgets: ProfileBudgets | undefined): boolean {
   return (
     budgets?.childrenPerRun !== undefined ||
     budgets?.childrenRunning !== undefined ||
-    budgets?.childTokens !== undefined
+    budgets?.childTokens !== undefined ||
+    budgets?.childDepth !== undefined
   )
 }
 
@@ -84,6 +92,15 @@ export function exceededBudget(
       used: use.childTokens,
       message: `over budget: this session's children spent ${String(use.childTokens)} tokens, the most they may spend is ${String(tokens)}`,
     }
+  // `used` is the depth the delegating side is at: the new child would be one deeper.
+  const depth = budgets?.childDepth
+  if (depth !== undefined && use.depth > depth)
+    return {
+      budget: 'child_depth',
+      limit: depth,
+      used: use.depth - 1,
+      message: `over budget: this child would be at depth ${String(use.depth)}, the deepest this session may delegate is ${String(depth)}`,
+    }
   return undefined
 }
 
@@ -120,6 +137,8 @@ const profileSchema = z.strictObject({
   children_per_run: z.number().int().min(1).optional(),
   children_running: z.number().int().min(1).optional(),
   child_tokens: z.number().int().min(1).optional(),
+  // Like every budget, at least 1: a profile whose parent may not delegate names no subagents.
+  child_depth: z.number().int().min(1).optional(),
 })
 const subagentSchema = z.strictObject({
   profile: z.string().min(1),
@@ -212,6 +231,7 @@ export function parseProfiles(text: string, path: string): ProfileFile {
         ...(p.children_per_run === undefined ? {} : { childrenPerRun: p.children_per_run }),
         ...(p.children_running === undefined ? {} : { childrenRunning: p.children_running }),
         ...(p.child_tokens === undefined ? {} : { childTokens: p.child_tokens }),
+        ...(p.child_depth === undefined ? {} : { childDepth: p.child_depth }),
       },
     })
   }

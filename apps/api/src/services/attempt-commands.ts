@@ -20,11 +20,12 @@ import {
 } from '@baton/queue'
 import {
   createGroupBatcher,
+  acceptWithinBudgets,
   getAttempt,
+  getSession,
   openDescendants,
   recordSteering,
   requestCancels,
-  sessionBudgetUse,
   type AcceptDelegationInput,
   type AcceptDelegationOutcome,
   type Db,
@@ -35,13 +36,14 @@ import {
   BUILT_IN_SUBAGENT,
   exceededBudget,
   hasBudgets,
+  type ProfileBudgets,
   type SubagentCatalog,
 } from '@baton/subagents'
 import { isRefusal, type Refusal } from '../http/refusals.ts'
 import type { Admission } from './admission.ts'
 import { awaitAttempt, awaitEnqueued, type SettledDoorbell } from './bounded-wait.ts'
 import { readAttemptView } from './attempt-view.ts'
-import { countQueuedCancels, timeSubmitWait } from './service-metrics.ts'
+import { countAccepted, countQueuedCancels, timeSubmitWait } from './service-metrics.ts'
 
 export type DelegateOutcome =
   | {
@@ -71,6 +73,8 @@ export type ViewOutcome = { readonly kind: 'view'; readonly view: AnyAttemptView
  */
 /** A delegation checked before the ledger: ready to record, or refused. */
 type Prepared = { readonly kind: 'ready'; readonly input: AcceptDelegationInput } | Refusal
+
+type OverBudget = Extract<Refusal, { readonly kind: 'over_budget' }>
 
 export type SubagentPolicy = Pick<SubagentCatalog, 'admit'> &
   Partial<Pick<SubagentCatalog, 'profiles'>>
@@ -236,68 +240,73 @@ export function createAttemptCommands(deps: {
     }
   }
 
-  // Only a deployment whose profiles bound something pays a budget read per delegation.
+  // Only a deployment whose profiles bound something pays a read of the session per delegation.
   const budgeted = [...(deps.subagents.profiles?.values() ?? [])].some((p) => hasBudgets(p.budgets))
 
-  /**
-   * Prepared delegations over HTTP into one session, each refused (`over_budget`) when it would
-   * take a hosted session past a budget of its profile: in order, counting those before it as
-   * admitted, by the one check the parent's `delegate` tool makes. Unchanged without budgets.
-   */
-  async function withinBudgets(
+  /** The budgets of a hosted session's profile, when it bounds delegation (none: unbounded). */
+  async function budgetsOf(
     namespaceId: string,
     sessionId: string,
-    prepared: readonly Prepared[],
-  ): Promise<Prepared[]> {
-    if (!budgeted) return [...prepared]
-    const parentRunIds = prepared.flatMap((p) => (p.kind === 'ready' ? [p.input.parentRunId] : []))
-    const runs = [...new Set(parentRunIds)]
-    const uses = new Map(
-      await Promise.all(
-        runs.map(
-          async (runId) =>
-            [
-              runId,
-              await sessionBudgetUse(deps.db, {
-                namespaceId,
-                sessionId,
-                ...(runId === undefined ? {} : { runId }),
-              }),
-            ] as const,
-        ),
-      ),
+  ): Promise<ProfileBudgets | undefined> {
+    if (!budgeted) return undefined
+    // A session's profile is set when it is created and never changes: read outside the lock.
+    const session = await getSession(deps.db, namespaceId, sessionId)
+    if (session?.profile == null) return undefined
+    const budgets = deps.subagents.profiles?.get(session.profile)?.budgets
+    return hasBudgets(budgets) ? budgets : undefined
+  }
+
+  /**
+   * Records delegations into one session, answered per input in order. Into a hosted session
+   * whose profile bounds delegation, each is checked by the one budget check the parent's
+   * `delegate` tool makes and admitted in the same transaction (`over_budget` writes nothing);
+   * any other session's are recorded as they always were, batched with concurrent ones when
+   * `single`, in one statement otherwise.
+   */
+  async function record(
+    namespaceId: string,
+    sessionId: string,
+    inputs: readonly AcceptDelegationInput[],
+    single: boolean,
+  ): Promise<(AcceptDelegationOutcome | OverBudget)[]> {
+    if (inputs.length === 0) return []
+    const budgets = await budgetsOf(namespaceId, sessionId)
+    if (budgets === undefined)
+      return single
+        ? Promise.all(inputs.map((input) => deps.admission.accept(input)))
+        : deps.admission.acceptAll(inputs)
+    const outcomes = await acceptWithinBudgets(
+      deps.db,
+      { namespaceId, sessionId },
+      inputs,
+      (use, input) => exceededBudget(budgets, use, input.parentRunId !== undefined),
     )
-    const admittedOfRun = new Map<string | undefined, number>()
-    let admitted = 0
-    return prepared.map((p): Prepared => {
-      if (p.kind !== 'ready') return p
-      const runId = p.input.parentRunId
-      const use = uses.get(runId)
-      if (use?.profile == null) return p
-      const budgets = deps.subagents.profiles?.get(use.profile)?.budgets
-      const ofRun = use.ofRun + (admittedOfRun.get(runId) ?? 0)
-      const over = exceededBudget(
-        budgets,
-        { ...use, ofRun, running: use.running + admitted },
-        runId !== undefined,
-      )
-      if (over !== undefined) return { kind: 'over_budget', sessionId, ...over }
-      admitted += 1
-      admittedOfRun.set(runId, (admittedOfRun.get(runId) ?? 0) + 1)
-      return p
-    })
+    countAccepted(
+      deps.metrics,
+      outcomes.flatMap((o) => (o.kind === 'over_budget' ? [] : [o])),
+    )
+    return outcomes.map((o) =>
+      o.kind === 'over_budget' ? ({ kind: 'over_budget', sessionId, ...o.refusal } as const) : o,
+    )
+  }
+
+  /** The answer for one recorded delegation: accepted or replayed, or the refusal it means. */
+  function answered(
+    outcome: AcceptDelegationOutcome | OverBudget,
+    input: AcceptDelegationInput,
+  ): Extract<AcceptDelegationOutcome, { kind: 'accepted' | 'replayed' }> | Refusal {
+    return outcome.kind === 'over_budget' ? outcome : recorded(outcome, input)
   }
 
   async function delegate(
     input: Parameters<AttemptCommands['delegate']>[0],
   ): Promise<DelegateOutcome> {
     const { namespaceId, sessionId, request } = input
-    const [prepared] = await withinBudgets(namespaceId, sessionId, [
-      prepare(namespaceId, sessionId, request, input.idempotencyKey),
-    ])
-    if (prepared === undefined) throw new Error('a budget check answered nothing')
+    const prepared = prepare(namespaceId, sessionId, request, input.idempotencyKey)
     if (prepared.kind !== 'ready') return prepared
-    const outcome = recorded(await deps.admission.accept(prepared.input), prepared.input)
+    const [first] = await record(namespaceId, sessionId, [prepared.input], true)
+    if (first === undefined) throw new Error('the ledger answered nothing')
+    const outcome = answered(first, prepared.input)
     if (isRefusal(outcome)) return outcome
     const { attemptId, agentId } = outcome
     const accepted = { agentId, attemptId, status: 'accepted' } as const
@@ -330,14 +339,10 @@ export function createAttemptCommands(deps: {
     sessionId: string,
     items: readonly BatchItem[],
   ): Promise<BatchItemOutcome[]> {
-    const prepared = await withinBudgets(
-      namespaceId,
-      sessionId,
-      items.map((item) => prepare(namespaceId, sessionId, item, item.idempotencyKey)),
-    )
+    const prepared = items.map((item) => prepare(namespaceId, sessionId, item, item.idempotencyKey))
     const ready = prepared.flatMap((p) => (p.kind === 'ready' ? [p.input] : []))
     // One ledger statement for the whole batch, then one `addBulk` for what it accepted.
-    const outcomes = ready.length === 0 ? [] : await deps.admission.acceptAll(ready)
+    const outcomes = await record(namespaceId, sessionId, ready, false)
     let next = 0
     const answers = prepared.map((p): BatchItemOutcome => {
       if (p.kind !== 'ready') return p
@@ -345,7 +350,7 @@ export function createAttemptCommands(deps: {
       next += 1
       if (outcome === undefined)
         throw new Error('the ledger answered fewer items than it was given')
-      const answer = recorded(outcome, p.input)
+      const answer = answered(outcome, p.input)
       if (isRefusal(answer)) return answer
       return {
         kind: answer.kind,

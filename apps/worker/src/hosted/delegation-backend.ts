@@ -6,12 +6,14 @@ import { exceededBudget, hasBudgets, type ProfileBudgets } from '@baton/subagent
 import { enqueueRouted, type AttemptQueues } from '@baton/queue'
 import {
   acceptDelegations,
+  acceptWithinBudgets,
   getAttempt,
   isParentAgentName,
   recordSteering,
   requestCancel,
-  sessionBudgetUse,
   toAttemptView,
+  type AcceptDelegationInput,
+  type AcceptDelegationOutcome,
   type AttemptRecord,
   type Db,
 } from '@baton/store'
@@ -46,15 +48,29 @@ export function createHostedDelegationBackend(
   run: HostedRunScope,
 ): AsyncDelegationBackend {
   const exposed = new Set(deps.subagents.map((s) => s.name))
-  // A run's delegations are admitted one after another, so its budget counts are exact.
+  // A run's delegations are admitted one after another, in the order the model made them.
   let admitting: Promise<unknown> = Promise.resolve()
+  const budgets = hasBudgets(deps.budgets) ? deps.budgets : undefined
 
-  /** The budget a new child would exceed, as the error the model reads; none when within. */
-  async function overBudget(): Promise<DelegationToolAnswer | undefined> {
-    if (!hasBudgets(deps.budgets)) return undefined
-    const use = await sessionBudgetUse(deps.db, run)
-    const over = use === undefined ? undefined : exceededBudget(deps.budgets, use, true)
-    return over === undefined ? undefined : { error: over.message }
+  /**
+   * Records one delegation of the run: with budgets, checked by the one budget check and admitted
+   * in one transaction with it (so a delegation over HTTP into the session at the same moment
+   * cannot take it past a budget); the message of the budget it would exceed is the error the
+   * model reads. Without budgets, the admission statement alone.
+   */
+  async function record(
+    input: AcceptDelegationInput,
+  ): Promise<AcceptDelegationOutcome | { readonly error: string }> {
+    if (budgets === undefined) {
+      const [outcome] = await acceptDelegations(deps.db, [input])
+      if (outcome === undefined) throw new Error('the ledger answered nothing')
+      return outcome
+    }
+    const [outcome] = await acceptWithinBudgets(deps.db, run, [input], (use) =>
+      exceededBudget(budgets, use, true),
+    )
+    if (outcome === undefined) throw new Error('the ledger answered nothing')
+    return outcome.kind === 'over_budget' ? { error: outcome.refusal.message } : outcome
   }
 
   /** A child attempt of this session, or the error the model is told. */
@@ -88,23 +104,20 @@ export function createHostedDelegationBackend(
       }
     if (agentId !== undefined && !uuidSchema.safeParse(agentId).success)
       return { error: `unknown agent_id "${agentId}"` }
-    const over = await overBudget()
-    if (over !== undefined) return over
     const attemptId = randomUUID()
-    const [outcome] = await acceptDelegations(deps.db, [
-      {
-        namespaceId: run.namespaceId,
-        sessionId: run.sessionId,
-        name,
-        prompt,
-        metadata: {},
-        attemptId,
-        newAgentId: randomUUID(),
-        agentId,
-        parentRunId: run.runId,
-      },
-    ])
-    switch (outcome?.kind) {
+    const outcome = await record({
+      namespaceId: run.namespaceId,
+      sessionId: run.sessionId,
+      name,
+      prompt,
+      metadata: {},
+      attemptId,
+      newAgentId: randomUUID(),
+      agentId,
+      parentRunId: run.runId,
+    })
+    if ('error' in outcome) return outcome
+    switch (outcome.kind) {
       case 'accepted':
         await enqueueRouted(deps.queues, [
           { attemptId, namespaceId: run.namespaceId, sessionId: run.sessionId },
@@ -125,8 +138,7 @@ export function createHostedDelegationBackend(
       case 'replayed':
       case 'parent_attempt_ended':
       case 'key_reused':
-      case undefined:
-        throw new Error(`unexpected admission outcome ${outcome?.kind ?? 'none'}`)
+        throw new Error(`unexpected admission outcome ${outcome.kind}`)
     }
   }
 

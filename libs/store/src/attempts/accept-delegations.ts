@@ -1,5 +1,6 @@
 import { sql } from 'kysely'
 import type { Db } from '../db.ts'
+import { PARENT_AGENT_PREFIX } from '../sessions/hosted-session.ts'
 
 export interface AcceptDelegationInput {
   /** The namespace the caller's key belongs to; it owns the session, agent and attempt. */
@@ -53,7 +54,9 @@ export type AcceptDelegationOutcome =
  * `attempts_one_active_per_agent` for continuations; a continuation is inserted only if its agent
  * exists in its session under its name, one naming a parent run only if that run is of its session
  * and active, one naming a parent attempt only if that attempt is of its session and not
- * terminal, and none into a deleted session (all checked in the same statement). The deletion
+ * terminal, and none into a deleted session (all checked in the same statement). Each attempt's
+ * depth is set here (0080): one more than its parent attempt's, 0 for a session parent's own, null
+ * (depth 1) for any other. The deletion
  * fence is read under a share lock on the session's row: a concurrent delete waits for this
  * statement's transaction, or this statement waits for the delete and reads the fence it set, so
  * no attempt is ever accepted after the fence. The session, agent (new delegations only) and audit
@@ -101,11 +104,19 @@ export async function acceptDelegations(
       for share
     ), ins as (
       insert into attempts (id, namespace_id, agent_id, session_id, name, prompt, metadata, status,
-                            idempotency_key, request_digest, parent_run_id, parent_attempt_id)
+                            idempotency_key, request_digest, parent_run_id, parent_attempt_id,
+                            depth)
       select i.attempt_id, i.namespace_id, coalesce(i.continued_agent_id, i.new_agent_id),
              i.session_id, i.name, i.prompt, i.metadata, 'accepted', i.idempotency_key,
-             i.request_digest, i.parent_run_id, i.parent_attempt_id
+             i.request_digest, i.parent_run_id, i.parent_attempt_id,
+             case when starts_with(i.name, ${PARENT_AGENT_PREFIX}) then 0
+                  when i.parent_attempt_id is not null then coalesce(p.depth, 1) + 1 end
       from input i
+      -- The parent attempt, read once: it must be of the session and not finished, and the
+      -- child is one deeper.
+      left join lateral (select p.depth, true as found from attempts p
+                         where p.id = i.parent_attempt_id and p.namespace_id = i.namespace_id
+                           and p.session_id = i.session_id and p.status <> 'terminal') p on true
       where (i.continued_agent_id is null
              or exists (select 1 from agents ag
                         where ag.id = i.continued_agent_id and ag.namespace_id = i.namespace_id
@@ -114,10 +125,7 @@ export async function acceptDelegations(
              or exists (select 1 from runs r
                         where r.id = i.parent_run_id and r.namespace_id = i.namespace_id
                           and r.session_id = i.session_id and r.status = 'active'))
-        and (i.parent_attempt_id is null
-             or exists (select 1 from attempts p
-                        where p.id = i.parent_attempt_id and p.namespace_id = i.namespace_id
-                          and p.session_id = i.session_id and p.status <> 'terminal'))
+        and (i.parent_attempt_id is null or p.found)
         and not exists (select 1 from fence f
                         where f.namespace_id = i.namespace_id and f.id = i.session_id
                           and f.deleted_at is not null)

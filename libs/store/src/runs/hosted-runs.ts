@@ -184,20 +184,28 @@ export async function getRunWithOutput(
 /**
  * What a session's delegations count against its profile's budgets, in one statement: the
  * session's profile (null for a host-managed session; absent for no session), the children
- * `runId` delegated (0 without one), the session's children not finished, and the tokens its
- * finished children spent (each attempt's own, stored once by the commit that made it terminal).
- * A child is any attempt of the session but its parent agent's own (the hosted runs), delegated
- * by the parent's tool or over HTTP, with a parent run, a parent attempt or neither.
+ * `runId` delegated (0 without one), the session's children not finished, the tokens its
+ * finished children spent (each attempt's own, stored once by the commit that made it terminal),
+ * and the depth a child of `parentAttemptId` would have (1 without one, or when it is not an
+ * attempt of the session: the accept refuses that). A child is any attempt of the session but
+ * its parent agent's own (the hosted runs), delegated by the parent's tool or over HTTP, with a
+ * parent run, a parent attempt or neither.
  */
 export async function sessionBudgetUse(
   db: Db,
-  input: { readonly namespaceId: string; readonly sessionId: string; readonly runId?: string },
+  input: {
+    readonly namespaceId: string
+    readonly sessionId: string
+    readonly runId?: string | undefined
+    readonly parentAttemptId?: string | undefined
+  },
 ): Promise<
   | {
       readonly profile: string | null
       readonly ofRun: number
       readonly running: number
       readonly childTokens: number
+      readonly depth: number
     }
   | undefined
 > {
@@ -206,8 +214,12 @@ export async function sessionBudgetUse(
     of_run: number
     running: number
     child_tokens: string
+    depth: number
   }>`
-    select s.profile, c.of_run, c.running, c.child_tokens
+    select s.profile, c.of_run, c.running, c.child_tokens,
+           coalesce((select coalesce(p.depth, 1) from attempts p
+                     where p.namespace_id = s.namespace_id and p.session_id = s.id
+                       and p.id = ${input.parentAttemptId ?? null}::uuid), 0) + 1 as depth
     from sessions s cross join lateral (
       select count(*) filter (where a.parent_run_id = ${input.runId ?? null}::uuid)::int as of_run,
              count(*) filter (where a.status <> 'terminal')::int as running,
@@ -225,6 +237,7 @@ export async function sessionBudgetUse(
     profile: row.profile,
     ofRun: row.of_run,
     running: row.running,
+    depth: row.depth,
     childTokens: Number(row.child_tokens),
   }
 }

@@ -12,7 +12,7 @@ export interface SessionRecord {
   readonly deletedAt: Date | null
 }
 
-const PARENT_AGENT_PREFIX = 'profile:'
+export const PARENT_AGENT_PREFIX = 'profile:'
 
 /** The agent name of a profile's parent: no markdown spec or profile subagent can take it. */
 export function parentAgentName(profile: string): string {

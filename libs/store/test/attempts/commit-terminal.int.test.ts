@@ -123,6 +123,7 @@ describe('commitTerminal / commitTerminals', () => {
       ofRun: 2,
       running: 0,
       childTokens: 150,
+      depth: 1,
     })
   })
 })

@@ -5,6 +5,7 @@ import { describe, expect, test } from '@baton/testing'
 import { createDb, type Db } from '../../src/db.ts'
 import { readAttemptActivity } from '../../src/dashboard/attempt-activity.ts'
 import { acceptDelegations } from '../../src/attempts/accept-delegations.ts'
+import { acceptWithinBudgets } from '../../src/attempts/accept-within-budgets.ts'
 import { claimAttempt, claimAttempts } from '../../src/attempts/claim-attempt.ts'
 import { commitTerminal, commitTerminals } from '../../src/attempts/commit-terminal.ts'
 import { getAttempts } from '../../src/attempts/get-attempt.ts'
@@ -901,6 +902,23 @@ describe('every other statement of the hot paths reads indexes, not the history'
         throughSequence: 1,
       })
       await listRecentTerminals(pool, { limit: 20, transitionScan: 50_000 })
+      // A delegation into a budgeted session, naming a parent attempt: the session's lock, its
+      // budget read (with the parent's depth) and the accept's read of the parent.
+      const [parent] = await acceptDelegations(pool, [scriptedDelegation('hot-budgeted')])
+      if (parent?.kind !== 'accepted') throw new Error('not accepted')
+      const nested = { ...scriptedDelegation('hot-budgeted'), parentAttemptId: parent.attemptId }
+      const seen: number[] = []
+      const [child] = await acceptWithinBudgets(
+        pool,
+        { namespaceId: NS, sessionId: 'hot-budgeted' },
+        [nested],
+        (use) => {
+          seen.push(use.depth)
+          return undefined
+        },
+      )
+      expect(child?.kind).toBe('accepted')
+      expect(seen).toEqual([2])
       await idleHostedSessions(pool, 500)
       await abandonExpiredRuns(pool, { limit: 500 })
       await expireArtifacts(pool, { limit: 100 })

@@ -2,8 +2,8 @@ import { defineConfig } from 'vitest/config'
 
 // Suites run a second time with the apps behind PgBouncer in transaction mode (see the project
 // below). Between them they reach the ledger's claims, fenced commits, heartbeats and lease loss,
-// cancels, steering, bounded waits, continuation claims, retention
-// and shutdown, all through the pooler. Every file here was seen passing through it.
+// cancels, steering, bounded waits, continuation claims, hosted runs, artifacts, a stalled worker,
+// retention and shutdown, all through the pooler. Every file here was seen passing through it.
 const PGBOUNCER_SUITES = [
   'apps/worker/test/worker.int.test.ts',
   'apps/worker/test/ownership.int.test.ts',
@@ -13,6 +13,9 @@ const PGBOUNCER_SUITES = [
   'apps/api/test/bounded-wait.int.test.ts',
   'apps/api/test/cancel-batching.int.test.ts',
   'apps/api/test/continuation-claims.int.test.ts',
+  'apps/api/test/hosted.int.test.ts',
+  'apps/api/test/artifacts.int.test.ts',
+  'apps/api/test/faults.int.test.ts',
 ]
 
 // One vitest process for the whole repo. Pure tests (`*.test.ts`, beside their module) and

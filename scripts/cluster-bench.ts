@@ -2,14 +2,16 @@
 // phase runs one API and two workers on a fresh database of the local Postgres (DATABASE_URL's
 // server) and prints one JSON line:
 //   - `throughput`: delegations per second with the queue in one partition on one private Redis,
-//     then in QUEUE_PARTITIONS (8) partitions on a private Redis Cluster (3 masters, 3 replicas),
-//     with each master's share of the masters' CPU time during the load;
+//     then in 8 partitions on a private Redis Cluster (3 masters, 3 replicas), with each master's
+//     share of the masters' CPU time during the load and the load average around both;
 //   - `failover`: under load on the cluster, the busiest master is killed (SIGKILL); its replica
 //     takes over. Once with Baton's failover retry settings, once with the client library's own
 //     (REDIS_CLUSTER_RETRY=client): how long until every attempt ended, the ledger audit, and how
 //     often the processes logged each kind of Redis error.
-// Options: --count N (delegations per throughput phase, default 2000), --clients N (default 32).
+// Options: --count N (delegations per throughput phase, default 2000), --clients N (default 32),
+// --phases throughput,failover (default both).
 import { randomUUID } from 'node:crypto'
+import { availableParallelism, loadavg } from 'node:os'
 import { setTimeout as sleep } from 'node:timers/promises'
 import { parseArgs } from 'node:util'
 import pg from 'pg'
@@ -34,8 +36,10 @@ const { values } = parseArgs({
   options: {
     count: { type: 'string', default: '2000' },
     clients: { type: 'string', default: '32' },
+    phases: { type: 'string', default: 'throughput,failover' },
   },
 })
+const PHASES = new Set(values.phases.split(','))
 const COUNT = Number(values.count)
 const CLIENTS = Number(values.clients)
 const PARTITIONS = 8
@@ -88,13 +92,16 @@ async function withStack<T>(
     PORT: String(port),
     METRICS_PORT: '0',
     WORKER_CONCURRENCY: '100',
-    LOG_LEVEL: 'warn',
+    // The apps say they are ready at `info` (log-level.ts): a quieter level never starts them.
+    LOG_LEVEL: 'info',
     ...redisEnv,
   }
+  // A start takes seconds; on a machine shared with other work, far more.
+  const launch = { onOutput: count, timeoutMs: 120_000 }
   const processes = [
-    spawnApp('api', env, { name: 'api', onOutput: count }),
-    spawnApp('worker', env, { name: 'worker-1', onOutput: count }),
-    spawnApp('worker', env, { name: 'worker-2', onOutput: count }),
+    spawnApp('api', env, { name: 'api', ...launch }),
+    spawnApp('worker', env, { name: 'worker-1', ...launch }),
+    spawnApp('worker', env, { name: 'worker-2', ...launch }),
   ]
   try {
     await Promise.all(processes.map((p) => p.ready))
@@ -110,10 +117,11 @@ const say = (line: Record<string, unknown>): void => {
   process.stdout.write(`${JSON.stringify(line)}\n`)
 }
 
-async function throughputOneRedis(): Promise<void> {
+/** Delegations per second with the queue in one partition on one private Redis. */
+async function throughputOneRedis(): Promise<number> {
   const redis = await startRedisServer()
   try {
-    await withStack('k1', { REDIS_URL: redis.url }, async (stack) => {
+    return await withStack('k1', { REDIS_URL: redis.url }, async (stack) => {
       const { perSecond } = await submitAll(
         stack.client,
         { count: COUNT, clients: CLIENTS },
@@ -121,7 +129,7 @@ async function throughputOneRedis(): Promise<void> {
         stack.databaseUrl,
         ATTEMPTS_LEDGER,
       )
-      say({ phase: 'throughput', redis: 'one', partitions: 1, per_s: Math.round(perSecond) })
+      return perSecond
     })
   } finally {
     await redis.close()
@@ -134,10 +142,14 @@ const clusterEnv = (cluster: RedisClusterServers, retry: 'failover' | 'client') 
   REDIS_CLUSTER_RETRY: retry,
 })
 
-async function throughputCluster(): Promise<void> {
+/**
+ * Delegations per second with the queue in PARTITIONS partitions on a private Redis Cluster, and
+ * each master's share of the masters' CPU time (/proc/<pid>/stat) during the load.
+ */
+async function throughputCluster(): Promise<{ perSecond: number; shares: number[] }> {
   const cluster = await startRedisCluster()
   try {
-    await withStack('k8', clusterEnv(cluster, 'failover'), async (stack) => {
+    return await withStack('k8', clusterEnv(cluster, 'failover'), async (stack) => {
       const masters = await cluster.masters()
       const pids = masters.map((m) => m.server.pid() ?? 0)
       const before = pids.map((pid) => processTicks([pid]))
@@ -149,19 +161,42 @@ async function throughputCluster(): Promise<void> {
         ATTEMPTS_LEDGER,
       )
       const used = pids.map((pid, i) => processTicks([pid]) - (before[i] ?? 0))
-      const total = used.reduce((a, b) => a + b, 0)
-      say({
-        phase: 'throughput',
-        redis: 'cluster',
-        partitions: PARTITIONS,
-        per_s: Math.round(perSecond),
-        master_cpu_shares: used.map((u) => Number((u / Math.max(1, total)).toFixed(3))),
-        hottest_master_share: Number((Math.max(...used) / Math.max(1, total)).toFixed(3)),
-      })
+      const total = Math.max(
+        1,
+        used.reduce((a, b) => a + b, 0),
+      )
+      return { perSecond, shares: used.map((u) => u / total) }
     })
   } finally {
     await cluster.close()
   }
+}
+
+/**
+ * One line for both throughput phases: K=8 on the cluster against K=1 on one Redis, and the
+ * machine's load average before and after (a shared machine's figures need it beside them).
+ */
+async function throughput(): Promise<void> {
+  const loadBefore = loadavg()
+  const k1 = await throughputOneRedis()
+  const k8 = await throughputCluster()
+  const round = (n: number) => Number(n.toFixed(3))
+  const hottest = Math.max(...k8.shares)
+  say({
+    phase: 'throughput',
+    count: COUNT,
+    clients: CLIENTS,
+    k1_one_redis_per_s: Math.round(k1),
+    k8_cluster_per_s: Math.round(k8.perSecond),
+    k8_over_k1: round(k8.perSecond / k1),
+    master_cpu_shares: k8.shares.map(round),
+    hottest_master_share: round(hottest),
+    // The issue's floor on a 2-core machine: no collapse, and no master doing all the work.
+    no_collapse: k8.perSecond >= 0.6 * k1 && hottest <= 0.5,
+    loadavg_before: loadBefore.map(round),
+    loadavg_after: loadavg().map(round),
+    cores: availableParallelism(),
+  })
 }
 
 async function failover(retry: 'failover' | 'client'): Promise<void> {
@@ -251,7 +286,8 @@ async function failover(retry: 'failover' | 'client'): Promise<void> {
   }
 }
 
-await throughputOneRedis()
-await throughputCluster()
-await failover('failover')
-await failover('client')
+if (PHASES.has('throughput')) await throughput()
+if (PHASES.has('failover')) {
+  await failover('failover')
+  await failover('client')
+}

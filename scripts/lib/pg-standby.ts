@@ -3,7 +3,7 @@
 // server binaries' `pg_ctl` on a port of its own. As root (a container, CI) it runs as the user
 // `npm run up`'s own Postgres runs as (dev-postgres.ts).
 import { spawnSync } from 'node:child_process'
-import { chownSync, existsSync, mkdirSync, rmSync, writeFileSync } from 'node:fs'
+import { chownSync, existsSync, mkdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs'
 import { createHash } from 'node:crypto'
 import { tmpdir } from 'node:os'
 import { dirname, join } from 'node:path'
@@ -24,6 +24,8 @@ export interface StandbyOptions {
 export interface Standby {
   /** A URL of `database` on the standby (read-only), as the primary's user. */
   url(database: string): string
+  /** The standby's postmaster, from its `postmaster.pid` (undefined once it is gone). */
+  pid(): number | undefined
   /** Fast shutdown; the data directory stays. */
   stop(): Promise<void>
 }
@@ -105,7 +107,15 @@ export async function startStandby(options: StandbyOptions): Promise<Standby> {
     await stop()
     throw error
   }
-  return { url, stop }
+  const pid = (): number | undefined => {
+    try {
+      const first = readFileSync(join(dataDir, 'postmaster.pid'), 'utf8').split('\n')[0]
+      return first === undefined ? undefined : Number(first)
+    } catch {
+      return undefined // not running
+    }
+  }
+  return { url, pid, stop }
 }
 
 /** `dir` when the server's user can reach it, else a directory of its own under the temp dir. */

@@ -77,6 +77,20 @@ export async function composeApi(
       logger.warn({ err: error }, 'postgres connection lost; reconnecting'),
     onQuery: options.onQuery,
   })
+  // A pool of its own on the standby: the dashboard's reads are few and bounded.
+  const dashboardDb =
+    config.databaseReadUrl === undefined
+      ? db
+      : createDb({
+          connectionString: config.databaseReadUrl,
+          maxConnections: Math.min(config.dbPoolSize, 4),
+          preparedStatements: config.dbPreparedStatements,
+          applicationName: 'baton-api-dashboard',
+          timeouts: config.timeouts.ledger,
+          onConnectionError: (error) =>
+            logger.warn({ err: error }, 'read replica connection lost; reconnecting'),
+          onQuery: options.onQuery,
+        })
   const redisTimeouts = config.timeouts.redis
   const redis = createRedisConnection(config.redisUrl, 'baton-api', {
     autoPipelining: true,
@@ -149,6 +163,7 @@ export async function composeApi(
     config,
     logger,
     db,
+    dashboardDb,
     redis,
     queues,
     commands,
@@ -170,6 +185,7 @@ export async function composeApi(
       await settlements.close()
       await queues.close()
       await db.destroy()
+      if (dashboardDb !== db) await dashboardDb.destroy()
       redis.disconnect()
       // Last: the spans of the requests answered above are exported before the process exits.
       if (options.tracing === undefined) await tracing.shutdown()

@@ -20,6 +20,16 @@ const configSchema = z.object({
   HOST: z.string().min(1).default('127.0.0.1'),
   PORT: z.coerce.number().int().min(0).max(65_535).default(3000),
   DATABASE_URL: z.string().url().default('postgres://postgres@127.0.0.1:5432/baton'),
+  // Empty counts as unset, as for ADMIN_API_KEY.
+  DATABASE_READ_URL: z.preprocess(
+    (value) => (value === '' ? undefined : value),
+    z
+      .string()
+      .refine((url) => URL.canParse(url) && /^postgres(ql)?:$/.test(new URL(url).protocol), {
+        message: 'a postgres:// URL of a streaming standby, or unset',
+      })
+      .optional(),
+  ),
   REDIS_URL: z.string().url().default('redis://127.0.0.1:6379'),
   QUEUE_PREFIX: z.string().min(1).default('baton'),
   ...redisTopologyEnvShape,
@@ -63,6 +73,12 @@ export interface ApiConfig {
   readonly host: string
   readonly port: number
   readonly databaseUrl: string
+  /**
+   * A streaming standby the dashboard's admin reads (overview, sessions, timelines) may be served
+   * from (`DATABASE_READ_URL`); undefined: they read the primary. Nothing else reads it: a wait,
+   * a claim or any tenant read answers from the primary, where the commit it was woken for is.
+   */
+  readonly databaseReadUrl: string | undefined
   readonly redisUrl: string
   readonly queuePrefix: string
   /** `QUEUE_PARTITIONS` and `REDIS_CLUSTER_NODES` (see `redisTopologyEnvShape`). */
@@ -103,18 +119,30 @@ export interface ApiConfig {
   readonly webhookPolicy: WebhookDestinationPolicy
 }
 
+/** The API's environment does not parse: `variables` names each setting to fix. */
+export class ApiConfigError extends Error {
+  override readonly name = 'ApiConfigError'
+  readonly variables: readonly string[]
+  constructor(variables: readonly string[], problems: string) {
+    super(`invalid API configuration: ${problems}`)
+    this.variables = variables
+  }
+}
+
 /** Parses the API's environment once, in main.ts. Errors name the variable to fix. */
 export function loadConfig(env: Readonly<Record<string, string | undefined>>): ApiConfig {
   const parsed = configSchema.safeParse(env)
   if (!parsed.success) {
     const problems = parsed.error.issues.map((i) => `${i.path.join('.')}: ${i.message}`).join('; ')
-    throw new Error(`invalid API configuration: ${problems}`)
+    const variables = [...new Set(parsed.error.issues.map((i) => i.path.join('.')))]
+    throw new ApiConfigError(variables, problems)
   }
   const c = parsed.data
   return Object.freeze({
     host: c.HOST,
     port: c.PORT,
     databaseUrl: c.DATABASE_URL,
+    databaseReadUrl: c.DATABASE_READ_URL,
     redisUrl: c.REDIS_URL,
     queuePrefix: c.QUEUE_PREFIX,
     ...redisTopology(c),

@@ -12,6 +12,12 @@ export interface ApiDeps {
   readonly config: ApiConfig
   readonly logger: Logger
   readonly db: Db
+  /**
+   * What the dashboard's JSON routes read: a pool on `DATABASE_READ_URL`'s standby, else `db`
+   * itself. Only those admin reads, which may lag the primary by the standby's replay; every other
+   * route, and every wait, reads `db`.
+   */
+  readonly dashboardDb: Db
   readonly redis: RedisConnection
   /** The attempt queue's partitions (`QUEUE_PARTITIONS`). */
   readonly queues: AttemptQueues

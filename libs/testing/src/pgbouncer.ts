@@ -20,6 +20,7 @@ export interface PgBouncerOptions {
 
 export interface PgBouncer {
   readonly port: number
+  readonly pid: number | undefined
   /** A URL of `database` through PgBouncer, as user `postgres`. */
   url(database: string): string
   stop(): Promise<void>
@@ -108,7 +109,9 @@ export async function startPgBouncer(options: PgBouncerOptions): Promise<PgBounc
   writeFileSync(ini, `${lines.join('\n')}\n`)
 
   // Logs go to stderr (a log file would have to be writable by the user it becomes).
-  const child = spawn(binary, [ini], { stdio: ['ignore', 'pipe', 'pipe'] })
+  // Its own process group: a Ctrl-C in a terminal reaches the script that started it, not
+  // PgBouncer, whose shutdown on SIGINT would wait for the clients still connected through it.
+  const child = spawn(binary, [ini], { detached: true, stdio: ['ignore', 'pipe', 'pipe'] })
   const log = createWriteStream(join(options.dir, 'pgbouncer.log'), { flags: 'a' })
   let tail = ''
   const collect = (chunk: Buffer): void => {
@@ -150,5 +153,5 @@ export async function startPgBouncer(options: PgBouncerOptions): Promise<PgBounc
     }
     await new Promise((resolve) => setTimeout(resolve, 100))
   }
-  return { port: options.port, url, stop, close: stop, isClosed: () => exited }
+  return { port: options.port, pid: child.pid, url, stop, close: stop, isClosed: () => exited }
 }

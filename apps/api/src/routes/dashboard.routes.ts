@@ -39,7 +39,8 @@ const DASHBOARD_PAGE_PATH = '/admin'
 /**
  * The ledger dashboard: one static page at `/admin` over its JSON routes, all behind the admin key
  * (http/caller.ts; Basic with the admin key as password, so a browser can open it). Every read is
- * bounded (see `DashboardLimits`). `queueDashboardPath` is where the queue dashboard is mounted:
+ * bounded (see `DashboardLimits`) and served from `deps.dashboardDb` (a standby when
+ * `DATABASE_READ_URL` is set), so it may show the ledger a replay lag behind. `queueDashboardPath` is where the queue dashboard is mounted:
  * an attempt's job there is `<path>/queue/<queue name>/<attempt id>`.
  */
 export function dashboardRoutes(
@@ -84,18 +85,18 @@ export function dashboardRoutes(
       },
       async (): Promise<DashboardOverview> => {
         const [counts, live, terminals, activity, retention] = await Promise.all([
-          countAttemptStates(deps.db, {
+          countAttemptStates(deps.dashboardDb, {
             cap: DashboardLimits.stateCountCap,
             terminalWindow: DashboardLimits.terminalWindow,
             transitionScan: DashboardLimits.transitionScan,
           }),
-          listLiveLeases(deps.db, { limit: DashboardLimits.liveLeases }),
-          listRecentTerminals(deps.db, {
+          listLiveLeases(deps.dashboardDb, { limit: DashboardLimits.liveLeases }),
+          listRecentTerminals(deps.dashboardDb, {
             limit: DashboardLimits.recentTerminals,
             transitionScan: DashboardLimits.transitionScan,
           }),
-          readAttemptActivity(deps.db, { minutes: DashboardLimits.activityMinutes }),
-          countRetentionDue(deps.db, {
+          readAttemptActivity(deps.dashboardDb, { minutes: DashboardLimits.activityMinutes }),
+          countRetentionDue(deps.dashboardDb, {
             defaultRetentionMs: deps.config.ledgerRetentionMs,
             cap: DashboardLimits.retentionDueCap,
           }),
@@ -156,7 +157,7 @@ export function dashboardRoutes(
       },
       async (request) => {
         const { attemptId } = request.params
-        const record = await getAttemptTimeline(deps.db, attemptId, {
+        const record = await getAttemptTimeline(deps.dashboardDb, attemptId, {
           limit: DashboardLimits.timelineEntries,
           messageChars: DashboardLimits.messagePreviewChars,
         })
@@ -189,7 +190,7 @@ export function dashboardRoutes(
         },
       },
       async (): Promise<DashboardSessions> => {
-        const sessions = await listActiveSessions(deps.db, {
+        const sessions = await listActiveSessions(deps.dashboardDb, {
           limit: DashboardLimits.sessions,
           scan: DashboardLimits.sessionActivityScan,
         })
@@ -230,7 +231,7 @@ export function dashboardRoutes(
       },
       async (request) => {
         const { namespaceId, sessionId } = request.params
-        const record = await getSessionRuns(deps.db, namespaceId, sessionId, {
+        const record = await getSessionRuns(deps.dashboardDb, namespaceId, sessionId, {
           runs: DashboardLimits.sessionRuns,
           children: DashboardLimits.runChildren,
         })

@@ -103,7 +103,7 @@ describe('a Redis Cluster master failover under load', () => {
         submitting = false
         await load
         const settledAt = Date.now()
-        await untilAllTerminal(db, accepted, 180_000)
+        await untilAllTerminal(db, stack, accepted, 180_000)
         const endedMs = Date.now() - settledAt
         process.stdout.write(
           `${JSON.stringify({

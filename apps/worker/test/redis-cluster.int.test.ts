@@ -51,7 +51,7 @@ describe('queue partitions on a Redis Cluster', () => {
             )),
           )
         }
-        await untilAllTerminal(db, accepted, 120_000)
+        await untilAllTerminal(db, stack, accepted, 120_000)
 
         const byMaster = await keysByMaster(cluster, queuePrefix)
         const tags = new Map<string, Set<number>>()

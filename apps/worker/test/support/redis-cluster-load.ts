@@ -30,13 +30,19 @@ export async function submit(
   return (answer.body as { attemptId: string }).attemptId
 }
 
+/**
+ * Waits for every attempt of `ids` to end. A process that printed a CROSSSLOT refusal fails the
+ * wait at once, naming it: the attempts of a partition whose keys span slots never end.
+ */
 export async function untilAllTerminal(
   db: Db,
+  stack: BatonStack,
   ids: readonly string[],
   timeoutMs: number,
 ): Promise<void> {
   await eventually(
     async () => {
+      expect(linesWith(stack, 'CROSSSLOT').slice(0, 1)).toEqual([])
       const r = await sql<{ n: number }>`
         select count(*)::int as n from attempts
         where id = any(${[...ids]}::uuid[]) and status <> 'terminal'

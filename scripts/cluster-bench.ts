@@ -8,7 +8,8 @@
 //     takes over. Once with Baton's failover retry settings, once with the client library's own
 //     (REDIS_CLUSTER_RETRY=client): how long until every attempt ended, the ledger audit, and how
 //     often the processes logged each kind of Redis error.
-// Options: --count N (delegations per throughput phase, default 2000), --clients N (default 32).
+// Options: --count N (delegations per throughput phase, default 2000), --clients N (default 32),
+// --failover (the failover phases only).
 import { randomUUID } from 'node:crypto'
 import { setTimeout as sleep } from 'node:timers/promises'
 import { parseArgs } from 'node:util'
@@ -34,6 +35,7 @@ const { values } = parseArgs({
   options: {
     count: { type: 'string', default: '2000' },
     clients: { type: 'string', default: '32' },
+    failover: { type: 'boolean', default: false },
   },
 })
 const COUNT = Number(values.count)
@@ -48,6 +50,8 @@ const ATTEMPTS_LEDGER = {
 
 /** Redis errors the processes log, by the words that name them. */
 const ERROR_KINDS = {
+  // The API's words for an add to the queue that failed (left to the reconciler).
+  failed_adds: 'enqueue failed after accept',
   too_many_redirections: 'Too many Cluster redirections',
   clusterdown: 'CLUSTERDOWN',
   crossslot: 'CROSSSLOT',
@@ -190,18 +194,13 @@ async function failover(retry: 'failover' | 'client'): Promise<void> {
         }
       })()
       await sleep(5_000)
-      const masters = await cluster.masters()
-      let busiest = masters[0]
-      let most = -1
-      for (const master of masters) {
-        const keys = (await cluster.keysOn(master.server, '*')).length
-        if (keys > most) [busiest, most] = [master, keys]
-      }
-      if (busiest === undefined) throw new Error('no master')
+      const busiest = await cluster.busiestMaster('*')
+      const replica = await cluster.replicaOf(busiest.server)
       const killedAt = Date.now()
       await busiest.server.crash()
       await cluster.waitHealthy(60_000)
       const promotedMs = Date.now() - killedAt
+      const promoted = (await cluster.masters()).some((m) => m.server === replica)
       await sleep(5_000)
       submitting = false
       await load
@@ -233,6 +232,7 @@ async function failover(retry: 'failover' | 'client'): Promise<void> {
           partitions: PARTITIONS,
           accepted: accepted.length,
           refused,
+          promoted,
           promoted_ms: promotedMs,
           open_after_2_min: open,
           all_ended_ms: open === 0 ? allEndedMs : null,
@@ -251,7 +251,9 @@ async function failover(retry: 'failover' | 'client'): Promise<void> {
   }
 }
 
-await throughputOneRedis()
-await throughputCluster()
+if (!values.failover) {
+  await throughputOneRedis()
+  await throughputCluster()
+}
 await failover('failover')
 await failover('client')

@@ -113,8 +113,11 @@ async function injectFault(
         if (master === undefined) throw new Error('the cluster has no master')
         const ms = rand(...CLUSTER_STALL_MS)
         master.server.pause()
-        await sleep(ms)
-        master.server.resume()
+        try {
+          await sleep(ms)
+        } finally {
+          master.server.resume()
+        }
         return `Redis master ${master.server.port} stopped ${ms} ms`
       }
       const ms = rand(2_000, 5_000)

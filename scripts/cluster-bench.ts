@@ -41,6 +41,8 @@ const { values } = parseArgs({
 const COUNT = Number(values.count)
 const CLIENTS = Number(values.clients)
 const PARTITIONS = 8
+/** A process on the cluster connects every partition's readers before it is ready. */
+const READY_TIMEOUT_MS = 90_000
 const serverUrl = process.env.DATABASE_URL ?? DEFAULT_DATABASE_URL
 const ATTEMPTS_LEDGER = {
   table: 'attempts',
@@ -92,13 +94,14 @@ async function withStack<T>(
     PORT: String(port),
     METRICS_PORT: '0',
     WORKER_CONCURRENCY: '100',
-    LOG_LEVEL: 'warn',
+    // Info: the processes announce that they are ready at that level.
+    LOG_LEVEL: 'info',
     ...redisEnv,
   }
   const processes = [
-    spawnApp('api', env, { name: 'api', onOutput: count }),
-    spawnApp('worker', env, { name: 'worker-1', onOutput: count }),
-    spawnApp('worker', env, { name: 'worker-2', onOutput: count }),
+    spawnApp('api', env, { name: 'api', onOutput: count, timeoutMs: READY_TIMEOUT_MS }),
+    spawnApp('worker', env, { name: 'worker-1', onOutput: count, timeoutMs: READY_TIMEOUT_MS }),
+    spawnApp('worker', env, { name: 'worker-2', onOutput: count, timeoutMs: READY_TIMEOUT_MS }),
   ]
   try {
     await Promise.all(processes.map((p) => p.ready))

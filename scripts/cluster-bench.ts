@@ -4,7 +4,7 @@
 //   - `throughput`: delegations per second with the queue in one partition on one private Redis,
 //     then in QUEUE_PARTITIONS (8) partitions on a private Redis Cluster (3 masters, 3 replicas),
 //     with each master's share of the masters' CPU time during the load;
-//   - `failover`: under load on the cluster, the busiest master is killed (SIGKILL); its replica
+//   - `failover`: under load (--clients clients) on the cluster, the busiest master is killed (SIGKILL); its replica
 //     takes over. Once with Baton's failover retry settings, once with the client library's own
 //     (REDIS_CLUSTER_RETRY=client): how long until every attempt ended, the ledger audit, and how
 //     often the processes logged each kind of Redis error.
@@ -178,12 +178,13 @@ async function failover(retry: 'failover' | 'client'): Promise<void> {
       const accepted: string[] = []
       let refused = 0
       let submitting = true
-      const load = (async () => {
+      // --clients concurrent clients, each one delegation at a time.
+      const client = async (c: number): Promise<void> => {
         for (let i = 0; submitting; i += 1) {
           try {
             const answer = await stack.client.delegate(
               {
-                sessionId: `failover-${i % 64}`,
+                sessionId: `failover-${c}-${i % 8}`,
                 name: 'scripted',
                 prompt: JSON.stringify({ output: randomUUID(), delayMs: 500 }),
               },
@@ -195,7 +196,8 @@ async function failover(retry: 'failover' | 'client'): Promise<void> {
           }
           await sleep(10)
         }
-      })()
+      }
+      const load = Promise.all(Array.from({ length: CLIENTS }, (_, c) => client(c)))
       await sleep(5_000)
       const busiest = await cluster.busiestMaster('*')
       const replica = await cluster.replicaOf(busiest.server)

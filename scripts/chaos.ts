@@ -1,5 +1,5 @@
 // `npm run chaos [-- --json] [--count N] [--hosted N] [--clients N] [--workers N] [--verbose] [--strict]
-//                 [--submit-timeout S] [--quiesce-timeout S]`
+//                 [--cluster] [--submit-timeout S] [--quiesce-timeout S]`
 //
 // Runs the whole system as separate processes (the API and a worker fleet), drives N delegations of
 // the built-in `scripted` child (instant, slow, failing, hanging-then-cancelled, steered), of the
@@ -11,7 +11,9 @@
 // (and start a replacement), restart the API, FLUSHDB the chaos Redis database, terminate the
 // chaos database's Postgres backends; and through fault proxies between the fleet and the real
 // Postgres and Redis: stall Postgres, reset its connections, stall Redis; hold locks on hot ledger
-// rows; restart every worker one by one. One session in eight has a webhook to a receiver this
+// rows; restart every worker one by one. With --cluster the fleet runs on a private Redis Cluster
+// (3 masters, 3 replicas, started and stopped by this script) with the queue in 8 partitions; the
+// Redis faults then act on its masters (lib/chaos/faults.ts) and one more fires: SIGKILL a master. One session in eight has a webhook to a receiver this
 // script runs (lib/chaos/webhooks.ts), which fails and answers late at random. Then it waits for
 // quiescence and audits the ledger:
 //   lost                 attempts the clients got a 202 for (continuations too), not terminal
@@ -35,7 +37,7 @@
 // (run.ts) passed to each, and one retry helper (retry.ts). With --json the last stdout line is one
 // JSON object (everything else goes to stderr). Exits non-zero when an invariant fails, when fewer
 // than N delegations (or fewer continuations than continued delegations) were accepted, or when a
-// fault kind never fired. A process that exits unasked (a crash) is restarted, as a supervisor
+// fault kind of the topology never fired. A process that exits unasked (a crash) is restarted, as a supervisor
 // would, and reported; --strict also fails the run on it. --verbose echoes every process's output
 // to stderr. Isolation: database `baton_chaos` (recreated), Redis logical database 9 (flushed at
 // the end), a unique queue prefix, a random API port. Process logs (and the subagents' specs,
@@ -45,14 +47,20 @@ import { join } from 'node:path'
 import { parseArgs } from 'node:util'
 import { Redis } from 'ioredis'
 import { createDb } from '@baton/store'
+import { startRedisCluster } from '@baton/testing/redis-cluster'
 import { audit, waitForHostedRuns, waitForQuiescence } from './lib/chaos/audit.ts'
 import { REMEMBERER, writeRemembererDirs } from './lib/chaos/history.ts'
 import { submitHosted, writeChaosProfiles } from './lib/chaos/hosted.ts'
 import { startFaultProxy } from '@baton/testing/fault-proxy'
-import { faultLoop } from './lib/chaos/faults.ts'
+import { faultLoop, type ChaosRedis } from './lib/chaos/faults.ts'
 import { Fleet } from './lib/chaos/fleet.ts'
 import { failuresOf, printDetails, printTables, summarize } from './lib/chaos/report.ts'
-import { createRun, settleFollowUps, type ChaosOptions } from './lib/chaos/run.ts'
+import {
+  CLUSTER_PARTITIONS,
+  createRun,
+  settleFollowUps,
+  type ChaosOptions,
+} from './lib/chaos/run.ts'
 import { writeWitnessSpec } from './lib/chaos/witness.ts'
 import { submitWorkload } from './lib/chaos/workload.ts'
 import { createParentRuns } from './lib/chaos/parent-runs.ts'
@@ -72,6 +80,7 @@ function parseOptions(): ChaosOptions {
       json: { type: 'boolean', default: false },
       verbose: { type: 'boolean', default: false },
       strict: { type: 'boolean', default: false },
+      cluster: { type: 'boolean', default: false },
       count: { type: 'string', default: '10000' },
       hosted: { type: 'string', default: '24' },
       clients: { type: 'string', default: '64' },
@@ -84,6 +93,7 @@ function parseOptions(): ChaosOptions {
     json: args.json,
     verbose: args.verbose,
     strict: args.strict,
+    cluster: args.cluster,
     count: Number(args.count),
     hosted: Number(args.hosted),
     clients: Number(args.clients),
@@ -125,7 +135,8 @@ async function main(): Promise<number> {
   const { options } = run
   run.log(
     `chaos: ${options.count} delegations, ${options.hosted} hosted sessions, ${options.clients} clients, ${options.workers} workers; ` +
-      `db ${databaseName(run.databaseUrl)}, redis db ${run.redisDb}, prefix ${run.prefix}, ` +
+      `db ${databaseName(run.databaseUrl)}, ` +
+      `${options.cluster ? `a Redis Cluster, ${CLUSTER_PARTITIONS} partitions` : `redis db ${run.redisDb}`}, prefix ${run.prefix}, ` +
       `port ${run.port}; logs in ${run.logDir}`,
   )
   const redis = new Redis(run.redisUrl, { maxRetriesPerRequest: 3 })
@@ -136,17 +147,27 @@ async function main(): Promise<number> {
   const subagentDirs = await writeRemembererDirs(join(run.logDir, REMEMBERER))
   const witnessFile = await writeWitnessSpec(subagentDirs.SUBAGENTS_DIR, run.logDir)
   const hostedEnv = await writeChaosProfiles(run.logDir, subagentDirs.SCRIPTED_MODELS_DIR)
-  // Every process of the fleet reaches Postgres and Redis through a fault proxy; this script's own
-  // clients (audit, faults) reach them directly.
-  const proxies = {
-    pg: await startFaultProxy(run.databaseUrl),
-    redis: await startFaultProxy(run.redisUrl),
-  }
+  // Every process of the fleet reaches Postgres, and one Redis, through a fault proxy; this
+  // script's own clients (audit, faults) reach them directly. A cluster's nodes are reached
+  // directly by everyone.
+  const pgProxy = await startFaultProxy(run.databaseUrl)
+  const cluster = options.cluster ? await startRedisCluster() : undefined
+  const chaosRedis: ChaosRedis =
+    cluster === undefined
+      ? { kind: 'one', client: redis, proxy: await startFaultProxy(run.redisUrl) }
+      : { kind: 'cluster', cluster }
+  const redisEnv =
+    chaosRedis.kind === 'one'
+      ? { REDIS_URL: chaosRedis.proxy.url }
+      : {
+          REDIS_CLUSTER_NODES: chaosRedis.cluster.nodeList,
+          QUEUE_PARTITIONS: String(CLUSTER_PARTITIONS),
+        }
   const env = {
     ...subagentDirs,
     ...hostedEnv,
-    DATABASE_URL: proxies.pg.url,
-    REDIS_URL: proxies.redis.url,
+    DATABASE_URL: pgProxy.url,
+    ...redisEnv,
     QUEUE_PREFIX: run.prefix,
     LOG_LEVEL: 'info',
     HOST: '127.0.0.1',
@@ -173,7 +194,7 @@ async function main(): Promise<number> {
     fleet.killRemaining()
     // Best effort: leave the chaos Redis database empty, but never hang on the way out.
     setTimeout(() => process.exit(130), 2_000).unref()
-    void redis.flushdb().finally(() => process.exit(130))
+    void Promise.all([redis.flushdb(), cluster?.close()]).finally(() => process.exit(130))
   }
   process.once('SIGINT', onSignal)
   process.once('SIGTERM', onSignal)
@@ -203,7 +224,7 @@ async function main(): Promise<number> {
           `connection errors ${run.stats.postConnectionErrors}, faults ${JSON.stringify(run.faults)}`,
       )
     }, 5_000)
-    const faultsDone = faultLoop(run, fleet, redis, proxies, () => submissionDone)
+    const faultsDone = faultLoop(run, fleet, { pgProxy, redis: chaosRedis }, () => submissionDone)
     const parents = createParentRuns(run, (sessionId) => push?.isPushed(sessionId) === true)
     await Promise.all([submitWorkload(run, parents), submitHosted(run)])
     submissionDone = true
@@ -256,11 +277,13 @@ async function main(): Promise<number> {
     return failures.length === 0 ? 0 : 1
   } finally {
     await push?.close().catch(() => undefined)
-    proxies.pg.resume()
-    proxies.redis.resume()
+    pgProxy.resume()
+    if (chaosRedis.kind === 'one') chaosRedis.proxy.resume()
+    for (const node of cluster?.nodes ?? []) node.resume()
     await fleet.stopAll().catch(() => undefined)
-    await proxies.pg.close()
-    await proxies.redis.close()
+    await pgProxy.close()
+    if (chaosRedis.kind === 'one') await chaosRedis.proxy.close()
+    await cluster?.close()
     await redis.flushdb().catch(() => undefined)
     redis.disconnect()
     await db.destroy().catch(() => undefined)

@@ -4,10 +4,10 @@
 //   - `throughput`: delegations per second with the queue in one partition on one private Redis,
 //     then in 8 partitions on a private Redis Cluster (3 masters, 3 replicas), with each master's
 //     share of the masters' CPU time during the load and the load average around both;
-//   - `failover`: under load on the cluster, the busiest master is killed (SIGKILL); its replica
-//     takes over. Once with Baton's failover retry settings, once with the client library's own
-//     (REDIS_CLUSTER_RETRY=client): how long until every attempt ended, the ledger audit, and how
-//     often the processes logged each kind of Redis error.
+//   - `failover`: under load (--clients clients) on the cluster, the busiest master is killed
+//     (SIGKILL); its replica takes over. Once with Baton's failover retry settings, once with the
+//     client library's own (REDIS_CLUSTER_RETRY=client): how long until every attempt ended, the
+//     ledger audit, and how often the processes logged each kind of Redis error.
 // Options: --count N (delegations per throughput phase, default 2000), --clients N (default 32),
 // --phases throughput,failover (default both).
 import { randomUUID } from 'node:crypto'
@@ -43,6 +43,8 @@ const PHASES = new Set(values.phases.split(','))
 const COUNT = Number(values.count)
 const CLIENTS = Number(values.clients)
 const PARTITIONS = 8
+/** A process on the cluster connects every partition's readers before it is ready. */
+const READY_TIMEOUT_MS = 120_000
 const serverUrl = process.env.DATABASE_URL ?? DEFAULT_DATABASE_URL
 const ATTEMPTS_LEDGER = {
   table: 'attempts',
@@ -52,6 +54,8 @@ const ATTEMPTS_LEDGER = {
 
 /** Redis errors the processes log, by the words that name them. */
 const ERROR_KINDS = {
+  // The API's words for an add to the queue that failed (left to the reconciler).
+  failed_adds: 'enqueue failed after accept',
   too_many_redirections: 'Too many Cluster redirections',
   clusterdown: 'CLUSTERDOWN',
   crossslot: 'CROSSSLOT',
@@ -97,7 +101,7 @@ async function withStack<T>(
     ...redisEnv,
   }
   // A start takes seconds; on a machine shared with other work, far more.
-  const launch = { onOutput: count, timeoutMs: 120_000 }
+  const launch = { onOutput: count, timeoutMs: READY_TIMEOUT_MS }
   const processes = [
     spawnApp('api', env, { name: 'api', ...launch }),
     spawnApp('worker', env, { name: 'worker-1', ...launch }),
@@ -206,12 +210,13 @@ async function failover(retry: 'failover' | 'client'): Promise<void> {
       const accepted: string[] = []
       let refused = 0
       let submitting = true
-      const load = (async () => {
+      // --clients concurrent clients, each one delegation at a time.
+      const client = async (c: number): Promise<void> => {
         for (let i = 0; submitting; i += 1) {
           try {
             const answer = await stack.client.delegate(
               {
-                sessionId: `failover-${i % 64}`,
+                sessionId: `failover-${c}-${i % 8}`,
                 name: 'scripted',
                 prompt: JSON.stringify({ output: randomUUID(), delayMs: 500 }),
               },
@@ -223,20 +228,16 @@ async function failover(retry: 'failover' | 'client'): Promise<void> {
           }
           await sleep(10)
         }
-      })()
-      await sleep(5_000)
-      const masters = await cluster.masters()
-      let busiest = masters[0]
-      let most = -1
-      for (const master of masters) {
-        const keys = (await cluster.keysOn(master.server, '*')).length
-        if (keys > most) [busiest, most] = [master, keys]
       }
-      if (busiest === undefined) throw new Error('no master')
+      const load = Promise.all(Array.from({ length: CLIENTS }, (_, c) => client(c)))
+      await sleep(5_000)
+      const busiest = await cluster.busiestMaster('*')
+      const replica = await cluster.replicaOf(busiest.server)
       const killedAt = Date.now()
       await busiest.server.crash()
       await cluster.waitHealthy(60_000)
       const promotedMs = Date.now() - killedAt
+      const promoted = (await cluster.masters()).some((m) => m.server === replica)
       await sleep(5_000)
       submitting = false
       await load
@@ -268,6 +269,7 @@ async function failover(retry: 'failover' | 'client'): Promise<void> {
           partitions: PARTITIONS,
           accepted: accepted.length,
           refused,
+          promoted,
           promoted_ms: promotedMs,
           open_after_2_min: open,
           all_ended_ms: open === 0 ? allEndedMs : null,

@@ -2,52 +2,15 @@
 // queue in 8 partitions: an API and two worker processes under load. Every partition's keys live
 // on the one master that serves its hash tag's slot, no process ever sees CROSSSLOT, and the
 // ledger stays whole.
-import { sql } from 'kysely'
-import type { Db } from '@baton/store'
-import {
-  delegationsPath,
-  describe,
-  eventually,
-  expect,
-  startRedisCluster,
-  test,
-  type BatonStack,
-  type RedisClusterServers,
-} from '@baton/testing'
+import { describe, expect, startRedisCluster, test, type RedisClusterServers } from '@baton/testing'
 import { auditLedger } from '@baton/testing/ledger-audit'
-
-const PARTITIONS = 8
-
-/** The environment that puts both apps on the cluster, partitioned. */
-const clusterEnv = (cluster: RedisClusterServers): Record<string, string> => ({
-  QUEUE_PARTITIONS: String(PARTITIONS),
-  REDIS_CLUSTER_NODES: cluster.nodeList,
-})
-
-/** Submits `prompt(i)` to subagent `name` in one of `sessions` sessions; answers the attempt id. */
-async function submit(
-  stack: BatonStack,
-  name: string,
-  session: string,
-  prompt: string,
-): Promise<string> {
-  const answer = await stack.post(delegationsPath(session), { name, prompt })
-  expect(answer.status, JSON.stringify(answer.body)).toBe(202)
-  return (answer.body as { attemptId: string }).attemptId
-}
-
-async function untilAllTerminal(db: Db, ids: readonly string[], timeoutMs: number): Promise<void> {
-  await eventually(
-    async () => {
-      const r = await sql<{ n: number }>`
-        select count(*)::int as n from attempts
-        where id = any(${[...ids]}::uuid[]) and status <> 'terminal'
-      `.execute(db)
-      return r.rows[0]?.n === 0 ? true : undefined
-    },
-    { timeoutMs, intervalMs: 250, what: 'every attempt to end' },
-  )
-}
+import {
+  PARTITIONS,
+  clusterEnv,
+  linesWith,
+  submit,
+  untilAllTerminal,
+} from './support/redis-cluster-load.ts'
 
 /** Every Baton key of the cluster, by the master that holds it. */
 async function keysByMaster(
@@ -60,12 +23,6 @@ async function keysByMaster(
   }
   return byMaster
 }
-
-/** What the processes printed that a cluster refuses: a multi-key command across slots. */
-const crossSlotLines = (stack: BatonStack): string[] =>
-  [stack.api, ...stack.workers]
-    .flatMap((p) => p.output().split('\n'))
-    .filter((line) => line.includes('CROSSSLOT'))
 
 describe('queue partitions on a Redis Cluster', () => {
   test(
@@ -94,7 +51,7 @@ describe('queue partitions on a Redis Cluster', () => {
             )),
           )
         }
-        await untilAllTerminal(db, accepted, 120_000)
+        await untilAllTerminal(db, stack, accepted, 120_000)
 
         const byMaster = await keysByMaster(cluster, queuePrefix)
         const tags = new Map<string, Set<number>>()
@@ -124,7 +81,8 @@ describe('queue partitions on a Redis Cluster', () => {
         // The partitions are spread: more than one master holds some.
         expect(new Set([...tags.values()].flatMap((p) => [...p])).size).toBeGreaterThan(1)
 
-        expect(crossSlotLines(stack)).toEqual([])
+        // A multi-key command across slots is what a cluster refuses.
+        expect(linesWith(stack, 'CROSSSLOT')).toEqual([])
         expect(await auditLedger(db, accepted)).toMatchObject({
           lost: 0,
           stuck: 0,

@@ -20,6 +20,16 @@ export interface RedisClusterServers {
   keysOn(server: RedisServer, pattern: string): Promise<string[]>
   /** The slot of a key (`CLUSTER KEYSLOT`). */
   keySlot(key: string): Promise<number>
+  /** The master holding the most keys that match `pattern` now (ties: the first). */
+  busiestMaster(pattern: string): Promise<ClusterMaster>
+  /** A live replica of `master` (`CLUSTER NODES`), if it has one. */
+  replicaOf(master: RedisServer): Promise<RedisServer | undefined>
+  /**
+   * Starts a node that was killed again on its port with its cluster config: it finds that its
+   * replica took its slots over and follows it. Resolves once it replicates and the cluster is
+   * healthy, so the next master to die has a replica again.
+   */
+  rejoin(server: RedisServer, timeoutMs?: number): Promise<void>
   /**
    * Resolves once every live node reports `cluster_state:ok` and live masters serve every slot
    * (after a master died: once its replica took over).
@@ -181,12 +191,68 @@ export async function startRedisCluster(
     throw new Error('no cluster node answers')
   }
 
+  async function busiestMaster(pattern: string): Promise<ClusterMaster> {
+    let busiest: ClusterMaster | undefined
+    let most = -1
+    for (const master of await currentMasters()) {
+      const keys = (await keysOn(master.server, pattern)).length
+      if (keys > most) [busiest, most] = [master, keys]
+    }
+    if (busiest === undefined) throw new Error('the cluster has no master')
+    return busiest
+  }
+
+  async function replicaOf(master: RedisServer): Promise<RedisServer | undefined> {
+    for (const node of nodes) {
+      let reply: string
+      try {
+        reply = await clusterCommand(node, 'cluster', 'nodes')
+      } catch {
+        continue
+      }
+      // `<id> <ip:port@cport> <flags> <master id or -> ...`, one node a line.
+      const lines = reply
+        .trim()
+        .split('\n')
+        .map((line) => line.split(' '))
+      const portOf = (address: string | undefined): number =>
+        Number(/:(\d+)@/.exec(address ?? '')?.[1] ?? -1)
+      const masterId = lines.find((l) => portOf(l[1]) === master.port)?.[0]
+      if (masterId === undefined) return undefined
+      const replica = lines.find(
+        (l) => l[3] === masterId && l[2]?.includes('slave') && !l[2].includes('fail'),
+      )
+      return nodes.find((n) => n.port === portOf(replica?.[1]))
+    }
+    throw new Error('no cluster node answers')
+  }
+
+  async function rejoin(server: RedisServer, timeoutMs = 60_000): Promise<void> {
+    await server.restart()
+    const deadline = Date.now() + timeoutMs
+    for (;;) {
+      try {
+        const replication = await clusterCommand(server, 'info', 'replication')
+        if (replication.includes('role:slave') && replication.includes('master_link_status:up'))
+          break
+      } catch {
+        // Not there yet.
+      }
+      if (Date.now() > deadline) throw new Error(`redis node ${server.port} did not rejoin`)
+      await new Promise((r) => setTimeout(r, 100))
+    }
+    await waitHealthy(Math.max(1_000, deadline - Date.now()))
+  }
+
   return {
     nodes,
     nodeList: nodes.map((n) => `127.0.0.1:${n.port}`).join(','),
     masters: currentMasters,
     keysOn,
     keySlot,
+    busiestMaster,
+    replicaOf,
+    rejoin,
     waitHealthy,
     close,
     isClosed: () => closed,

@@ -6,7 +6,7 @@ import { HISTORY_CHECKS, REMEMBERER } from './history.ts'
 import { RUNS_PER_SESSION } from './hosted.ts'
 import type { Crash } from './fleet.ts'
 import type { WebhookAudit } from './webhooks.ts'
-import { FAULT_KINDS, bump, type ChaosRun, type Kind } from './run.ts'
+import { bump, type ChaosRun, type Kind } from './run.ts'
 
 export interface Summary {
   readonly submitted: number
@@ -77,7 +77,7 @@ export function summarize(
     duplicate_execution: a.invariants.duplicate_execution,
     stuck: a.invariants.stuck,
     orphan_transitions: a.invariants.orphan_transitions,
-    faults: { ...run.faults },
+    faults: Object.fromEntries(run.faultKinds.map((k) => [k, run.faults[k] ?? 0])),
     context: { agents: a.context.agents, events: a.context.events, bad: a.context.bad },
     witness: { attempts: a.witness.attempts, starts: a.witness.starts, bad: a.witness.bad },
     continuations: {
@@ -131,7 +131,7 @@ export function failuresOf(run: ChaosRun, summary: Summary, crashes: readonly Cr
     'orphan_transitions',
   ] as const)
     if (summary[key] !== 0) failures.push(`${key} = ${summary[key]}`)
-  for (const kind of FAULT_KINDS) if (run.faults[kind] === 0) failures.push(`no ${kind}`)
+  for (const kind of run.faultKinds) if (!run.faults[kind]) failures.push(`no ${kind}`)
   if (run.submitted.size < run.options.count)
     failures.push(`only ${run.submitted.size} of ${run.options.count} accepted`)
   if (summary.context.bad !== 0) failures.push(`context bad = ${summary.context.bad}`)
@@ -233,7 +233,7 @@ export function printTables(run: ChaosRun, summary: Summary, a: Audit, crashes: 
   table(
     run,
     'fault',
-    FAULT_KINDS.map((k) => [k, run.faults[k]] as const),
+    run.faultKinds.map((k) => [k, run.faults[k] ?? 0] as const),
   )
   table(run, 'stopReason/failureCategory', byCount(a.outcomes))
   table(

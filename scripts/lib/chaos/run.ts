@@ -15,6 +15,11 @@ export interface ChaosOptions {
   readonly hosted: number
   readonly clients: number
   readonly workers: number
+  /**
+   * On a private Redis Cluster (3 masters, 3 replicas) with the queue in `CLUSTER_PARTITIONS`
+   * partitions, instead of one Redis behind a fault proxy.
+   */
+  readonly cluster: boolean
   readonly submitTimeoutMs: number
   readonly quiesceTimeoutMs: number
 }
@@ -43,7 +48,8 @@ export type FaultKind =
   | 'redis_stalls'
   | 'lock_holds'
   | 'rolling_restarts'
-export const FAULT_KINDS: readonly FaultKind[] = [
+  | 'master_kills'
+const FAULT_KINDS: readonly FaultKind[] = [
   'worker_kills',
   'api_restarts',
   'redis_flushes',
@@ -53,7 +59,19 @@ export const FAULT_KINDS: readonly FaultKind[] = [
   'redis_stalls',
   'lock_holds',
   'rolling_restarts',
+  'master_kills',
 ]
+
+/** The queue partitions of a run on the cluster. */
+export const CLUSTER_PARTITIONS = 8
+
+/**
+ * The faults of a topology: every kind on a cluster (where a Redis flush empties every master and
+ * a Redis stall stops one master for less than the cluster's node timeout), all but the master
+ * kill on one Redis, which has no master to kill in place of its replica.
+ */
+export const faultKindsOf = (options: Pick<ChaosOptions, 'cluster'>): readonly FaultKind[] =>
+  options.cluster ? FAULT_KINDS : FAULT_KINDS.filter((k) => k !== 'master_kills')
 
 export interface ChaosStats {
   postConnectionErrors: number
@@ -84,7 +102,10 @@ export interface ChaosRun {
   /** Continuations (second turns of `continued`) the client got a 202 for, by attempt id. */
   readonly continuations: Map<string, ContinuedPair>
   readonly stats: ChaosStats
-  readonly faults: Record<FaultKind, number>
+  /** The fault kinds of this run's topology, each of which must fire (`faultKindsOf`). */
+  readonly faultKinds: readonly FaultKind[]
+  /** Faults injected, by kind (every kind of `faultKinds`). */
+  readonly faults: Partial<Record<FaultKind, number>>
   /** Cancels, steers and continuations still in flight. */
   readonly followUps: Set<Promise<void>>
   /** Fires when submission must stop retrying (set when submission starts). */
@@ -141,7 +162,8 @@ export function createRun(
       orphanCancels: 0,
       hosted: { sessions: 0, runs: 0 },
     },
-    faults: Object.fromEntries(FAULT_KINDS.map((k) => [k, 0])) as Record<FaultKind, number>,
+    faultKinds: faultKindsOf(options),
+    faults: Object.fromEntries(faultKindsOf(options).map((k) => [k, 0])),
     followUps: new Set(),
     submitDeadline: never,
     followUpDeadline: never,

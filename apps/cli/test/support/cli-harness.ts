@@ -57,6 +57,88 @@ export const batonWithKey = (apiKey: string, baseUrl: string, ...args: string[])
 export const baton = (baseUrl: string, ...args: string[]) =>
   collect(process.execPath, [MAIN, ...args], baseUrl)
 
+/** `baton ARGS` as a user types into it: stdin is a pipe the test writes lines to and ends. */
+export interface Interactive {
+  /** Types `line` and Enter. */
+  type(line: string): void
+  /** Closes stdin: the end of the input. */
+  end(): void
+  /** Resolves with what stdout holds once `until` accepts it (within `timeoutMs`, default 60 s). */
+  untilStdout(until: (stdout: string) => boolean, what: string, timeoutMs?: number): Promise<string>
+  /** Resolves when `baton` exited, with everything it wrote. */
+  readonly exited: Promise<Run>
+  /** SIGKILLs `baton` if it still runs (a failed test's leftover). */
+  kill(): void
+}
+
+export function batonInteractive(baseUrl: string, ...args: string[]): Interactive {
+  const child = spawn(process.execPath, [MAIN, ...args], {
+    // eslint-disable-next-line no-restricted-properties -- `baton` runs in the test's environment
+    env: { ...process.env, BATON_URL: baseUrl, BATON_API_KEY: KEYS.get(baseUrl) ?? '' },
+    stdio: ['pipe', 'pipe', 'pipe'],
+  })
+  const stdout: Buffer[] = []
+  const stderr: Buffer[] = []
+  const text = () => Buffer.concat(stdout).toString()
+  const watchers = new Set<() => void>()
+  child.stdout.on('data', (chunk: Buffer) => {
+    stdout.push(chunk)
+    for (const watcher of watchers) watcher()
+  })
+  child.stderr.on('data', (chunk: Buffer) => stderr.push(chunk))
+  const exited = new Promise<Run>((resolve) =>
+    child.once('close', (code) => {
+      for (const watcher of watchers) watcher()
+      const stdoutBytes = Buffer.concat(stdout)
+      resolve({
+        code,
+        stdout: stdoutBytes.toString(),
+        stdoutBytes,
+        stderr: Buffer.concat(stderr).toString(),
+      })
+    }),
+  )
+  return {
+    type: (line) => child.stdin.write(`${line}\n`),
+    end: () => child.stdin.end(),
+    exited,
+    kill: () => {
+      if (child.exitCode === null && child.signalCode === null) child.kill('SIGKILL')
+    },
+    untilStdout: (until, what, timeoutMs = 60_000) =>
+      new Promise((resolve, reject) => {
+        const check = () => {
+          const out = text()
+          if (until(out)) {
+            done()
+            resolve(out)
+          } else if (child.exitCode !== null || child.signalCode !== null) {
+            done()
+            reject(
+              new Error(
+                `baton exited before ${what}:\n${out}\n${Buffer.concat(stderr).toString()}`,
+              ),
+            )
+          }
+        }
+        const timer = setTimeout(() => {
+          done()
+          reject(
+            new Error(
+              `no ${what} within ${String(timeoutMs)}ms:\n${text()}\n${Buffer.concat(stderr).toString()}`,
+            ),
+          )
+        }, timeoutMs)
+        const done = () => {
+          clearTimeout(timer)
+          watchers.delete(check)
+        }
+        watchers.add(check)
+        check()
+      }),
+  }
+}
+
 const shellQuote = (arg: string) => `'${arg.replaceAll("'", `'\\''`)}'`
 
 /** `baton ARGS` on a pseudo-terminal: `script` gives it a TTY and copies what it draws to stdout. */

@@ -56,6 +56,7 @@ describe('migrations', () => {
           '0052-retention-key-indexes',
           '0055-planned-webhook-enqueue',
           '0070-distribution-key',
+          '0085-hosted-run-idempotency',
         ])
         expect((await migrateToLatest(db)).applied).toEqual([
           '0001-ledger',
@@ -85,6 +86,7 @@ describe('migrations', () => {
           '0052-retention-key-indexes',
           '0055-planned-webhook-enqueue',
           '0070-distribution-key',
+          '0085-hosted-run-idempotency',
         ])
         const tables = await sql<{ table_name: string }>`
           select table_name from information_schema.tables where table_schema = 'public' order by 1
@@ -164,6 +166,7 @@ describe('migrations', () => {
           '0052-retention-key-indexes',
           '0055-planned-webhook-enqueue',
           '0070-distribution-key',
+          '0085-hosted-run-idempotency',
         ])
         const executed = await sql<{
           n: number
@@ -295,6 +298,7 @@ describe('migrations', () => {
           '0052-retention-key-indexes',
           '0055-planned-webhook-enqueue',
           '0070-distribution-key',
+          '0085-hosted-run-idempotency',
         ])
         const owners = await sql<{ namespace_id: string }>`
           select distinct namespace_id from attempts

@@ -160,7 +160,9 @@ async function untilAnswered(
 ): Promise<HostedRunView> {
   let timer: NodeJS.Timeout | undefined
   const expired = new Promise<HostedRunView>((resolve, reject) => {
-    timer = setTimeout(() => ctx.client.getRun(runId, call).then(resolve, reject), TURN_WAIT_MS)
+    timer = setTimeout(() => {
+      ctx.client.getRun(runId, call).then(resolve, reject)
+    }, TURN_WAIT_MS)
   })
   try {
     return await Promise.race([answer, expired])

@@ -20,23 +20,28 @@ export const ADMIN_API_KEY = 'cli-test-admin-key-0123456789abcdef0123456789'
 /** The API key each API started here issued, by the API's URL: `baton` gets it as BATON_API_KEY. */
 export const KEYS = new Map<string, string>()
 
-function collect(
+/** A started `command`: its process, what it wrote so far, and its end. */
+function start(
   command: string,
   args: readonly string[],
   baseUrl: string,
-  apiKey = KEYS.get(baseUrl) ?? '',
-): Promise<Run> {
+  options: { readonly apiKey?: string; readonly stdin?: 'ignore' | 'pipe' } = {},
+) {
   const child = spawn(command, args, {
-    // eslint-disable-next-line no-restricted-properties -- `baton` runs in the test's environment
-    env: { ...process.env, BATON_URL: baseUrl, BATON_API_KEY: apiKey },
-    stdio: ['ignore', 'pipe', 'pipe'],
+    env: {
+      // eslint-disable-next-line no-restricted-properties -- `baton` runs in the test's environment
+      ...process.env,
+      BATON_URL: baseUrl,
+      BATON_API_KEY: options.apiKey ?? KEYS.get(baseUrl) ?? '',
+    },
+    stdio: [options.stdin ?? 'ignore', 'pipe', 'pipe'],
   })
   // Chunks are joined before decoding: a character may be split between two of them.
   const stdout: Buffer[] = []
   const stderr: Buffer[] = []
   child.stdout.on('data', (chunk: Buffer) => stdout.push(chunk))
   child.stderr.on('data', (chunk: Buffer) => stderr.push(chunk))
-  return new Promise((resolve) =>
+  const exited = new Promise<Run>((resolve) =>
     child.once('close', (code) => {
       const stdoutBytes = Buffer.concat(stdout)
       resolve({
@@ -47,7 +52,11 @@ function collect(
       })
     }),
   )
+  return { child, stdout, stderr, exited }
 }
+
+const collect = (command: string, args: readonly string[], baseUrl: string, apiKey?: string) =>
+  start(command, args, baseUrl, apiKey === undefined ? {} : { apiKey }).exited
 
 /** `baton ARGS` with stdout and stderr piped, with `apiKey` as BATON_API_KEY. */
 export const batonWithKey = (apiKey: string, baseUrl: string, ...args: string[]) =>
@@ -72,32 +81,17 @@ export interface Interactive {
 }
 
 export function batonInteractive(baseUrl: string, ...args: string[]): Interactive {
-  const child = spawn(process.execPath, [MAIN, ...args], {
-    // eslint-disable-next-line no-restricted-properties -- `baton` runs in the test's environment
-    env: { ...process.env, BATON_URL: baseUrl, BATON_API_KEY: KEYS.get(baseUrl) ?? '' },
-    stdio: ['pipe', 'pipe', 'pipe'],
+  const { child, stdout, stderr, exited } = start(process.execPath, [MAIN, ...args], baseUrl, {
+    stdin: 'pipe',
   })
-  const stdout: Buffer[] = []
-  const stderr: Buffer[] = []
   const text = () => Buffer.concat(stdout).toString()
   const watchers = new Set<() => void>()
-  child.stdout.on('data', (chunk: Buffer) => {
-    stdout.push(chunk)
+  const notify = () => {
     for (const watcher of watchers) watcher()
-  })
-  child.stderr.on('data', (chunk: Buffer) => stderr.push(chunk))
-  const exited = new Promise<Run>((resolve) =>
-    child.once('close', (code) => {
-      for (const watcher of watchers) watcher()
-      const stdoutBytes = Buffer.concat(stdout)
-      resolve({
-        code,
-        stdout: stdoutBytes.toString(),
-        stdoutBytes,
-        stderr: Buffer.concat(stderr).toString(),
-      })
-    }),
-  )
+  }
+  // After the collector's own listeners, so a watcher sees each chunk (and the end) in place.
+  child.stdout.on('data', notify)
+  child.once('close', notify)
   return {
     type: (line) => child.stdin.write(`${line}\n`),
     end: () => child.stdin.end(),

@@ -1,7 +1,8 @@
 // Shared by this app's integration tests: `baton` as a user runs it, a real process against a real
 // API and worker (the stack fixture, on the test file's database, Redis and queue prefix), in a real
 // pseudo-terminal (util-linux `script`) or piped.
-import { spawn } from 'node:child_process'
+import { spawn, type ChildProcessByStdio } from 'node:child_process'
+import type { Readable, Writable } from 'node:stream'
 import { fileURLToPath } from 'node:url'
 import { expect, test, type BatonStack } from '@baton/testing'
 
@@ -27,6 +28,7 @@ function start(
   baseUrl: string,
   options: { readonly apiKey?: string; readonly stdin?: 'ignore' | 'pipe' } = {},
 ) {
+  // Typed for what it pipes: stdout and stderr always, stdin only when asked for.
   const child = spawn(command, args, {
     env: {
       // eslint-disable-next-line no-restricted-properties -- `baton` runs in the test's environment
@@ -35,7 +37,7 @@ function start(
       BATON_API_KEY: options.apiKey ?? KEYS.get(baseUrl) ?? '',
     },
     stdio: [options.stdin ?? 'ignore', 'pipe', 'pipe'],
-  })
+  }) as ChildProcessByStdio<Writable | null, Readable, Readable>
   // Chunks are joined before decoding: a character may be split between two of them.
   const stdout: Buffer[] = []
   const stderr: Buffer[] = []
@@ -84,6 +86,8 @@ export function batonInteractive(baseUrl: string, ...args: string[]): Interactiv
   const { child, stdout, stderr, exited } = start(process.execPath, [MAIN, ...args], baseUrl, {
     stdin: 'pipe',
   })
+  const input = child.stdin
+  if (input === null) throw new Error('baton was started without a stdin pipe')
   const text = () => Buffer.concat(stdout).toString()
   const watchers = new Set<() => void>()
   const notify = () => {
@@ -93,8 +97,8 @@ export function batonInteractive(baseUrl: string, ...args: string[]): Interactiv
   child.stdout.on('data', notify)
   child.once('close', notify)
   return {
-    type: (line) => child.stdin.write(`${line}\n`),
-    end: () => child.stdin.end(),
+    type: (line) => input.write(`${line}\n`),
+    end: () => input.end(),
     exited,
     kill: () => {
       if (child.exitCode === null && child.signalCode === null) child.kill('SIGKILL')

@@ -373,6 +373,28 @@ async function hostedSessions(call: Call, key: string): Promise<void> {
   expect(outcome(await call('POST', `/v1/sessions/${sessionId}/runs`, { key, body: {} }))).toBe(
     '409 SESSION_NOT_HOSTED',
   )
+  // A keyed run: its retry answers the same run; the key with another input is refused.
+  const keyed = { 'idempotency-key': 'contract-run-key' }
+  const first = await call('POST', `/v1/sessions/${sessionId}/runs`, {
+    key,
+    body: { input: 'keyed' },
+    headers: keyed,
+  })
+  const retried = await call('POST', `/v1/sessions/${sessionId}/runs`, {
+    key,
+    body: { input: 'keyed' },
+    headers: keyed,
+  })
+  expect([first.status, retried.status, retried.body.runId]).toEqual([201, 201, first.body.runId])
+  expect(
+    outcome(
+      await call('POST', `/v1/sessions/${sessionId}/runs`, {
+        key,
+        body: { input: 'other' },
+        headers: keyed,
+      }),
+    ),
+  ).toBe('409 IDEMPOTENCY_KEY_REUSED')
   for (const path of [`/v1/sessions/${sessionId}/events`, `/v1/runs/${runId}/events`])
     expect((await call('GET', `${path}?follow=false`, { key })).status).toBe(200)
   expect(outcome(await call('GET', '/v1/sessions/no-such-session/events', { key }))).toBe(

@@ -6,8 +6,9 @@ import { tmpdir } from 'node:os'
 import { join } from 'node:path'
 import { decode, type DecodedPng } from 'fast-png'
 import type { BrowserContext, Page } from 'playwright-core'
+import { sql } from 'kysely'
 import { claimAttempt, commitTerminal, type Db } from '@baton/store'
-import { describe, expect } from '@baton/testing'
+import { DEMO_PROFILES_ENV, describe, expect, runDemoSession } from '@baton/testing'
 import { apiTest, delegate, type ApiHarness } from './support/api-harness.ts'
 import { launchChromium } from './chromium.ts'
 
@@ -389,6 +390,82 @@ describe('ledger dashboard in Chromium', () => {
       })
       expect(refused.status).toBe(401)
       expect(Object.keys((await refused.json()) as object)).toEqual(['error'])
+    },
+  )
+
+  browserTest(
+    "the sessions view of a hosted session: its runs in admission order, each run's trigger and state, and the user run's two children",
+    { timeout: 120_000 },
+    async ({ baton, browser, db }) => {
+      // A real API and worker on the demo profile: the parent delegates to two researchers and
+      // ends its turn; each researcher's result comes back as a continuation run.
+      const stack = await baton({ env: DEMO_PROFILES_ENV, apiEnv: { ADMIN_API_KEY: ADMIN_KEY } })
+      const { sessionId, userRunId } = await runDemoSession(stack.client, db)
+      const runs = await sql<{ id: string; trigger_type: string; cause_attempt_id: string | null }>`
+        select id, trigger_type, cause_attempt_id from runs where session_id = ${sessionId}
+        order by admission_seq`.execute(db)
+      const children = await sql<{ id: string; agent_id: string }>`
+        select id, agent_id from attempts where parent_run_id = ${userRunId}::uuid
+        order by created_at, id`.execute(db)
+      expect(children.rows).toHaveLength(2)
+
+      const context = await browser.newContext({ viewport: { width: 1400, height: 1800 } })
+      const base = new URL(stack.base)
+      const { page, answers } = await open(context, `http://admin:${ADMIN_KEY}@${base.host}/admin`)
+      // The session is listed; its link opens the sessions view.
+      const listed = page.locator(`#sessions tr[data-session-id="${sessionId}"]`)
+      await listed.waitFor({ timeout: FILL_TIMEOUT_MS })
+      expect(await listed.textContent()).toContain('demo')
+      await listed.locator('a').click()
+      await expect
+        .poll(() => page.locator('#session-runs tbody tr[data-run-id]').count(), {
+          timeout: FILL_TIMEOUT_MS,
+        })
+        .toBe(3)
+      expect(await page.locator('#session-id').textContent()).toBe(sessionId)
+
+      // The rows, top to bottom: the ledger's admission order, each with its trigger and state.
+      const rows = page.locator('#session-runs tbody tr[data-run-id]')
+      const shown = []
+      for (let i = 0; i < runs.rows.length; i += 1) {
+        const tr = rows.nth(i)
+        shown.push({
+          runId: await tr.getAttribute('data-run-id'),
+          position: await tr.locator('td.num').textContent(),
+          trigger: (await tr.locator('td.trigger').textContent()) ?? '',
+          state: await tr.locator('td.run-state').textContent(),
+          children: await Promise.all(
+            (await tr.locator('li.child').all()).map((li) => li.getAttribute('data-attempt-id')),
+          ),
+        })
+      }
+      expect(shown.map((r) => [r.position, r.runId, r.state])).toEqual(
+        runs.rows.map((r, i) => [String(i + 1), r.id, 'completed']),
+      )
+      expect(shown.map((r) => r.trigger.split('result of')[0])).toEqual([
+        'user',
+        'async_subagent_result',
+        'async_subagent_result',
+      ])
+      // The user run's children, each a link to its attempt; the continuations name the child
+      // whose result each carries, and delegated nothing.
+      expect(shown[0]?.children).toEqual(children.rows.map((c) => c.id))
+      for (const [i, run] of runs.rows.entries()) {
+        if (i === 0) continue
+        expect(shown[i]?.children).toEqual([])
+        expect(shown[i]?.trigger).toContain('result of researcher')
+        expect(shown[i]?.trigger).toContain(run.cause_attempt_id ?? 'a cause')
+      }
+      const first = page.locator(`#session-runs tr[data-run-id="${userRunId}"]`)
+      for (const child of children.rows) {
+        const item = first.locator(`li.child[data-attempt-id="${child.id}"]`)
+        expect(await item.getAttribute('data-agent-id')).toBe(child.agent_id)
+        expect(await item.getAttribute('data-status')).toBe('terminal')
+        expect(await item.locator('.child-name').textContent()).toBe('researcher')
+        expect(await item.locator('.child-state').textContent()).toBe('terminal (completed)')
+      }
+      expect(answers.filter((a) => a.status !== 200)).toEqual([])
+      await context.close()
     },
   )
 })

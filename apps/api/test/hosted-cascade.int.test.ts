@@ -110,6 +110,16 @@ describe('cascade cancel of a hosted run', () => {
         cancel_reason: cascadeCancelReason(run.runId),
       })
     expect(cascadeCancelReason(run.runId)).toContain(run.runId)
+    // The reason reaches callers: each child's view says it, as a read and as a wait answer it.
+    for (const child of ended) {
+      const view = await client.getAttempt(child.id)
+      expect(view).toMatchObject({
+        status: 'terminal',
+        cancelRequested: true,
+        cancelReason: cascadeCancelReason(run.runId),
+      })
+      expect((await client.wait(child.id, 1000)).cancelReason).toBe(cascadeCancelReason(run.runId))
+    }
     const open = await sql<{ n: number }>`
       select count(*)::int as n from attempts
       where session_id = ${sessionId} and status <> 'terminal'
@@ -138,6 +148,9 @@ describe('cascade cancel of a hosted run', () => {
     expect(rows.rows).toHaveLength(4)
     for (const row of rows.rows)
       expect(row).toEqual({ status: 'running', cancel_requested_at: null })
+    // No cancel asked for, so no reason in the view.
+    const [child] = await childrenOf(db, sessionId)
+    expect(await client.getAttempt(child!.id)).not.toHaveProperty('cancelReason')
   }, 180_000)
 
   test('a cancel body with an unknown key is a typed 400, and a parent attempt that is no unfinished attempt of the session is a typed 409; nothing is written', async ({

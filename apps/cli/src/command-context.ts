@@ -4,6 +4,8 @@ import { exitCodeOfView, type ExitCode } from './exit-codes.ts'
 
 /** What `baton` may touch of its process: streams and the variables it reads. */
 export interface CliIo {
+  /** What `chat` reads its turns from, line by line. */
+  readonly stdin: NodeJS.ReadableStream
   /** Text, or an artifact's exact bytes. */
   readonly stdout: { write(chunk: string | Uint8Array): unknown; readonly isTTY?: boolean }
   readonly stderr: { write(text: string): unknown }

@@ -196,7 +196,9 @@ export function createProgram(io: CliIo, exit: (code: ExitCode) => void): Comman
     )
   program
     .command('chat')
-    .description('an interactive session on a hosted parent: each line of stdin is a run')
+    .description(
+      "an interactive session on a hosted parent: each line of stdin is a run; the session's events and every run's answer are printed; /exit or the end of stdin ends it",
+    )
     .requiredOption('--session <id>', 'the hosted session')
     .action(run((ctx, options: { session: string }) => chat(ctx, options.session)))
 

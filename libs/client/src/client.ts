@@ -77,7 +77,8 @@ export interface DelegateInput {
 export interface CallOptions {
   /**
    * Sent as `Idempotency-Key`: a retry with the same key after a lost answer gets the first
-   * delegation back instead of creating a second one. Only delegation calls use it.
+   * delegation (or hosted run) back instead of creating a second one. Delegation calls and
+   * `startRun` use it; a host run (`createRun`) refuses it.
    */
   readonly idempotencyKey?: string
   /** Abandons the call (rejects with a `TimeoutError`) when no answer arrived in time. */
@@ -140,7 +141,8 @@ export interface BatonClient {
   getSession(sessionId: string, options?: CallOptions): Promise<SessionView>
   /**
    * Queue a run of a hosted session, executed by the fleet after every run admitted before it;
-   * with `wait`, one bounded wait of that many milliseconds for its end.
+   * with `wait`, one bounded wait of that many milliseconds for its end. With
+   * `options.idempotencyKey`, a retry after a lost answer gets the first request's run.
    */
   startRun(
     sessionId: string,

@@ -46,6 +46,11 @@ const attemptFields = {
   createdAt: isoTimeSchema,
   startedAt: isoTimeSchema.nullable(),
   cancelRequested: z.boolean(),
+  /**
+   * Present when a cancel was requested with a reason: the caller's, or the cascade's that
+   * cancelled it (`cascade: run <runId> was cancelled`).
+   */
+  cancelReason: z.string().optional(),
   steering: steeringProgressSchema,
 }
 

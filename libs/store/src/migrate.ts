@@ -34,6 +34,7 @@ import * as m0052 from './migrations/0052-retention-key-indexes.ts'
 import * as m0055 from './migrations/0055-planned-webhook-enqueue.ts'
 import * as m0070 from './migrations/0070-distribution-key.ts'
 import * as m0080 from './migrations/0080-attempt-depth.ts'
+import * as m0085 from './migrations/0085-hosted-run-idempotency.ts'
 
 /** Every migration, in order. Numbered and append-only. */
 const MIGRATIONS: Readonly<Record<string, Migration>> = {
@@ -65,6 +66,7 @@ const MIGRATIONS: Readonly<Record<string, Migration>> = {
   '0055-planned-webhook-enqueue': m0055,
   '0070-distribution-key': m0070,
   '0080-attempt-depth': m0080,
+  '0085-hosted-run-idempotency': m0085,
 }
 
 const provider: MigrationProvider = {

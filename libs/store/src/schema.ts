@@ -146,6 +146,9 @@ export interface RunTable {
   input: ColumnType<unknown, string | undefined, never> | null
   /** Hosted runs start one at a time in this order. */
   admission_seq: Generated<string>
+  /** A hosted user run's `Idempotency-Key` and its request's digest (0085). */
+  idempotency_key: string | null
+  request_digest: string | null
 }
 export type RunRow = Selectable<RunTable>
 

@@ -57,6 +57,7 @@ describe('migrations', () => {
           '0055-planned-webhook-enqueue',
           '0070-distribution-key',
           '0080-attempt-depth',
+          '0085-hosted-run-idempotency',
         ])
         expect((await migrateToLatest(db)).applied).toEqual([
           '0001-ledger',
@@ -87,6 +88,7 @@ describe('migrations', () => {
           '0055-planned-webhook-enqueue',
           '0070-distribution-key',
           '0080-attempt-depth',
+          '0085-hosted-run-idempotency',
         ])
         const tables = await sql<{ table_name: string }>`
           select table_name from information_schema.tables where table_schema = 'public' order by 1
@@ -167,6 +169,7 @@ describe('migrations', () => {
           '0055-planned-webhook-enqueue',
           '0070-distribution-key',
           '0080-attempt-depth',
+          '0085-hosted-run-idempotency',
         ])
         const executed = await sql<{
           n: number
@@ -347,6 +350,7 @@ describe('migrations', () => {
           '0055-planned-webhook-enqueue',
           '0070-distribution-key',
           '0080-attempt-depth',
+          '0085-hosted-run-idempotency',
         ])
         const owners = await sql<{ namespace_id: string }>`
           select distinct namespace_id from attempts

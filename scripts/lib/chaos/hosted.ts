@@ -68,12 +68,14 @@ export async function submitHosted(run: ChaosRun): Promise<void> {
         run.stats.hosted.sessions += 1
         for (let r = 0; r < RUNS_PER_SESSION; r += 1) {
           await sleep(rand(0, 4000))
-          // A retry after a lost answer may queue the input twice: two user runs, both audited.
+          // One key per user run: a retry after a lost answer gets the run the first request
+          // queued, never a second one.
+          const input = `hosted-${s}-${r}`
           await call(() =>
             run.client.startRun(
               sessionId,
-              { input: `hosted-${s}-${r}` },
-              { timeoutMs: POST_TIMEOUT_MS },
+              { input },
+              { timeoutMs: POST_TIMEOUT_MS, idempotencyKey: input },
             ),
           )
           run.stats.hosted.runs += 1

@@ -6,6 +6,7 @@ import {
   cancelRunRequestSchema,
   completeRunRequestSchema,
   hostedRunViewSchema,
+  idempotencyKeySchema,
   runRequestSchema,
   runConsumptionSchema,
   runHeartbeatRequestSchema,
@@ -46,13 +47,20 @@ export function runRoutes(deps: ApiDeps): FastifyPluginAsyncZod {
             'On a hosted session (created with a profile): `input` queues a `user` run that the ' +
             "fleet executes with the profile's model, after every run admitted before it; with " +
             '`wait`, one bounded wait of that many milliseconds for its end. Answered 201 with ' +
-            'the run (`HostedRunView`). ' +
+            'the run (`HostedRunView`). An `Idempotency-Key` makes a retry of the same request ' +
+            'answer the run the first one queued and write nothing; the key with another request ' +
+            'is `409 IDEMPOTENCY_KEY_REUSED` (keys are per session, apart from delegation keys). ' +
             'On a host-managed session: starts a parent run (a `user` run): delegations that name it hand ' +
             'their results back to it, or to a continuation once it has ended. With `consume`, an ' +
             '`explicit` run that consumes those suppressed results, once each, answered with ' +
             'their receipts and content. The run lives `leaseMs` (default 600000) unless its ' +
             'host renews it (`heartbeat`); then it is `abandoned` and what it held is released.',
           params: sessionParams,
+          headers: z.looseObject({
+            'idempotency-key': idempotencyKeySchema
+              .optional()
+              .describe('A hosted run only: a retry with the same key and request is the same run'),
+          }),
           body: runRequestSchema.nullish(),
           response: answers(
             {
@@ -70,6 +78,7 @@ export function runRoutes(deps: ApiDeps): FastifyPluginAsyncZod {
               ErrorCode.ResultNotConsumable,
               ErrorCode.SessionNotFound,
               ErrorCode.SessionNotHosted,
+              ErrorCode.IdempotencyKeyReused,
             ],
           ),
         },
@@ -88,8 +97,11 @@ export function runRoutes(deps: ApiDeps): FastifyPluginAsyncZod {
             await deps.hosted.createRun(
               namespaceId,
               sessionId,
-              body.input,
-              body.wait,
+              {
+                input: body.input,
+                waitMs: body.wait,
+                idempotencyKey: request.headers['idempotency-key'],
+              },
               abortOnClose(reply.raw),
             ),
           )
@@ -99,6 +111,12 @@ export function runRoutes(deps: ApiDeps): FastifyPluginAsyncZod {
           throw new BatonError(
             ErrorCode.ValidationFailed,
             '`wait` goes with `input` (a hosted run)',
+          )
+        // A host run has no key of its own: taking one silently would let a retry start a second.
+        if (request.headers['idempotency-key'] !== undefined)
+          throw new BatonError(
+            ErrorCode.ValidationFailed,
+            '`Idempotency-Key` goes with `input` (a hosted run)',
           )
         const session = await deps.hosted.readSession(namespaceId, sessionId)
         if (session.kind === 'session' && session.view.profile !== null)

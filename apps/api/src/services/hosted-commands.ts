@@ -1,10 +1,12 @@
 import { randomUUID } from 'node:crypto'
-import type {
-  CreateSessionRequest,
-  HostedRunView,
-  Prompt,
-  RunView,
-  SessionView,
+import {
+  promptToBlocks,
+  requestDigest,
+  type CreateSessionRequest,
+  type HostedRunView,
+  type Prompt,
+  type RunView,
+  type SessionView,
 } from '@baton/contracts'
 import type { Logger } from '@baton/observability'
 import { enqueueRouted, type AttemptQueues } from '@baton/queue'
@@ -41,12 +43,19 @@ export type HostedRunOutcome = { readonly kind: 'run'; readonly view: HostedRunV
 export interface HostedCommands {
   createSession(namespaceId: string, request: CreateSessionRequest): Promise<SessionOutcome>
   readSession(namespaceId: string, sessionId: string): Promise<SessionOutcome>
-  /** Queues a run of a hosted session; with `waitMs`, one bounded wait for its end. */
+  /**
+   * Queues a run of a hosted session; with `waitMs`, one bounded wait for its end. With an
+   * `idempotencyKey`, a retry of the same request answers the run the first one queued (its wait
+   * included), and the key with another request is refused (`key_reused`); nothing is written.
+   */
   createRun(
     namespaceId: string,
     sessionId: string,
-    input: Prompt,
-    waitMs: number | undefined,
+    request: {
+      readonly input: Prompt
+      readonly waitMs: number | undefined
+      readonly idempotencyKey: string | undefined
+    },
     signal: AbortSignal,
   ): Promise<HostedRunOutcome>
   readRun(namespaceId: string, runId: string): Promise<HostedRunOutcome>
@@ -154,10 +163,19 @@ export function createHostedCommands(deps: {
       return { kind: 'session', view: toSessionView(session) }
     },
 
-    async createRun(namespaceId, sessionId, input, waitMs, signal) {
-      const runId = randomUUID()
-      const created = await createHostedRun(deps.db, { namespaceId, sessionId, runId, input })
+    async createRun(namespaceId, sessionId, { input, waitMs, idempotencyKey }, signal) {
+      const created = await createHostedRun(deps.db, {
+        namespaceId,
+        sessionId,
+        runId: randomUUID(),
+        input,
+        ...(idempotencyKey === undefined
+          ? {}
+          : { idempotencyKey, requestDigest: requestDigest({ input: promptToBlocks(input) }) }),
+      })
       switch (created.kind) {
+        case 'key_reused':
+          return { kind: 'key_reused' }
         case 'session_not_found':
           return { kind: 'session_not_found', sessionId }
         case 'not_hosted':
@@ -165,8 +183,11 @@ export function createHostedCommands(deps: {
         case 'session_deleted':
           return { kind: 'session_deleted', sessionId }
         case 'created':
+        case 'replayed':
           break
       }
+      const runId = created.run.id
+      // A replay starts the next run too: the first request may have been cut before it did.
       await startNext(namespaceId, sessionId)
       if (waitMs !== undefined) return waitRun(namespaceId, runId, waitMs, signal)
       return readRun(namespaceId, runId)

@@ -11,6 +11,7 @@ export function toAttemptView(record: AttemptRecord): AnyAttemptView {
     createdAt: record.createdAt.toISOString(),
     startedAt: record.startedAt?.toISOString() ?? null,
     cancelRequested: record.cancelRequestedAt !== null,
+    ...(record.cancelReason === null ? {} : { cancelReason: record.cancelReason }),
     steering: record.steering,
   }
   if (record.status !== 'terminal') return { ...base, status: record.status }

@@ -15,6 +15,8 @@ export interface AttemptRecord {
   readonly createdAt: Date
   readonly startedAt: Date | null
   readonly cancelRequestedAt: Date | null
+  /** Why a cancel was requested, when its request named a reason (a cascade names its run). */
+  readonly cancelReason: string | null
   readonly stopReason: string | null
   /** The bounded inline preview of the output (the full output is in the artifact, if any). */
   readonly output: string | null
@@ -170,6 +172,7 @@ export function toAttemptRecord(row: AttemptReadRow): AttemptRecord {
     createdAt: row.created_at,
     startedAt: row.started_at,
     cancelRequestedAt: row.cancel_requested_at,
+    cancelReason: row.cancel_reason,
     stopReason: row.stop_reason,
     output: row.output_preview,
     outputTruncated: row.output_truncated,

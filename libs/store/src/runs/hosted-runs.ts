@@ -7,6 +7,10 @@ import { toRunRecord, type RunRecord } from './get-run.ts'
 
 export type CreateHostedRunOutcome =
   | { readonly kind: 'created'; readonly run: RunRecord }
+  /** The key's run, queued by an earlier request with the same digest. Nothing written. */
+  | { readonly kind: 'replayed'; readonly run: RunRecord }
+  /** The key names a run of another request. Nothing written. */
+  | { readonly kind: 'key_reused' }
   | { readonly kind: 'session_not_found' }
   /** A host-managed session: its runs are created and ended by its host. */
   | { readonly kind: 'not_hosted' }
@@ -15,9 +19,14 @@ export type CreateHostedRunOutcome =
 /**
  * Queues a user run of a hosted session: `pending`, with its input, after every run admitted
  * before it (`admission_seq`). The session's row is share-locked against its deletion fence.
- * `startNextRun` starts it when the session has no other run in flight.
- * Outcomes: created | session_not_found | not_hosted | session_deleted.
- * Retry safety: a retry with a fresh run id is a new run.
+ * `startNextRun` starts it when the session has no other run in flight. With an idempotency key,
+ * the insert is arbitrated by `runs_idempotency_idx`: the key's run, if any, answers instead (the
+ * same digest: `replayed`; another: `key_reused`), also behind the deletion fence, as a keyed
+ * delegation's retry does.
+ * Outcomes: created | replayed | key_reused | session_not_found | not_hosted | session_deleted.
+ * Retry safety: a keyed retry after a lost answer is `replayed`, concurrent first uses of one key
+ * included (the insert waits for the other's commit, then the read sees its run); an unkeyed retry
+ * with a fresh run id is a new run.
  */
 export async function createHostedRun(
   db: Db,
@@ -26,6 +35,8 @@ export async function createHostedRun(
     readonly sessionId: string
     readonly runId: string
     readonly input: unknown
+    readonly idempotencyKey?: string | undefined
+    readonly requestDigest?: string | undefined
   },
 ): Promise<CreateHostedRunOutcome> {
   return db.transaction().execute(async (trx) => {
@@ -37,16 +48,38 @@ export async function createHostedRun(
     const found = session.rows[0]
     if (found === undefined) return { kind: 'session_not_found' } as const
     if (found.profile === null) return { kind: 'not_hosted' } as const
+    const keyed = async (): Promise<CreateHostedRunOutcome | undefined> => {
+      if (input.idempotencyKey === undefined) return undefined
+      const owner = await sql<RunRow>`
+        select * from runs
+        where namespace_id = ${input.namespaceId} and session_id = ${input.sessionId}
+          and idempotency_key = ${input.idempotencyKey}
+      `.execute(trx)
+      const row = owner.rows[0]
+      if (row === undefined) return undefined
+      return row.request_digest === (input.requestDigest ?? null)
+        ? { kind: 'replayed', run: toRunRecord(row) }
+        : { kind: 'key_reused' }
+    }
+    const earlier = await keyed()
+    if (earlier !== undefined) return earlier
     if (found.deleted) return { kind: 'session_deleted' } as const
     const run = await sql<RunRow>`
-      insert into runs (id, namespace_id, session_id, trigger_type, status, input)
+      insert into runs (id, namespace_id, session_id, trigger_type, status, input,
+                        idempotency_key, request_digest)
       values (${input.runId}::uuid, ${input.namespaceId}, ${input.sessionId}, 'user', 'pending',
-              ${JSON.stringify(input.input)}::jsonb)
+              ${JSON.stringify(input.input)}::jsonb, ${input.idempotencyKey ?? null},
+              ${input.requestDigest ?? null})
+      on conflict (namespace_id, session_id, idempotency_key) where idempotency_key is not null
+        do nothing
       returning *
     `.execute(trx)
     const row = run.rows[0]
-    if (row === undefined) throw new Error('a run insert answered no row')
-    return { kind: 'created', run: toRunRecord(row) } as const
+    if (row !== undefined) return { kind: 'created', run: toRunRecord(row) } as const
+    // The key was taken by a request that committed since the read above: its run answers.
+    const concurrent = await keyed()
+    if (concurrent === undefined) throw new Error('a keyed run insert was neither made nor taken')
+    return concurrent
   })
 }
 

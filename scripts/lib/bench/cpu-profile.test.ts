@@ -1,5 +1,11 @@
 import { describe, expect, test } from 'vitest'
-import { burstStageFigures, CPU_PROFILE_DIR_VAR, profileEnv } from './cpu-profile.ts'
+import {
+  burstStageFigures,
+  CPU_PROFILE_DIR_VAR,
+  profileEnv,
+  summariseProfile,
+  type CpuProfile,
+} from './cpu-profile.ts'
 
 describe('the growth bench profiling switch', () => {
   test('off unless its directory is given: the apps start with their environment unchanged', () => {
@@ -47,5 +53,48 @@ describe("a cancel burst's stages", () => {
       terminal_to_answer_p50_ms: 400,
       terminal_to_answer_p99_ms: 500,
     })
+  })
+})
+
+describe('a CPU profile summarised', () => {
+  const frame = (id: number, functionName: string, children: number[] = []) => ({
+    id,
+    callFrame: {
+      functionName,
+      url: `file:///repo/libs/store/src/${functionName}.ts`,
+      lineNumber: 0,
+    },
+    children,
+  })
+  // root → outer → inner, and an idle node; samples every 1 ms from t = 1,000 µs.
+  const profile: CpuProfile = {
+    nodes: [
+      frame(1, '(root)', [2, 4]),
+      frame(2, 'outer', [3]),
+      frame(3, 'inner'),
+      frame(4, '(idle)'),
+    ],
+    startTime: 0,
+    endTime: 6_000,
+    samples: [3, 3, 2, 4, 3, 3],
+    timeDeltas: [1_000, 1_000, 1_000, 1_000, 1_000, 1_000],
+  }
+
+  test('self and inclusive time per function, idle apart, inside the window only', () => {
+    const all = summariseProfile(profile)
+    // The last sample has no end yet: it counts for nothing.
+    expect(all).toMatchObject({ sampledMs: 5, idleMs: 1 })
+    expect(all.self).toEqual([
+      ['inner libs/store/src/inner.ts:1', 3],
+      ['outer libs/store/src/outer.ts:1', 1],
+    ])
+    expect(all.inclusive).toEqual([
+      ['(root) libs/store/src/(root).ts:1', 4],
+      ['outer libs/store/src/outer.ts:1', 4],
+      ['inner libs/store/src/inner.ts:1', 3],
+    ])
+    const window = summariseProfile(profile, { fromUs: 2_500, toUs: 4_500 })
+    expect(window).toMatchObject({ sampledMs: 2, idleMs: 1 })
+    expect(window.self).toEqual([['outer libs/store/src/outer.ts:1', 1]])
   })
 })

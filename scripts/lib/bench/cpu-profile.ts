@@ -53,3 +53,91 @@ export function burstStageFigures(
   }
   return figures
 }
+
+/** What a V8 `.cpuprofile` holds that a summary reads. */
+export interface CpuProfile {
+  readonly nodes: readonly {
+    readonly id: number
+    readonly callFrame: {
+      readonly functionName: string
+      readonly url: string
+      readonly lineNumber: number
+    }
+    readonly children?: readonly number[]
+  }[]
+  readonly startTime: number
+  readonly endTime: number
+  readonly samples: readonly number[]
+  readonly timeDeltas: readonly number[]
+}
+
+export interface ProfileSummary {
+  /** Sampled time in the window, ms: idle (waiting for I/O or timers) and not. */
+  readonly sampledMs: number
+  readonly idleMs: number
+  /**
+   * By function (`name file:line`), ms, most first: `self` where it was the running frame,
+   * `inclusive` where it was anywhere on the stack. A sample's time is wall time: on a machine
+   * short of cores it includes time the process waited for one.
+   */
+  readonly self: readonly (readonly [string, number])[]
+  readonly inclusive: readonly (readonly [string, number])[]
+}
+
+/**
+ * Where a process's time went between `fromUs` and `toUs` (the profile's clock: the monotonic one,
+ * in µs), the `top` functions of each list.
+ */
+export function summariseProfile(
+  profile: CpuProfile,
+  window: { readonly fromUs?: number; readonly toUs?: number; readonly top?: number } = {},
+): ProfileSummary {
+  const { fromUs = -Infinity, toUs = Infinity, top = 25 } = window
+  const byId = new Map(profile.nodes.map((n) => [n.id, n]))
+  const parentOf = new Map<number, number>()
+  for (const n of profile.nodes) for (const c of n.children ?? []) parentOf.set(c, n.id)
+  const label = (id: number): string => {
+    const f = byId.get(id)?.callFrame
+    if (f === undefined) return '(unknown)'
+    const file = f.url
+      .replace(/^.*\/node_modules\//, '')
+      .replace(/^file:\/\/.*?\/(apps|libs)\//, '$1/')
+    return `${f.functionName === '' ? '(anonymous)' : f.functionName} ${file}:${f.lineNumber + 1}`
+  }
+  const self = new Map<string, number>()
+  const inclusive = new Map<string, number>()
+  let at = profile.startTime
+  let sampled = 0
+  let idle = 0
+  profile.samples.forEach((id, i) => {
+    at += profile.timeDeltas[i] ?? 0
+    // A sample lasts until the next one is taken.
+    const us = profile.timeDeltas[i + 1] ?? 0
+    if (at < fromUs || at > toUs) return
+    sampled += us
+    if (byId.get(id)?.callFrame.functionName === '(idle)') {
+      idle += us
+      return
+    }
+    self.set(label(id), (self.get(label(id)) ?? 0) + us)
+    const seen = new Set<string>()
+    for (let frame: number | undefined = id; frame !== undefined; frame = parentOf.get(frame)) {
+      const name = label(frame)
+      // A recursive function counts once per sample.
+      if (!seen.has(name)) inclusive.set(name, (inclusive.get(name) ?? 0) + us)
+      seen.add(name)
+    }
+  })
+  const ranked = (m: Map<string, number>) =>
+    [...m]
+      // Ties by name, so a summary reads the same every time.
+      .sort((a, b) => b[1] - a[1] || a[0].localeCompare(b[0]))
+      .slice(0, top)
+      .map(([name, us]) => [name, Math.round(us / 100) / 10] as const)
+  return {
+    sampledMs: Math.round(sampled / 1000),
+    idleMs: Math.round(idle / 1000),
+    self: ranked(self),
+    inclusive: ranked(inclusive),
+  }
+}

@@ -2,6 +2,7 @@
 // workers on a fresh database (each worker serving its metrics on a port of its own), the bench's
 // own pool on that database, and the children it keeps running (the scripted child told to hang,
 // which runs until cancelled).
+import { readFileSync } from 'node:fs'
 import { setTimeout as sleep } from 'node:timers/promises'
 import pg from 'pg'
 import { createBatonClient, type BatonClient } from '@baton/client'
@@ -11,7 +12,9 @@ import { dropDatabase, issueDefaultKey, prepareDatabase, withDatabase } from '..
 import type { BenchContext } from './context.ts'
 import { freeLocalPort } from './http-system.ts'
 import type { ScaleOptions } from './options.ts'
+import { postgresServerTicks, readProcStat } from './proc-cpu.ts'
 import { readValue } from './scale-probes.ts'
+import { burstStageFigures, profileEnv } from './cpu-profile.ts'
 import { percentile } from './stats.ts'
 
 /** One database per bench process, so two benches on one server never share one. */
@@ -40,6 +43,10 @@ export interface ScaleStack {
   readonly databaseUrl: string
   /** The bench's reads of the ledger (its transactions are the bench's, not Baton's). */
   readonly pool: pg.Pool
+  /** The bench's own Redis server (the one the stack uses). */
+  readonly redis: BenchContext['redis']
+  /** The bench context's processes (its Redis server, the Postgres server). */
+  readonly bench: Pick<BenchContext, 'redisPid' | 'postgres'>
   /** Hanging children that run now, oldest first. */
   readonly running: string[]
 }
@@ -65,6 +72,7 @@ export async function withScaleStack<T>(
     LOG_LEVEL: 'info',
     // Room for every level's children plus the history's submit-and-waits.
     WORKER_CONCURRENCY: String(Math.min(10_000, Math.ceil(highest / options.workers) + 100)),
+    ...profileEnv(),
   }
   const metricsPorts = await Promise.all(Array.from({ length: options.workers }, freeLocalPort))
   const api = spawnApp(
@@ -92,6 +100,8 @@ export async function withScaleStack<T>(
       workerMetricsUrls: metricsPorts.map((p) => `http://127.0.0.1:${p}/metrics`),
       databaseUrl,
       pool,
+      redis: bench.redis,
+      bench,
       running: [],
     })
   } catch (error) {
@@ -272,11 +282,40 @@ export async function cancelAtOnce(
   ])
   await whileOpen?.()
   const sentAt = new Map<string, number>()
+  // With the profiling switch on, the burst also says what it cost and where its time went.
+  const profiling = profileEnv().NODE_OPTIONS !== undefined
+  const countersBefore = profiling ? await burstCounters(stack) : undefined
+  const burstFrom = process.hrtime.bigint()
+  const burstFromWall = Date.now()
   await inParallel(ids, CANCEL_CLIENTS, async (id) => {
     sentAt.set(id, Date.now())
     await cancelOne(stack, id)
   })
   await done
+  if (countersBefore !== undefined) {
+    // The monotonic clock is the one a CPU profile's timestamps count in (µs), so these bounds
+    // select the burst's samples out of a whole run's profile.
+    console.error(
+      `bench: cancel burst of ${ids.length} monotonic_us ${burstFrom / 1000n} ${process.hrtime.bigint() / 1000n} wall_ms ${burstFromWall} ${Date.now()}`,
+    )
+    // CPU is read as the last wait answered; the statistics collector publishes a backend's
+    // counts up to a second after its commit, so those are read a little later.
+    const atDone = await burstCounters(stack)
+    await sleep(2_000)
+    const later = await burstCounters(stack)
+    const after = Object.fromEntries(
+      Object.entries(atDone).map(([k, v]) => [k, k.startsWith('pg_') ? (later[k] ?? v) : v]),
+    )
+    const delta = Object.fromEntries(
+      Object.entries(after)
+        .map(([k, v]) => [k, v - (countersBefore[k] ?? 0)] as const)
+        .filter(([, v]) => v !== 0),
+    )
+    console.error(`bench: cancel burst counters ${JSON.stringify(delta)}`)
+    console.error(
+      `bench: cancel burst stages ${JSON.stringify(await burstStages(stack, ids, sentAt, answers))}`,
+    )
+  }
   const gone = new Set(ids)
   stack.running.splice(0, stack.running.length, ...stack.running.filter((id) => !gone.has(id)))
   const aborted = ids.filter((id) => answers.terminalAt.has(id))
@@ -289,6 +328,63 @@ export async function cancelAtOnce(
     commit: ms(answers.terminalAt),
     notAborted: answers.notAborted.length,
   }
+}
+
+/**
+ * The stack database's transaction and row counts and the Redis server's calls per command, to
+ * see how many statements and commands a burst costs per item.
+ */
+async function burstCounters(stack: ScaleStack): Promise<Record<string, number>> {
+  const { rows } = await stack.pool.query<Record<string, string>>(
+    `select xact_commit, xact_rollback, tup_inserted, tup_updated, tup_deleted, tup_fetched
+       from pg_stat_database where datname = current_database()`,
+  )
+  const counters: Record<string, number> = {}
+  for (const [k, v] of Object.entries(rows[0] ?? {})) counters[`pg_${k}`] = Number(v)
+  // CPU ticks (1/100 s) of each process the burst runs on, and of the whole machine.
+  const ticks = (pid: number) => readProcStat(pid)?.ticks ?? 0
+  counters.cpu_ticks_api = ticks(stack.api.pid)
+  stack.workers.forEach((w, i) => (counters[`cpu_ticks_worker_${i + 1}`] = ticks(w.pid)))
+  counters.cpu_ticks_bench = ticks(process.pid)
+  counters.cpu_ticks_redis = ticks(stack.bench.redisPid)
+  counters.cpu_ticks_postgres = [
+    ...postgresServerTicks(stack.bench.postgres.postmasterPid).values(),
+  ].reduce((a, b) => a + b, 0)
+  const machine = (readFileSync('/proc/stat', 'utf8').split('\n')[0] ?? '').split(/\s+/).slice(1)
+  // user nice system idle iowait irq softirq steal: busy is all but idle and iowait.
+  counters.cpu_ticks_machine_busy = machine
+    .slice(0, 8)
+    .reduce((sum, v, i) => (i === 3 || i === 4 ? sum : sum + Number(v)), 0)
+  for (const line of (await stack.redis.info('commandstats')).split('\n')) {
+    const m = /^cmdstat_(\w+):calls=(\d+)/.exec(line)
+    if (m) counters[`redis_${m[1]}`] = Number(m[2])
+  }
+  return counters
+}
+
+/**
+ * Where a burst's time went, per attempt, by the ledger's own times (this machine's clock, like
+ * the bench's): cancel sent → request recorded → terminal committed → wait answered, each as
+ * p50/p99 ms over the attempts that ended `aborted`. Both ledger times are their statement's
+ * transaction start (`now()`), so a statement's own run counts in the stage after it.
+ */
+async function burstStages(
+  stack: ScaleStack,
+  ids: readonly string[],
+  sentAt: ReadonlyMap<string, number>,
+  answers: WaitAnswers,
+): Promise<Record<string, number>> {
+  const { rows } = await stack.pool.query<{ id: string; requested: number; ended: number }>(
+    `select id, extract(epoch from cancel_requested_at) * 1000 as requested,
+            extract(epoch from terminal_at) * 1000 as ended
+       from attempts where id = any($1::uuid[]) and stop_reason = 'aborted'`,
+    [ids],
+  )
+  return burstStageFigures(
+    rows.map((r) => ({ id: r.id, requested: Number(r.requested), ended: Number(r.ended) })),
+    sentAt,
+    answers.answeredAt,
+  )
 }
 
 export const p = (sorted: readonly number[], q: number): number =>

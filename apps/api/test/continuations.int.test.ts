@@ -501,11 +501,12 @@ describe('continuations', { timeout: 4 * EVENT_BOUND_MS }, () => {
       status: 'abandoned',
       leaseExpiresAt: null,
     })
+    // One late call at a time: a second call's refusal must not arrive while nothing awaits it.
     for (const late of [
-      client.completeRun(run.runId, { consumed: [attemptId] }),
-      client.heartbeatRun(run.runId, 1000),
+      () => client.completeRun(run.runId, { consumed: [attemptId] }),
+      () => client.heartbeatRun(run.runId, 1000),
     ])
-      expect(await late.catch((e: unknown) => e)).toMatchObject({
+      expect(await late().catch((e: unknown) => e)).toMatchObject({
         status: 409,
         code: 'RUN_NOT_ACTIVE',
         details: { status: 'abandoned' },

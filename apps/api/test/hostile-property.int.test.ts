@@ -149,13 +149,19 @@ async function committedArtifact(db: Db, namespaceId: string): Promise<string> {
 
 /**
  * Routes whose success needs the token of a live continuation claim, which only a claim answer
- * carries (and, with no worker running here, no continuation is ever admitted): the run reaches
- * them only with refusals. Their accepted paths are covered by continuations.int.test.ts.
+ * carries (and, with no worker running here, no continuation is ever admitted), or a run still
+ * live when the case is drawn: the run may reach them only with refusals. Their accepted paths
+ * are covered by continuations.int.test.ts.
  */
-const NEEDS_A_CLAIM: ReadonlySet<string> = new Set([
+const ACCEPTED_ELSEWHERE: ReadonlySet<string> = new Set([
   'POST /v1/continuations/{runId}/heartbeat',
   'POST /v1/continuations/{runId}/complete',
   'POST /v1/continuations/{runId}/fail',
+  // A host run's heartbeat succeeds only while that run is active: drawn at random, the run it
+  // names has often been completed, cancelled or abandoned by an earlier case, and some seeds
+  // draw no live one at all (seed 1630825712). Its accepted path is covered by
+  // continuations.int.test.ts ("a host that renews its run keeps it past its first lease").
+  'POST /v1/runs/{runId}/heartbeat',
 ])
 
 const COLLECTED: ReadonlySet<string> = new Set([
@@ -354,7 +360,7 @@ describe('hostile requests generated from the route schemas', () => {
           // Every documented route was reached, and each accepted at least one request.
           for (const [route, stats] of perRoute) {
             expect(stats.cases, route).toBeGreaterThan(0)
-            if (!NEEDS_A_CLAIM.has(route)) expect(stats.ok, route).toBeGreaterThan(0)
+            if (!ACCEPTED_ELSEWHERE.has(route)) expect(stats.ok, route).toBeGreaterThan(0)
           }
         }
       } finally {

@@ -42,7 +42,16 @@ describe('a rolling restart of every worker under load', () => {
       const fleet = await baton({
         api: false,
         workers: WORKERS,
-        env: { SUBAGENTS_DIR: dir, WORKER_CONCURRENCY: '4', SHUTDOWN_DEADLINE_MS: '15000' },
+        env: {
+          SUBAGENTS_DIR: dir,
+          WORKER_CONCURRENCY: '4',
+          SHUTDOWN_DEADLINE_MS: '15000',
+          // No worker dies here, so no lease has to expire for the test to end: a lease long
+          // enough that a machine busy with other work cannot make a live child look lost
+          // (the tests' default 1.5 s did, under a CI run beside other work).
+          LEASE_TTL_MS: '15000',
+          HEARTBEAT_INTERVAL_MS: '1000',
+        },
       })
       const attempts = new Map<string, string>()
       let submitting = true

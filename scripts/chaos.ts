@@ -15,7 +15,8 @@
 // (3 masters, 3 replicas, started and stopped by this script) with the queue in 8 partitions; the
 // Redis faults then act on its masters (lib/chaos/faults.ts) and one more fires: SIGKILL a master. One session in eight has a webhook to a receiver this
 // script runs (lib/chaos/webhooks.ts), which fails and answers late at random. Then it waits for
-// quiescence and audits the ledger:
+// quiescence and audits the ledger. Every wait after the faults (follow-ups, quiescence, hosted
+// runs) lasts while attempts keep ending and gives up once none has for --quiesce-timeout seconds:
 //   lost                 attempts the clients got a 202 for (continuations too), not terminal
 //   stuck                attempts in the ledger that are not terminal after the wait
 //   duplicate_terminal   attempts with more than one transition to `terminal`
@@ -48,7 +49,7 @@ import { parseArgs } from 'node:util'
 import { Redis } from 'ioredis'
 import { createDb } from '@baton/store'
 import { startRedisCluster } from '@baton/testing/redis-cluster'
-import { audit, waitForHostedRuns, waitForQuiescence } from './lib/chaos/audit.ts'
+import { abortWhenStalled, audit, waitForHostedRuns, waitForQuiescence } from './lib/chaos/audit.ts'
 import { REMEMBERER, writeRemembererDirs } from './lib/chaos/history.ts'
 import { submitHosted, writeChaosProfiles } from './lib/chaos/hosted.ts'
 import { startFaultProxy } from '@baton/testing/fault-proxy'
@@ -233,13 +234,11 @@ async function main(): Promise<number> {
     await faultsDone
     run.note(`faults ended: ${JSON.stringify(run.faults)}`)
     // Follow-ups (cancels, steers, continuations) retry through every fault; once the last one
-    // has fired they get one quiescence timeout to finish.
-    const followUpTimer = setTimeout(
-      () => followUpsEnd.abort(new Error('follow-up deadline')),
-      options.quiesceTimeoutMs,
-    )
-    followUpTimer.unref()
+    // has fired they go on while attempts keep ending (the backlog drains at the machine's pace),
+    // and give up once none has ended for one quiescence timeout.
+    const stopWatching = abortWhenStalled(run, db, followUpsEnd)
     await settleFollowUps(run)
+    stopWatching()
     clearInterval(progress)
     run.note('follow-ups (cancel, steer, continue) settled; waiting for quiescence')
 

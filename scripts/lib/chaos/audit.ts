@@ -19,6 +19,7 @@ import {
 import { auditHistory, type HistoryAudit, type Query } from './history.ts'
 import { STEER_BACKSTOP_MS, cancelUntilAnswered } from './follow-ups.ts'
 import { HOSTED_PROFILES } from './hosted.ts'
+import { ProgressDeadline } from './progress-deadline.ts'
 import { retryCall } from './retry.ts'
 import { bump, track, type ChaosRun, type Kind } from './run.ts'
 import { WITNESSED, readWitness } from './witness.ts'
@@ -32,9 +33,44 @@ function readLedger<T>(read: () => Promise<T>): Promise<T> {
   })
 }
 
-/** Waits until no attempt is non-terminal; cancels hanging attempts nobody got a 202 for. */
+const openAttemptCount = (db: Db): Promise<number> =>
+  readLedger(async () => {
+    const r = await sql<{ n: number }>`
+      select count(*)::int as n from attempts where status <> 'terminal'
+    `.execute(db)
+    return r.rows[0]?.n ?? 0
+  })
+
+/**
+ * Aborts `controller` once no attempt has ended for one quiescence timeout; answers a function
+ * that stops watching.
+ */
+export function abortWhenStalled(run: ChaosRun, db: Db, controller: AbortController): () => void {
+  const deadline = new ProgressDeadline(run.options.quiesceTimeoutMs)
+  let stopped = false
+  void (async () => {
+    while (!stopped && !controller.signal.aborted) {
+      const open = await openAttemptCount(db).catch(() => Number.POSITIVE_INFINITY)
+      if (deadline.passed(open)) {
+        controller.abort(
+          new Error('follow-up deadline: no attempt ended for one quiescence timeout'),
+        )
+        return
+      }
+      await sleep(1_000)
+    }
+  })()
+  return () => {
+    stopped = true
+  }
+}
+
+/**
+ * Waits until no attempt is non-terminal, or until none has ended for one quiescence timeout;
+ * cancels hanging attempts nobody got a 202 for.
+ */
 export async function waitForQuiescence(run: ChaosRun, db: Db): Promise<number> {
-  const deadline = Date.now() + run.options.quiesceTimeoutMs
+  const deadline = new ProgressDeadline(run.options.quiesceTimeoutMs)
   const orphansCancelled = new Set<string>()
   let lastReport = 0
   for (;;) {
@@ -70,17 +106,18 @@ export async function waitForQuiescence(run: ChaosRun, db: Db): Promise<number> 
       for (const row of open) bump(byStatus, row.status)
       run.note(`waiting for quiescence: ${[...byStatus].map(([s, n]) => `${n} ${s}`).join(', ')}`)
     }
-    if (Date.now() > deadline) return open.length
+    if (deadline.passed(open.length)) return open.length
     await sleep(500)
   }
 }
 
 /**
  * Waits until no hosted run is queued or active (a continuation run may be queued between two
- * runs of its session while every attempt is terminal); answers how many still are at the bound.
+ * runs of its session while every attempt is terminal); answers how many still are once none
+ * has ended for one quiescence timeout.
  */
 export async function waitForHostedRuns(run: ChaosRun, db: Db): Promise<number> {
-  const deadline = Date.now() + run.options.quiesceTimeoutMs
+  const deadline = new ProgressDeadline(run.options.quiesceTimeoutMs)
   let lastReport = 0
   for (;;) {
     const open = await readLedger(async () => {
@@ -89,7 +126,7 @@ export async function waitForHostedRuns(run: ChaosRun, db: Db): Promise<number> 
       `.execute(db)
       return r.rows[0]?.n ?? 0
     })
-    if (open === 0 || Date.now() > deadline) return open
+    if (open === 0 || deadline.passed(open)) return open
     if (Date.now() - lastReport > 5_000) {
       lastReport = Date.now()
       run.note(`waiting for hosted runs: ${open} queued or active`)

@@ -1,22 +1,10 @@
 import { defineConfig } from 'vitest/config'
 
-// Suites run a second time with the apps behind PgBouncer in transaction mode (see the project
-// below). Between them they reach the ledger's claims, fenced commits, heartbeats and lease loss,
-// cancels, steering, bounded waits, continuation claims, hosted runs, artifacts, a stalled worker,
-// retention and shutdown, all through the pooler. Every file here was seen passing through it.
-const PGBOUNCER_SUITES = [
-  'apps/worker/test/worker.int.test.ts',
-  'apps/worker/test/ownership.int.test.ts',
-  'apps/worker/test/steering-delivery.int.test.ts',
-  'apps/worker/test/shutdown.int.test.ts',
-  'apps/worker/test/retention.int.test.ts',
-  'apps/api/test/bounded-wait.int.test.ts',
-  'apps/api/test/cancel-batching.int.test.ts',
-  'apps/api/test/continuation-claims.int.test.ts',
-  'apps/api/test/hosted.int.test.ts',
-  'apps/api/test/artifacts.int.test.ts',
-  'apps/api/test/faults.int.test.ts',
-]
+// Every API and worker suite runs a second time with the apps behind PgBouncer in transaction
+// mode (see the project below): the ledger's claims, fenced commits, heartbeats and lease loss,
+// cancels, steering, bounded waits, continuations, hosted runs, artifacts, faults, retention and
+// shutdown, all through the pooler.
+const PGBOUNCER_SUITES = ['apps/{api,worker}/test/**/*.int.test.ts']
 
 // One vitest process for the whole repo. Pure tests (`*.test.ts`, beside their module) and
 // integration tests against real Redis and Postgres (`*.int.test.ts`, in each package's `test/`)
@@ -46,8 +34,7 @@ export default defineConfig({
       {
         // API and worker suites again, with the apps behind PgBouncer in transaction mode and
         // DB_PREPARED_STATEMENTS=false, as docs/operations.md has an operator run them; databases
-        // are still created, cloned and migrated directly. Not every suite: a second pass of all
-        // of them would double the integration run's time.
+        // are still created, cloned and migrated directly.
         test: {
           name: 'integration-pgbouncer',
           include: PGBOUNCER_SUITES,

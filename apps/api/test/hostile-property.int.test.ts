@@ -157,11 +157,16 @@ const ACCEPTED_ELSEWHERE: ReadonlySet<string> = new Set([
   'POST /v1/continuations/{runId}/heartbeat',
   'POST /v1/continuations/{runId}/complete',
   'POST /v1/continuations/{runId}/fail',
-  // A host run's heartbeat succeeds only while that run is active: drawn at random, the run it
-  // names has often been completed, cancelled or abandoned by an earlier case, and some seeds
-  // draw no live one at all (seed 1630825712). Its accepted path is covered by
-  // continuations.int.test.ts ("a host that renews its run keeps it past its first lease").
+  // A host run's heartbeat, completion, failure and cancel succeed only while that run is active:
+  // drawn at random, the run they name has often been completed, cancelled or abandoned by an
+  // earlier case, and some seeds draw no live one at all (seed 1630825712 for the heartbeat; seed
+  // 714206979 for fail and cancel, behind PgBouncer). Their accepted paths are covered by
+  // contract.int.test.ts (runs and continuations) and continuations.int.test.ts ("a host that
+  // renews its run keeps it past its first lease").
   'POST /v1/runs/{runId}/heartbeat',
+  'POST /v1/runs/{runId}/complete',
+  'POST /v1/runs/{runId}/fail',
+  'POST /v1/runs/{runId}/cancel',
 ])
 
 const COLLECTED: ReadonlySet<string> = new Set([

@@ -185,7 +185,9 @@ describe('faults around an execution', () => {
     const runtime = await startRuntime(
       { databaseUrl, redisUrl, queuePrefix, track },
       createScriptedPromptProvider(),
-      { DB_LOCK_TIMEOUT_MS: '200' },
+      // Each try ends: by the server's lock_timeout on a direct connection, by the pool's own
+      // statement deadline behind PgBouncer (which drops lock_timeout from the startup packet).
+      { DB_LOCK_TIMEOUT_MS: '200', DB_STATEMENT_TIMEOUT_MS: '1000' },
     )
     const publisher = createWorkerCommandPublisher({ redisUrl, prefix: queuePrefix })
     const blocker = await import('pg').then(

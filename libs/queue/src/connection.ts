@@ -83,7 +83,12 @@ export function createRedisConnection(
   const lazyConnect = options.lazyConnect ?? false
   // Commands issued in the same tick leave in one write. A duplicate BullMQ makes for its
   // blocking wait for jobs inherits this, harmlessly: nothing else runs on that connection.
-  const enableAutoPipelining = options.autoPipelining ?? false
+  // Never on a cluster: there the client batches the commands of every slot one node serves
+  // into one pipeline, and after a failover such a batch answers `MOVED` with a different slot
+  // per partition; the client retries a pipeline only when all its errors are the same, so the
+  // `MOVED` reaches the caller and the slot map is never read again (no enqueue, no reconcile,
+  // ever, for those partitions). Alone, each command follows its `MOVED`.
+  const enableAutoPipelining = options.cluster === undefined && (options.autoPipelining ?? false)
   // `duplicate(override)` merges the override into this connection's options; an absent timeout
   // is none.
   const noCommandTimeout = { commandTimeout: undefined } as unknown as Partial<RedisOptions>

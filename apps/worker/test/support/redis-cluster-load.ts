@@ -40,17 +40,36 @@ export async function untilAllTerminal(
   ids: readonly string[],
   timeoutMs: number,
 ): Promise<void> {
-  await eventually(
-    async () => {
-      expect(linesWith(stack, 'CROSSSLOT').slice(0, 1)).toEqual([])
-      const r = await sql<{ n: number }>`
-        select count(*)::int as n from attempts
-        where id = any(${[...ids]}::uuid[]) and status <> 'terminal'
-      `.execute(db)
-      return r.rows[0]?.n === 0 ? true : undefined
-    },
-    { timeoutMs, intervalMs: 100, what: 'every attempt to end' },
-  )
+  try {
+    await eventually(
+      async () => {
+        expect(linesWith(stack, 'CROSSSLOT').slice(0, 1)).toEqual([])
+        const r = await sql<{ n: number }>`
+          select count(*)::int as n from attempts
+          where id = any(${[...ids]}::uuid[]) and status <> 'terminal'
+        `.execute(db)
+        return r.rows[0]?.n === 0 ? true : undefined
+      },
+      { timeoutMs, intervalMs: 100, what: 'every attempt to end' },
+    )
+  } catch (error) {
+    // Name the attempts that did not end, with their transitions, and what the processes said
+    // of them: the failure has to be readable from the CI log alone.
+    const open = await sql<Record<string, unknown>>`
+      select a.id, a.status, a.owner_id, a.owner_generation, a.lease_expires_at, a.created_at,
+             (select json_agg(json_build_object('event', t.event, 'to', t.to_status, 'at', t.at)
+                              order by t.at)
+              from attempt_transitions t where t.attempt_id = a.id) as transitions
+      from attempts a
+      where a.id = any(${[...ids]}::uuid[]) and a.status <> 'terminal'
+      limit 5
+    `.execute(db)
+    const said = open.rows.flatMap((row) => linesWith(stack, String(row.id)).slice(-5))
+    throw new Error(
+      `${(error as Error).message}\n${JSON.stringify(open.rows, null, 1)}\n${said.join('\n')}`,
+      { cause: error },
+    )
+  }
 }
 
 /** The lines the stack's processes printed that contain `words`. */

@@ -142,6 +142,35 @@ const minuteOf = (time: Date): string =>
 const mark = (page: Page, chart: string, minute: string, series: string) =>
   page.locator(`#chart-${chart} .point[data-minute="${minute}"][data-series="${series}"]`)
 
+/**
+ * The wait chart's p50 and p99 points of `minute` hold the same value, and each is drawn where it
+ * sits in its own colour: the p99 point does not hide the p50 one under it.
+ */
+async function bothPercentilesShow(page: Page, minute: string): Promise<void> {
+  const p50 = mark(page, 'wait', minute, 'p50')
+  const p99 = mark(page, 'wait', minute, 'p99')
+  await p99.waitFor({ timeout: FILL_TIMEOUT_MS })
+  expect(await p50.getAttribute('data-value')).toBe(await p99.getAttribute('data-value'))
+  const dir = await mkdtemp(join(tmpdir(), 'baton-dashboard-'))
+  const shot = join(dir, 'wait.png')
+  await page.screenshot({ path: shot, fullPage: true })
+  const png = decode(await readFile(shot))
+  for (const [point, colour] of [
+    [p50, '#1565c0'],
+    [p99, '#ef6c00'],
+  ] as const) {
+    const found = await point.boundingBox()
+    if (found === null) throw new Error('the point is not on the page')
+    const around = {
+      x: found.x - 3,
+      y: found.y - 3,
+      width: found.width + 6,
+      height: found.height + 6,
+    }
+    expect(pixelsNear(png, around, colour), colour).toBeGreaterThan(8)
+  }
+}
+
 /** Pixels of the screenshot within `box` (CSS pixels, scale 1) within `tolerance` of `hex`. */
 function pixelsNear(
   png: DecodedPng,
@@ -329,6 +358,13 @@ describe('ledger dashboard in Chromium', () => {
       const seeded = await seed(api, db, { queued: 0, running: 0, terminal: ['completed'] })
       const [only] = seeded.terminal
       if (only === undefined) throw new Error('nothing seeded')
+      // Moved 20 minutes back, it is the one terminal of its minute: that minute's p50 and p99
+      // are the same wait, and the chart must still show both.
+      await sql`update attempts
+        set created_at = created_at - interval '20 minutes',
+            started_at = started_at - interval '20 minutes',
+            terminal_at = terminal_at - interval '20 minutes'
+        where id = ${only.attemptId}::uuid`.execute(db)
       const [row] = await ledgerTimes(db, [only.attemptId])
       const minute = minuteOf(row?.terminal_at as Date)
       const ways = {
@@ -344,6 +380,7 @@ describe('ledger dashboard in Chromium', () => {
           .waitFor({ timeout: FILL_TIMEOUT_MS })
         await mark(page, 'throughput', minute, 'completed').waitFor({ timeout: FILL_TIMEOUT_MS })
         await keepsRefreshing(answers, 2, way)
+        if (way === 'prompt') await bothPercentilesShow(page, minute)
         await context.close()
       }
     },

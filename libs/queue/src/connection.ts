@@ -102,10 +102,18 @@ export function createRedisConnection(
         enableAutoPipelining,
       },
     )
+    // A duplicate skips the cluster's ready check. BullMQ resets a worker's blocking duplicate
+    // whose wait for jobs outlived its watchdog (the master it blocked on died) and awaits the
+    // duplicate's `connect()`; during a failover the ready check finds `cluster_state:fail` and
+    // reconnects on its own, and the client never settles the promise of the attempt it
+    // abandoned (ioredis 5.9): that partition's worker waited forever while the cluster came back.
+    // Without the check `connect()` settles when the slot map is read (or the attempt closes);
+    // commands sent while the cluster is still down answer `CLUSTERDOWN` and are retried.
     const duplicate = cluster.duplicate.bind(cluster)
     cluster.duplicate = (nodes, override: Partial<ClusterOptions> = {}) =>
       duplicate(nodes, {
         ...override,
+        enableReadyCheck: false,
         redisOptions: { ...perNode, ...override.redisOptions, ...noCommandTimeout },
       })
     return cluster

@@ -12,6 +12,7 @@ import { partitionPrefixes } from '../src/partitions.ts'
 const PARTITIONS = 8
 /** How long a worker blocks for a job (s); BullMQ's watchdog resets the wait a second later. */
 const DRAIN_DELAY_S = 1
+const LEASE_MS = 5_000
 
 describe('partition workers across a master kill', () => {
   test(
@@ -37,9 +38,21 @@ describe('partition workers across a master kill', () => {
             async (job) => {
               taken.set(prefix, [...(taken.get(prefix) ?? []), job.name])
             },
-            { connection, prefix, concurrency: 2, drainDelay: DRAIN_DELAY_S },
+            {
+              connection,
+              prefix,
+              concurrency: 2,
+              drainDelay: DRAIN_DELAY_S,
+              // As the worker sets them from its lease TTL: a job taken by a call whose caller had
+              // given up (a command that timed out while the cluster was down still runs once it
+              // is back) is returned to its queue by the stalled-job check.
+              lockDuration: LEASE_MS,
+              stalledInterval: LEASE_MS,
+            },
           ),
       )
+      // Commands that time out while the cluster is down fail the worker's calls; expected here.
+      for (const worker of workers) worker.on('error', () => undefined)
       const probes: Redis[] = []
       try {
         await Promise.all(workers.map((w) => w.waitUntilReady()))
@@ -50,27 +63,15 @@ describe('partition workers across a master kill', () => {
           { what: 'every partition to take its first job', timeoutMs: 60_000 },
         )
 
-        // The master serving the most partitions, and its replica once it has synced (a replica
-        // that never synced refuses to take over).
+        // The master serving the most partitions, and its replica.
         const slots = await Promise.all(prefixes.map((p) => cluster.keySlot(`${p}:jobs:marker`)))
         const masters = await cluster.masters()
         const served = (m: (typeof masters)[number]) =>
           slots.filter((s) => m.slots.some(([from, to]) => s >= from && s <= to)).length
         const victim = masters.reduce((a, b) => (served(b) > served(a) ? b : a))
         expect(served(victim)).toBeGreaterThan(0)
-        const replica = await eventually(() => cluster.replicaOf(victim.server), {
-          what: 'the master to have a replica',
-          timeoutMs: 60_000,
-        })
-        const replicaProbe = new Redis(replica.url)
-        probes.push(replicaProbe)
-        await eventually(
-          async () =>
-            (await replicaProbe.info('replication')).includes('master_link_status:up')
-              ? true
-              : undefined,
-          { what: 'the replica to sync', timeoutMs: 60_000 },
-        )
+        const replica = await cluster.replicaOf(victim.server)
+        if (replica === undefined) throw new Error('the master has no replica')
 
         // The master dies while its replica is stopped, so the cluster stays down (its slots
         // served by no one) until the replica resumes: long enough for the waits of the workers

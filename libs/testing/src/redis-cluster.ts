@@ -48,7 +48,7 @@ export interface ClusterMaster {
 /**
  * Starts `masters` masters and one replica each as private `redis-server` processes (see
  * `startRedisServer`) with cluster mode on, joins them with `redis-cli --cluster create`, and
- * resolves once the cluster is healthy. A master that stops answering for `nodeTimeoutMs` is
+ * resolves once the cluster is healthy and every master's replica has synced. A master that stops answering for `nodeTimeoutMs` is
  * replaced by its replica. Their cluster config files live in a temporary directory removed by
  * `close`.
  */
@@ -159,7 +159,23 @@ export async function startRedisCluster(
 
   try {
     // Generous: on a busy machine the nodes take a while to agree.
+    const deadline = Date.now() + 120_000
     await waitHealthy(120_000)
+    // And every master has a replica that has synced: one the others do not know of yet, or one
+    // that never synced, cannot take over when its master dies.
+    for (;;) {
+      const synced = await Promise.all(
+        (await currentMasters()).map(async (master) => {
+          const replica = await replicaOf(master.server).catch(() => undefined)
+          if (replica === undefined) return false
+          const replication = await clusterCommand(replica, 'info', 'replication').catch(() => '')
+          return replication.includes('master_link_status:up')
+        }),
+      )
+      if (synced.length === masters && synced.every(Boolean)) break
+      if (Date.now() > deadline) throw new Error('the Redis Cluster replicas did not sync')
+      await new Promise((r) => setTimeout(r, 100))
+    }
   } catch (error) {
     await close()
     throw error

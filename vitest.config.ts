@@ -5,12 +5,6 @@ import { defineConfig } from 'vitest/config'
 // cancels, steering, bounded waits, continuations, hosted runs, artifacts, faults, retention and
 // shutdown, all through the pooler.
 const PGBOUNCER_SUITES = ['apps/{api,worker}/test/**/*.int.test.ts']
-// Less the Redis Cluster failover test, which runs in the direct project only: behind PgBouncer
-// it showed, in 4 of 9 runs, one worker's consumer of one partition that never took a job again
-// after the failover (its blocking connection's last command a redirected BZPOPMIN; the jobs
-// waited, re-enqueued by the reconciler, with a marker). That is a defect of the failover path,
-// open in the issue tracker, not of the pooler.
-const PGBOUNCER_EXCLUDED = ['apps/worker/test/redis-cluster-failover.int.test.ts']
 
 // One vitest process for the whole repo. Pure tests (`*.test.ts`, beside their module) and
 // integration tests against real Redis and Postgres (`*.int.test.ts`, in each package's `test/`)
@@ -44,7 +38,6 @@ export default defineConfig({
         test: {
           name: 'integration-pgbouncer',
           include: PGBOUNCER_SUITES,
-          exclude: PGBOUNCER_EXCLUDED,
           globalSetup: ['libs/testing/src/pgbouncer-global-setup.ts'],
           env: { DB_PREPARED_STATEMENTS: 'false' },
           // After the direct integration run, not beside it: each project runs one file at a time.

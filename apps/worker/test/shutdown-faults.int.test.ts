@@ -9,6 +9,7 @@ import {
   startFaultProxy,
   test,
   transitionEvents,
+  untilAttempt,
 } from '@baton/testing'
 import type { WorkerRuntime } from '../src/runtime.ts'
 import { SHUTDOWN_OVERRUN_MARGIN_MS, ShutdownDeadlineError } from '../src/shutdown.ts'
@@ -69,44 +70,64 @@ async function timedShutdown(runtime: WorkerRuntime) {
 
 describe('shutdown under dependency faults', () => {
   for (const answer of ['arrives', 'is lost'] as const) {
-    test(`an attempt claimed but not started when its worker stops (its claim's answer ${answer}) goes back to the queue, and the next worker runs it`, async ({
-      services,
-    }) => {
-      const { db, databaseUrl, redisUrl, queuePrefix, track } = services
-      const proxy = track(await startFaultProxy(databaseUrl))
-      const child = witnessedChild()
-      // A claim whose answer was lost is renewed by nobody: its lease outlasts a busy machine's
-      // way to the hand-back.
-      const stopping = await startRuntime(
-        { databaseUrl: proxy.url, redisUrl, queuePrefix, track },
-        child.provider,
-        { LEASE_TTL_MS: '15000', HEARTBEAT_INTERVAL_MS: '1000' },
-      )
-      const prompt = witnessedPrompt(`handed-back-${randomUUID()}`)
-      const attemptId = await accept(db, prompt)
-      const held = proxy.holdAnswerAfter(attemptId)
-      await enqueue({ redisUrl, queuePrefix }, attemptId)
-      const claimAnswer = await held
-      // The claim is in the ledger; the worker is told to stop before it hears of it.
-      const stopped = stopping.shutdownChecked(10_000)
-      if (answer === 'arrives') claimAnswer.release()
-      else claimAnswer.reset()
-      await stopped
-      expect(child.starts(prompt)).toBe(0)
+    test(
+      `an attempt claimed but not started when its worker stops (its claim's answer ${answer}) goes back to the queue, and the next worker runs it`,
+      {
+        timeout: 120_000,
+      },
+      async ({ services }) => {
+        const { db, databaseUrl, redisUrl, queuePrefix, track } = services
+        const proxy = track(await startFaultProxy(databaseUrl))
+        const child = witnessedChild()
+        // A claim whose answer was lost is renewed by nobody: its lease outlasts a busy machine's
+        // way to the hand-back.
+        const stoppingLog = capturedLogger()
+        const stopping = await startRuntime(
+          { databaseUrl: proxy.url, redisUrl, queuePrefix, track },
+          child.provider,
+          { LEASE_TTL_MS: '15000', HEARTBEAT_INTERVAL_MS: '1000' },
+          { logger: stoppingLog.logger },
+        )
+        const prompt = witnessedPrompt(`handed-back-${randomUUID()}`)
+        const attemptId = await accept(db, prompt)
+        const held = proxy.holdAnswerAfter(attemptId)
+        await enqueue({ redisUrl, queuePrefix }, attemptId)
+        const claimAnswer = await held
+        // The claim is in the ledger; the worker is told to stop before it hears of it.
+        const stopped = stopping.shutdownChecked(10_000)
+        if (answer === 'arrives') claimAnswer.release()
+        else claimAnswer.reset()
+        await stopped
+        expect(child.starts(prompt)).toBe(0)
 
-      const next = await startRuntime({ databaseUrl, redisUrl, queuePrefix, track }, child.provider)
-      expect(await untilTerminal(db, attemptId)).toMatchObject({ stopReason: 'completed' })
-      expect(child.starts(prompt)).toBe(1)
-      expect(await transitionEvents(db, attemptId)).toEqual([
-        'accepted',
-        'claimed',
-        'released',
-        'claimed',
-        'committed',
-      ])
-      await next.shutdownChecked(10_000)
-      await proxy.close()
-    })
+        const next = await startRuntime(
+          { databaseUrl, redisUrl, queuePrefix, track },
+          child.provider,
+        )
+        // Handed back, the next worker takes it at once; should the hand-back not reach Redis, the
+        // next worker's reconciler enqueues it again. Either way it runs here, far within this
+        // bound; on a timeout, what the ledger and the stopping worker said.
+        const ended = await untilAttempt(db, attemptId, 'terminal', { timeoutMs: 60_000 }).catch(
+          async (error: unknown) => {
+            const said = stoppingLog.lines.map((l) => `${String(l.level)} ${String(l.msg)}`)
+            throw new Error(
+              `${String(error)}; transitions ${JSON.stringify(await transitionEvents(db, attemptId))}; the stopping worker said ${JSON.stringify(said)}`,
+            )
+          },
+        )
+        expect(ended).toMatchObject({ stopReason: 'completed' })
+        expect(child.starts(prompt)).toBe(1)
+        expect(await transitionEvents(db, attemptId)).toEqual([
+          'accepted',
+          'claimed',
+          'released',
+          'claimed',
+          'committed',
+        ])
+        await next.shutdownChecked(10_000)
+        await proxy.close()
+      },
+    )
   }
 
   test('Postgres and Redis both unanswering: an idle worker stops at its deadline and names what it left', async ({

@@ -53,6 +53,7 @@ const configSchema = z
     CONTINUATION_UNCLAIMED_MS: ms(7 * 24 * 60 * 60 * 1000),
     LEDGER_RETENTION_MS: ms(LEDGER_RETENTION_MS_DEFAULT),
     LEDGER_RETENTION_BATCH: z.coerce.number().int().min(1).max(10_000).default(500),
+    LEDGER_RETENTION_DUTY_PERCENT: z.coerce.number().int().min(1).max(100).default(25),
     WORKSPACE_DIR: z.string().min(1).default(process.cwd()),
     SUBAGENTS_DIR: z.string().min(1).optional(),
     PROFILES_FILE: z.string().min(1).optional(),
@@ -120,6 +121,11 @@ export interface WorkerConfig {
   readonly ledgerRetentionMs: number
   /** Rows of history each namespace's retention batch (one statement) looks at. */
   readonly ledgerRetentionBatch: number
+  /**
+   * The share of its time (percent) the retention lane spends in batches: after a batch that took
+   * t it rests t × (100 / duty − 1), so a backlog drains beside claims instead of over them.
+   */
+  readonly ledgerRetentionDutyPercent: number
   /** Each checked-shutdown try; on SIGTERM tries repeat until the drain completes. */
   readonly shutdownDeadlineMs: number
   /** When set, the drain is given up (exit 1) this long after the stop signal. */
@@ -185,6 +191,7 @@ export function loadConfig(env: Readonly<Record<string, string | undefined>>): W
     continuationUnclaimedMs: c.CONTINUATION_UNCLAIMED_MS,
     ledgerRetentionMs: c.LEDGER_RETENTION_MS,
     ledgerRetentionBatch: c.LEDGER_RETENTION_BATCH,
+    ledgerRetentionDutyPercent: c.LEDGER_RETENTION_DUTY_PERCENT,
     shutdownDeadlineMs: c.SHUTDOWN_DEADLINE_MS,
     shutdownHardDeadlineMs: c.SHUTDOWN_HARD_DEADLINE_MS,
     outputMemoryBudgetBytes: c.OUTPUT_MEMORY_BUDGET_BYTES,

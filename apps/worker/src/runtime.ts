@@ -146,6 +146,7 @@ export function createWorkerRuntime(
     unclaimedAfterMs: config.continuationUnclaimedMs,
     ledgerRetentionMs: config.ledgerRetentionMs,
     retentionBatch: config.ledgerRetentionBatch,
+    retentionDutyPercent: config.ledgerRetentionDutyPercent,
     logger: log.child({ component: 'reconciler' }),
     metrics,
   })

@@ -1,3 +1,4 @@
+import { setTimeout as sleep } from 'node:timers/promises'
 import type { Logger, WorkerMetrics } from '@baton/observability'
 import {
   announceClaimable,
@@ -70,7 +71,9 @@ const MAX_PENDING_BELLS = 10_000
  *   per namespace, each its own statement and transaction, until a batch of every namespace
  *   comes back short. A backlog (a long ledger's first retention, a shortened setting) drains in
  *   one run of that lane, while the ledger passes go on beside it; between two batches it holds
- *   nothing, so claims and commits never wait for the backlog.
+ *   nothing and rests (`retentionDutyPercent`), so claims and commits neither wait for the
+ *   backlog nor share the database with it more than that. One batch runs at a time in the
+ *   fleet: a lane that finds another worker's batch under way ends until its next pass.
  *
  * A pass does its Postgres work first and never waits for Redis: the re-enqueue and the bells go
  * to a Redis lane of their own (one run at a time), so a Redis that stalls or is down stops
@@ -90,6 +93,8 @@ export function createReconciler(deps: {
   ledgerRetentionMs: number
   /** Rows of history each namespace's retention batch looks at (one statement). */
   retentionBatch: number
+  /** The share of its time (percent) the retention lane spends in batches; it rests the rest. */
+  retentionDutyPercent: number
   logger: Logger
   metrics?: WorkerMetrics
 }): Reconciler {
@@ -98,6 +103,8 @@ export function createReconciler(deps: {
   let redisInFlight: Promise<number> | undefined
   let retentionInFlight: Promise<number> | undefined
   let stopping = false
+  /** Cuts the retention lane's rest short when the reconciler stops. */
+  const stopped = new AbortController()
   /** Bells still to ring (settled, or claimable for a session), by attempt and kind. */
   const bells = new Map<string, () => Promise<boolean>>()
   /** The stale accepted attempts the last pass found. */
@@ -157,6 +164,7 @@ export function createReconciler(deps: {
   async function retentionPass(): Promise<number> {
     let removed = 0
     for (;;) {
+      const started = performance.now()
       const batch = await removeExpiredHistory(deps.db, {
         defaultRetentionMs: deps.ledgerRetentionMs,
         limit: deps.retentionBatch,
@@ -176,6 +184,13 @@ export function createReconciler(deps: {
         moved: [],
       })
       if (stopping || (batch.agentCursor.size === 0 && batch.runCursor.size === 0)) return removed
+      // Paced: the lane rests so that batches take `retentionDutyPercent` of its time.
+      const restMs = (performance.now() - started) * (100 / deps.retentionDutyPercent - 1)
+      try {
+        await sleep(restMs, undefined, { signal: stopped.signal })
+      } catch {
+        return removed
+      }
     }
   }
 
@@ -265,6 +280,7 @@ export function createReconciler(deps: {
       if (timer !== undefined) clearInterval(timer)
       timer = undefined
       stopping = true
+      stopped.abort()
       await inFlight?.catch(() => undefined)
       await retentionInFlight?.catch(() => undefined)
       await redisInFlight?.catch(() => undefined)

@@ -9,7 +9,19 @@ import type { Db } from '../db.ts'
  */
 export type RetentionCursor = ReadonlyMap<string, { readonly at: string; readonly id: string }>
 
+/**
+ * The transaction-scoped advisory lock each batch statement tries first, so that one batch runs at
+ * a time in the whole fleet: workers' lanes would otherwise read the same oldest candidates, skip
+ * each other's locked rows and multiply the load a drain puts beside claims for no more removed.
+ */
+export const RETENTION_LOCK_KEY = 0x626174_6f6e2d72n
+
 export interface RetentionBatch {
+  /**
+   * Another worker's batch held the retention lock: this one read and removed nothing, and its
+   * cursors are empty. The lane leaves the backlog to that worker until its next pass.
+   */
+  readonly busy: boolean
   /** Attempts removed, with their transitions, steering, agent history and continuation. */
   readonly attempts: number
   /** Agents removed: every attempt of each was terminal and older than the retention. */
@@ -38,7 +50,9 @@ export interface RetentionBatch {
  *
  * Never blocks a claim: claims and renewals lock accepted and running attempts, which a batch never
  * reads; the rows it removes are taken `for update skip locked`, so a row another transaction
- * holds is left for a later batch. Outcome: what was removed, and the next cursor. Retry safety:
+ * holds is left for a later batch. One batch runs at a time in the fleet: each statement first
+ * tries the retention lock, and one that finds it taken reads nothing (`busy`). Outcome: what was
+ * removed, and the next cursor. Retry safety:
  * a repeat removes only what is still due.
  */
 export async function removeExpiredHistory(
@@ -51,8 +65,10 @@ export async function removeExpiredHistory(
   },
 ): Promise<RetentionBatch> {
   const agents = await removeAgents(db, input.defaultRetentionMs, input.limit, input.agentCursor)
+  if (!agents.held) return { busy: true, attempts: 0, agents: 0, runs: 0, ...noCursors() }
   const runs = await removeRuns(db, input.defaultRetentionMs, input.limit, input.runCursor)
   return {
+    busy: false,
     attempts: agents.attempts,
     agents: agents.agents,
     runs: runs.runs,
@@ -61,7 +77,15 @@ export async function removeExpiredHistory(
   }
 }
 
-/** Each namespace, its cutoff on the database clock, and where its batch starts. */
+const noCursors = () => ({ agentCursor: new Map(), runCursor: new Map() })
+
+/** Whether this transaction holds the retention lock (`RETENTION_LOCK_KEY`), tried once. */
+const gate = sql`select pg_try_advisory_xact_lock(${sql.lit(RETENTION_LOCK_KEY.toString())}::bigint) as held`
+
+/**
+ * Each namespace, its cutoff on the database clock, and where its batch starts; none unless the
+ * statement's `gate` holds the retention lock.
+ */
 function namespaceCutoffs(defaultRetentionMs: number, cursor: RetentionCursor | undefined) {
   const namespaces = [...(cursor?.keys() ?? [])]
   const at = namespaces.map((n) => cursor?.get(n)?.at ?? null)
@@ -71,6 +95,7 @@ function namespaceCutoffs(defaultRetentionMs: number, cursor: RetentionCursor | 
            coalesce(c.at, '-infinity') as after_at,
            coalesce(c.id, '00000000-0000-0000-0000-000000000000') as after_id
     from namespaces n
+    join gate on gate.held
     left join unnest(${namespaces}::text[], ${at}::timestamptz[], ${id}::uuid[]) as c(ns, at, id)
       on c.ns = n.id
   `
@@ -112,11 +137,13 @@ async function removeAgents(
   cursor: RetentionCursor | undefined,
 ) {
   const { rows } = await sql<{
+    held: boolean
     scanned: Scanned[] | null
     attempts: number
     agents: number
   }>`
-    with ns as materialized (${namespaceCutoffs(defaultRetentionMs, cursor)}),
+    with gate as materialized (${gate}),
+    ns as materialized (${namespaceCutoffs(defaultRetentionMs, cursor)}),
     candidates as materialized (
       select ns.id as namespace_id, ns.cutoff, a.agent_id, a.terminal_at, a.id
       from ns cross join lateral (
@@ -166,12 +193,14 @@ async function removeAgents(
     artifacts_gone as (delete from artifacts where attempt_id in (select id from doomed)),
     attempts_gone as (delete from attempts where id in (select id from doomed) returning id),
     agents_gone as (delete from agents where id in (select id from doomed_agents) returning id)
-    select (select json_agg(s) from scanned s) as scanned,
+    select (select held from gate) as held,
+           (select json_agg(s) from scanned s) as scanned,
            (select count(*)::int from attempts_gone) as attempts,
            (select count(*)::int from agents_gone) as agents
   `.execute(db)
   const row = rows[0]
   return {
+    held: row?.held === true,
     attempts: row?.attempts ?? 0,
     agents: row?.agents ?? 0,
     cursor: nextCursor(row?.scanned, limit),
@@ -188,7 +217,8 @@ async function removeRuns(
     scanned: Scanned[] | null
     runs: number
   }>`
-    with ns as materialized (${namespaceCutoffs(defaultRetentionMs, cursor)}),
+    with gate as materialized (${gate}),
+    ns as materialized (${namespaceCutoffs(defaultRetentionMs, cursor)}),
     candidates as materialized (
       select ns.id as namespace_id, r.id, r.settled_at
       from ns cross join lateral (

@@ -148,6 +148,8 @@ export interface PhaseCost {
    * rate times the phase's duration; none for a system without a database.
    */
   readonly postgresCpuMs?: number
+  /** Of `postgresCpuMs`, the server's shared processes (checkpointer, WAL writer, …) less idle. */
+  readonly postgresServerCpuMs?: number
   readonly redisCommands: number
 }
 
@@ -174,18 +176,19 @@ export async function measureCost<T>(
   const before = await sample()
   const result = await phase()
   const after = await sample()
-  let postgresCpuMs: number | undefined
+  let postgres: { postgresCpuMs: number; postgresServerCpuMs: number } | undefined
   if (database !== undefined && before.postgres && after.postgres) {
     const spent = postgresCpuTicks(before.postgres, after.postgres, database)
     const idleMs = counters.postgresIdleMsPerMs * (after.atMs - before.atMs)
-    postgresCpuMs = ticksToMs(spent.own + spent.server) - idleMs
+    const serverMs = ticksToMs(spent.server) - idleMs
+    postgres = { postgresCpuMs: ticksToMs(spent.own) + serverMs, postgresServerCpuMs: serverMs }
   }
   return {
     result,
     cost: {
       nodeCpuMs: ticksToMs(after.nodeTicks - before.nodeTicks),
       redisCpuMs: ticksToMs(after.redisTicks - before.redisTicks),
-      ...(postgresCpuMs === undefined ? {} : { postgresCpuMs }),
+      ...postgres,
       // The opening sample's own INFO is counted by the closing one.
       redisCommands: after.redisCalls - before.redisCalls - 1,
     },

@@ -105,7 +105,7 @@ export function parseScaleOptions(argv: readonly string[]): ScaleOptions {
       workers: { type: 'string', default: '2' },
       'hold-ms': { type: 'string', default: '10000' },
       cancels: { type: 'string', default: '100' },
-      sequential: { type: 'string', default: '100' },
+      sequential: { type: 'string', default: '500' },
       json: { type: 'boolean', default: false },
     },
   })

@@ -13,6 +13,7 @@
 import { setTimeout as sleep } from 'node:timers/promises'
 import type { BenchContext } from './context.ts'
 import { measureCost } from './counters.ts'
+import { profileEnv } from './cpu-profile.ts'
 import { sequentialWaits } from './http-load.ts'
 import type { ScaleOptions } from './options.ts'
 import { growHistory } from './scale-history.ts'
@@ -213,12 +214,18 @@ async function history(
     const accepted: string[] = []
     await sequentialWaits(stack.client, 20, accepted)
     const before = await scrapeWorkers(stack)
+    const phaseFrom = process.hrtime.bigint()
     const phase = await measureCost(
       bench,
       [stack.api.pid, ...stack.workers.map((w) => w.pid)],
       SCALE_DATABASE,
       () => sequentialWaits(stack.client, options.sequential, accepted),
     )
+    if (profileEnv().NODE_OPTIONS !== undefined)
+      // The window of the apps' CPU profiles that this level's delegations ran in (see cancel bursts).
+      log(
+        `bench: history ${size} delegations monotonic_us ${phaseFrom / 1000n} ${process.hrtime.bigint() / 1000n}`,
+      )
     // At least two reconciler passes per worker in the window.
     const passesWanted = stack.workers.length * 2
     let after = await scrapeWorkers(stack)
@@ -246,6 +253,18 @@ async function history(
       cpu_ms_per_delegation: round(
         (phase.cost.nodeCpuMs + phase.cost.redisCpuMs + (phase.cost.postgresCpuMs ?? 0)) /
           options.sequential,
+        3,
+      ),
+      // Its parts: the API's and workers' Node, the database's own backends, the server's shared
+      // processes (a checkpoint still flushing the written history lands here).
+      node_cpu_ms_per_delegation: round(phase.cost.nodeCpuMs / options.sequential, 3),
+      pg_backend_cpu_ms_per_delegation: round(
+        ((phase.cost.postgresCpuMs ?? 0) - (phase.cost.postgresServerCpuMs ?? 0)) /
+          options.sequential,
+        3,
+      ),
+      pg_server_cpu_ms_per_delegation: round(
+        (phase.cost.postgresServerCpuMs ?? 0) / options.sequential,
         3,
       ),
       reconcile_pass_mean_ms:
